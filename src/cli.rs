@@ -1,0 +1,257 @@
+//! The clap definitions of both binaries: raw values only, no logic. Durations, URLs
+//! and cross-field rules are checked in [`crate::config`], which names the flag at fault.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ENV_HELP: &str = "\
+ENVIRONMENT (a flag wins over its variable, a variable over the default):
+  REDLOCK_REDIS_URL       Redis URL(s), comma-separated (default redis://127.0.0.1:6379)
+  REDLOCK_REDIS_URL_FILE  file holding the URL(s), one per line (keeps passwords out of ps)
+  REDLOCK_PREFIX          key prefix (default redlock:)
+  REDLOCK_TTL             lock ttl (default 30s)
+  REDLOCK_BUSY_EXIT_CODE  exit status when the lock is busy (default 75)
+
+Given to the command: REDLOCK_KEY (the Redis key), REDLOCK_NAME (the lock name),
+REDLOCK_TOKEN (this holder's token), REDLOCK_TTL_MS (the ttl in milliseconds).";
+
+/// Connection options shared by every verb.
+#[derive(Debug, Clone, Args)]
+pub struct ConnArgs {
+    /// Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path.
+    /// Repeat (or comma-separate) for the Redlock algorithm over independent masters.
+    #[arg(
+        long = "redis",
+        value_name = "URL",
+        env = "REDLOCK_REDIS_URL",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub redis: Vec<String>,
+
+    /// Read the Redis URL(s) from this file, one per line (for secrets).
+    #[arg(long, value_name = "FILE", env = "REDLOCK_REDIS_URL_FILE")]
+    pub redis_url_file: Option<PathBuf>,
+
+    /// Namespace prefix of every key (no braces) [default: redlock:].
+    #[arg(long, value_name = "PREFIX", env = "REDLOCK_PREFIX")]
+    pub prefix: Option<String>,
+
+    /// Timeout of each request to a Redis node [default: ttl/15, at most 2s].
+    #[arg(long, value_name = "DURATION")]
+    pub node_timeout: Option<String>,
+}
+
+/// Options of `redlock-run` and `redlock run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Name of the lock (any non-empty string).
+    #[arg(long, short = 'k', value_name = "NAME")]
+    pub key: OsString,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+
+    /// Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s].
+    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    pub ttl: Option<String>,
+
+    /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
+    #[arg(long, short = 'w', value_name = "DURATION", default_value = "0")]
+    pub wait: String,
+
+    /// Renewal interval [default: ttl/3].
+    #[arg(long, value_name = "DURATION")]
+    pub renew_every: Option<String>,
+
+    /// Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub kill_after: Option<String>,
+
+    /// What to do when the lock is lost while the command runs.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = OnLost::Kill)]
+    pub on_lost: OnLost,
+
+    /// Keep the lock this long after the start even if the command ends sooner
+    /// (cron de-duplication across hosts whose clocks differ).
+    #[arg(long, value_name = "DURATION")]
+    pub hold_min: Option<String>,
+
+    /// Exit status when the lock is busy (0-255) [default: 75].
+    #[arg(long, short = 'E', value_name = "CODE", env = "REDLOCK_BUSY_EXIT_CODE")]
+    pub busy_exit_code: Option<String>,
+
+    /// Record only the program name in the holder metadata, not its arguments.
+    #[arg(long)]
+    pub hide_args: bool,
+
+    /// Print nothing but errors (no progress, no busy note).
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Say what happens: acquire, renewals, release.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// The command to run and its arguments (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// What `--on-lost` can choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnLost {
+    /// SIGTERM the command's process group, SIGKILL after --kill-after; exit 79.
+    Kill,
+    /// Warn on stderr and let the command finish without the lock; exit 79.
+    Keep,
+}
+
+/// `redlock-run`: run a command while holding a lock in Redis.
+#[derive(Debug, Parser)]
+#[command(
+    name = "redlock-run",
+    version,
+    about = "Run a command while holding a distributed lock in Redis",
+    long_about = "Run a command while holding a distributed lock in Redis.\n\nThe lock is taken with SET NX PX, renewed while the command runs, and released when it ends. If the lock cannot be renewed in time, the command's process group is stopped before anyone else can take the lock.",
+    after_long_help = after_help(),
+    after_help = "See --help for exit statuses and environment variables."
+)]
+pub struct RunCli {
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `redlock`: run, inspect and clear locks.
+#[derive(Debug, Parser)]
+#[command(
+    name = "redlock",
+    version,
+    about = "Distributed locks in Redis for commands, cron jobs and CI",
+    after_long_help = ENV_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a command while holding a lock (same as redlock-run).
+    #[command(after_long_help = after_help())]
+    Run(RunArgs),
+    /// Show whether locks are held, and by whom.
+    Status(StatusArgs),
+    /// List the held locks under the prefix.
+    List(ListArgs),
+    /// Release a lock: with --token only that holder's, with --force whoever holds it.
+    Release(ReleaseArgs),
+    /// Take a lock and print its token (for scripts that cannot wrap one command).
+    Acquire(AcquireArgs),
+    /// Extend a lock held with a token.
+    Extend(ExtendArgs),
+    /// Write man pages and shell completions (for packagers and the repository).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_long_help = "EXIT STATUS:\n  0   every lock is held\n  1   a lock is free\n  64+ an error, as for redlock-run"
+)]
+pub struct StatusArgs {
+    /// Lock names.
+    #[arg(required = true, value_name = "NAME")]
+    pub keys: Vec<OsString>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON (one object per line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Glob over lock names (* ? [..] as in Redis; \ escapes) [default: *].
+    #[arg(value_name = "PATTERN")]
+    pub pattern: Option<OsString>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON (one object per line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReleaseArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// Release only if this token holds the lock.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "force")]
+    pub token: Option<String>,
+    /// Remove the lock whoever holds it (says whose lock it was).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AcquireArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// Lease time; the lock expires unless extended (e.g. 5m).
+    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    pub ttl: Option<String>,
+    /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
+    #[arg(long, short = 'w', value_name = "DURATION", default_value = "0")]
+    pub wait: String,
+    /// Exit status when the lock is busy [default: 75].
+    #[arg(long, short = 'E', value_name = "CODE", env = "REDLOCK_BUSY_EXIT_CODE")]
+    pub busy_exit_code: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON (token, key, ttl_ms).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress note while waiting.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExtendArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// The token printed by `redlock acquire`.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: String,
+    /// New time to live from now.
+    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    pub ttl: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GenerateArgs {
+    /// Directory for the man pages.
+    #[arg(long, default_value = "man")]
+    pub man: PathBuf,
+    /// Directory for the completions.
+    #[arg(long, default_value = "completions")]
+    pub completions: PathBuf,
+}
+
+/// The long help's closing section: exit statuses and environment.
+fn after_help() -> String {
+    format!("EXIT STATUS:\n{}\n{ENV_HELP}", crate::exit::table_text())
+}

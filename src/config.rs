@@ -1,0 +1,349 @@
+//! Raw arguments to a checked configuration. Every rule that spans flags lives here, and
+//! every mistake is a usage error (exit 64) that names the flag.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use crate::cli::{ConnArgs, OnLost, RunArgs};
+use crate::error::{Error, Result};
+use crate::exit::Code;
+use crate::keys::{DEFAULT_PREFIX, LockKeys};
+use crate::timing::{self, Budget, BudgetError};
+use crate::url::{DEFAULT_URL, RedisUrl};
+
+/// How long to wait for a busy lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    For(Duration),
+    Forever,
+}
+
+/// Where the locks live.
+#[derive(Debug, Clone)]
+pub struct Conn {
+    pub urls: Vec<RedisUrl>,
+    pub prefix: String,
+    pub node_timeout: Option<Duration>,
+}
+
+/// A checked `redlock-run` configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub budget: Budget,
+    pub wait: Wait,
+    pub busy_code: u8,
+    pub on_lost: OnLost,
+    pub hold_min: Option<Duration>,
+    pub hide_args: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    pub command: Vec<OsString>,
+}
+
+/// The default ttl.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// Parses a duration given to `flag` ("30s", "1m30s", "250ms"); a bare number other
+/// than 0 is refused because its unit would be a guess.
+pub fn duration(flag: &str, raw: &str) -> Result<Duration> {
+    humantime::parse_duration(raw.trim()).map_err(|e| {
+        let hint = if raw.trim().chars().all(|c| c.is_ascii_digit()) {
+            " (add a unit: 30s, 5m, 250ms)".to_string()
+        } else {
+            format!(" ({e}; e.g. 30s, 5m, 250ms)")
+        };
+        Error::usage(format!("{flag} {raw:?} is not a duration{hint}"))
+    })
+}
+
+/// A duration that must be positive.
+pub fn positive(flag: &str, raw: &str) -> Result<Duration> {
+    let d = duration(flag, raw)?;
+    if d.is_zero() {
+        return Err(Error::usage(format!("{flag} must be more than 0")));
+    }
+    if d > Duration::from_secs(60 * 60 * 24 * 365) {
+        return Err(Error::usage(format!(
+            "{flag} {raw:?} is longer than a year"
+        )));
+    }
+    Ok(d)
+}
+
+/// `--wait`: 0 tries once, `forever` (or `inf`, `infinite`) waits without end.
+pub fn wait(raw: &str) -> Result<Wait> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "forever" | "inf" | "infinite" | "infinity" => Ok(Wait::Forever),
+        _ => duration("--wait", raw).map(Wait::For),
+    }
+}
+
+/// `--busy-exit-code`: 0–255.
+pub fn busy_code(raw: Option<&str>) -> Result<u8> {
+    match raw {
+        None => Ok(Code::Busy.value()),
+        Some(raw) => raw.trim().parse::<u8>().map_err(|_| {
+            Error::usage(format!(
+                "--busy-exit-code {raw:?} is not an exit status (0-255)"
+            ))
+        }),
+    }
+}
+
+/// The ttl from `--ttl` or its default.
+pub fn ttl(raw: Option<&str>) -> Result<Duration> {
+    let ttl = raw.map_or(Ok(DEFAULT_TTL), |raw| positive("--ttl", raw))?;
+    if ttl < MIN_TTL {
+        return Err(Error::usage(format!(
+            "--ttl {} is too short; it must be at least 100ms",
+            crate::holder::human(ttl)
+        )));
+    }
+    Ok(ttl)
+}
+
+/// The shortest ttl accepted: below it, Redis's 1 ms expiry precision and the 2 ms
+/// drift allowance eat the lease.
+pub const MIN_TTL: Duration = Duration::from_millis(100);
+
+impl Conn {
+    /// URLs from `--redis`, else from `--redis-url-file`, else the default.
+    pub fn from_args(args: &ConnArgs) -> Result<Conn> {
+        let prefix = args.prefix.clone().unwrap_or_else(|| DEFAULT_PREFIX.into());
+        crate::keys::check_prefix(&prefix)?;
+        let mut raw: Vec<String> = args
+            .redis
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if raw.is_empty()
+            && let Some(path) = &args.redis_url_file
+        {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Error::usage(format!(
+                    "--redis-url-file {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+            raw = text
+                .lines()
+                .flat_map(|l| l.split(','))
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from)
+                .collect();
+            if raw.is_empty() {
+                return Err(Error::usage(format!(
+                    "--redis-url-file {} holds no URL",
+                    path.display()
+                )));
+            }
+        }
+        if raw.is_empty() {
+            raw.push(DEFAULT_URL.to_string());
+        }
+        let urls = raw
+            .iter()
+            .map(|r| RedisUrl::parse(r))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, url) in urls.iter().enumerate() {
+            if urls[..i].contains(url) {
+                return Err(Error::usage(format!(
+                    "--redis {url} is given twice; Redlock needs independent servers"
+                )));
+            }
+        }
+        let node_timeout = args
+            .node_timeout
+            .as_deref()
+            .map(|raw| positive("--node-timeout", raw))
+            .transpose()?;
+        Ok(Conn {
+            urls,
+            prefix,
+            node_timeout,
+        })
+    }
+
+    /// The keys of lock `name`.
+    pub fn keys(&self, name: &OsString) -> Result<LockKeys> {
+        LockKeys::new(&self.prefix, name.as_bytes()).map_err(|e| {
+            if name.is_empty() {
+                Error::usage("the lock name is empty; give a non-empty name")
+            } else {
+                e
+            }
+        })
+    }
+
+    /// The node timeout for a lease of `ttl`.
+    pub fn timeout_for(&self, ttl: Duration) -> Duration {
+        self.node_timeout
+            .unwrap_or_else(|| timing::default_node_timeout(ttl))
+    }
+}
+
+impl RunConfig {
+    pub fn from_args(args: RunArgs) -> Result<RunConfig> {
+        if args.command.is_empty() {
+            return Err(Error::usage(
+                "no command given; put it after --, e.g. redlock-run --key job -- ./job.sh",
+            ));
+        }
+        if args.command[0].is_empty() {
+            return Err(Error::usage("the command after -- is an empty string"));
+        }
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        let ttl = ttl(args.ttl.as_deref())?;
+        let renew_every = match &args.renew_every {
+            Some(raw) => positive("--renew-every", raw)?,
+            None => timing::default_renew_every(ttl),
+        };
+        let kill_after = match &args.kill_after {
+            Some(raw) => duration("--kill-after", raw)?,
+            None => timing::default_kill_after(ttl),
+        };
+        let budget = Budget {
+            ttl,
+            renew_every,
+            node_timeout: conn.timeout_for(ttl),
+            kill_after,
+        };
+        budget.check().map_err(|e| budget_error(&budget, e))?;
+        let hold_min = args
+            .hold_min
+            .as_deref()
+            .map(|raw| duration("--hold-min", raw))
+            .transpose()?
+            .filter(|d| !d.is_zero());
+        Ok(RunConfig {
+            conn,
+            keys,
+            budget,
+            wait: wait(&args.wait)?,
+            busy_code: busy_code(args.busy_exit_code.as_deref())?,
+            on_lost: args.on_lost,
+            hold_min,
+            hide_args: args.hide_args,
+            quiet: args.quiet,
+            verbose: args.verbose,
+            command: args.command,
+        })
+    }
+}
+
+fn budget_error(b: &Budget, e: BudgetError) -> Error {
+    let h = crate::holder::human;
+    match e {
+        BudgetError::RenewNotBelowTtl => Error::usage(format!(
+            "--renew-every {} must be shorter than --ttl {}",
+            h(b.renew_every),
+            h(b.ttl)
+        )),
+        BudgetError::DoesNotFit { needed, available } => Error::usage(format!(
+            "--ttl {} is too short: a renewal every {} plus two --node-timeout {} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
+            h(b.ttl),
+            h(b.renew_every),
+            h(b.node_timeout),
+            h(needed),
+            h(available),
+            h(b.kill_after)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<RunConfig> {
+        let mut argv = vec!["redlock-run"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::RunCli::try_parse_from(argv).expect("clap accepts it");
+        RunConfig::from_args(cli.run)
+    }
+
+    fn usage_message(args: &[&str]) -> String {
+        let err = parse(args).expect_err("should be refused");
+        assert_eq!(err.code, Code::Usage, "{}", err.message);
+        err.message
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(&["--key", "k", "--redis", "redis://h:1", "--", "true"]).unwrap();
+        assert_eq!(c.budget.ttl, DEFAULT_TTL);
+        assert_eq!(c.budget.renew_every, Duration::from_secs(10));
+        assert_eq!(c.budget.kill_after, Duration::from_secs(5));
+        assert_eq!(c.budget.node_timeout, Duration::from_secs(2));
+        assert_eq!(c.wait, Wait::For(Duration::ZERO));
+        assert_eq!(c.busy_code, 75);
+        assert_eq!(c.keys.lock, b"redlock:{k}");
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let base = ["--key", "k", "--redis", "redis://h:1"];
+        let cases: &[(&[&str], &str)] = &[
+            (&["--ttl", "0"], "--ttl"),
+            (&["--ttl", "banana"], "--ttl"),
+            (&["--ttl", "30"], "add a unit"),
+            (&["--ttl=-5s"], "--ttl"),
+            (&["--ttl", "10s", "--renew-every", "10s"], "--renew-every"),
+            (&["--ttl", "10s", "--renew-every", "20s"], "--renew-every"),
+            (&["--ttl", "2s", "--kill-after", "5s"], "too short"),
+            (&["--ttl", "10ms"], "at least 100ms"),
+            (&["--ttl", "300ms", "--node-timeout", "1s"], "too short"),
+            (&["--wait", "soon"], "--wait"),
+            (&["--busy-exit-code", "256"], "--busy-exit-code"),
+            (&["--busy-exit-code", "x"], "--busy-exit-code"),
+            (&["--hold-min", "5"], "--hold-min"),
+            (&["--node-timeout", "0s"], "--node-timeout"),
+            (&["--prefix", "a{b"], "--prefix"),
+        ];
+        for (extra, needle) in cases {
+            let mut args: Vec<&str> = base.to_vec();
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--", "true"]);
+            let msg = usage_message(&args);
+            assert!(msg.contains(needle), "{extra:?}: {msg}");
+            assert!(!msg.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn missing_command_and_empty_key() {
+        assert!(usage_message(&["--key", "k"]).contains("no command"));
+        assert!(usage_message(&["--key", "", "--", "true"]).contains("empty"));
+        assert!(usage_message(&["--key", "k", "--", ""]).contains("empty"));
+    }
+
+    #[test]
+    fn wait_spellings() {
+        assert_eq!(wait("forever").unwrap(), Wait::Forever);
+        assert_eq!(wait("INF").unwrap(), Wait::Forever);
+        assert_eq!(wait("0").unwrap(), Wait::For(Duration::ZERO));
+        assert_eq!(wait("1m").unwrap(), Wait::For(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn duplicate_urls_are_refused() {
+        let msg = usage_message(&[
+            "--key",
+            "k",
+            "--redis",
+            "redis://h:1",
+            "--redis",
+            "redis://h:1",
+            "--",
+            "true",
+        ]);
+        assert!(msg.contains("twice"));
+    }
+}

@@ -1,0 +1,225 @@
+//! Holder metadata: who holds a lock (host, pid, user, command, since, ttl), written
+//! beside the lock key at acquire and read back by waiters and `redlock status`.
+//!
+//! The metadata hash carries the holder's token; it describes the lock only while that
+//! token is the lock key's value. A lock taken by another client (plain `SET NX`) has no
+//! metadata and shows as held by an unknown holder.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Who holds a lock, as read from Redis.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Holder {
+    /// The lock key's value.
+    pub token: String,
+    /// Time to live left on the lock key (None: no expiry).
+    #[serde(skip)]
+    pub ttl_left: Option<Duration>,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub user: Option<String>,
+    pub cmd: Option<String>,
+    /// Acquired at, Unix milliseconds (the holder's wall clock).
+    pub since_ms: Option<u64>,
+    /// The ttl the holder renews to, milliseconds.
+    pub ttl_ms: Option<u64>,
+}
+
+impl Holder {
+    /// Builds a holder from the lock value, its PTTL and the metadata hash's field/value
+    /// pairs; metadata of another token is ignored.
+    pub fn from_parts(token: Vec<u8>, pttl_ms: i64, pairs: &[(Vec<u8>, Vec<u8>)]) -> Self {
+        let token = String::from_utf8_lossy(&token).into_owned();
+        let field = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name.as_bytes())
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        };
+        let mut holder = Holder {
+            ttl_left: u64::try_from(pttl_ms).ok().map(Duration::from_millis),
+            ..Holder::default()
+        };
+        if field("token").as_deref() == Some(token.as_str()) {
+            holder.host = field("host");
+            holder.pid = field("pid").and_then(|p| p.parse().ok());
+            holder.user = field("user");
+            holder.cmd = field("cmd");
+            holder.since_ms = field("since_ms").and_then(|p| p.parse().ok());
+            holder.ttl_ms = field("ttl_ms").and_then(|p| p.parse().ok());
+        }
+        holder.token = token;
+        holder
+    }
+
+    /// Whether the metadata identifies the holder (false for foreign clients).
+    pub fn is_known(&self) -> bool {
+        self.host.is_some() || self.pid.is_some()
+    }
+
+    /// How long the lock has been held, from the holder's recorded start.
+    pub fn held_for(&self, now_ms: u64) -> Option<Duration> {
+        self.since_ms
+            .map(|since| Duration::from_millis(now_ms.saturating_sub(since)))
+    }
+
+    /// A short token prefix for display.
+    pub fn token_prefix(&self) -> String {
+        self.token.chars().take(8).collect()
+    }
+
+    /// One-phrase description: `host pid 42 (./job.sh) for 3m 12s` or `an unknown holder`.
+    pub fn describe(&self, now_ms: u64) -> String {
+        if !self.is_known() {
+            return "an unknown holder (no redlock metadata)".to_string();
+        }
+        let mut out = self.host.clone().unwrap_or_else(|| "?".into());
+        if let Some(pid) = self.pid {
+            out.push_str(&format!(" pid {pid}"));
+        }
+        if let Some(cmd) = &self.cmd {
+            out.push_str(&format!(" ({cmd})"));
+        }
+        if let Some(held) = self.held_for(now_ms) {
+            out.push_str(&format!(" for {}", human(held)));
+        }
+        out
+    }
+}
+
+/// A duration for people, to the second (`3m 12s`, `250ms` under a second).
+pub fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// Now on the wall clock, Unix milliseconds (display only; never used for deadlines).
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Metadata fields for a lock this process takes.
+pub fn local_fields(token: &str, cmd: &str, ttl: Duration) -> Vec<(&'static str, String)> {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "?".into());
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| nix::unistd::getuid().to_string());
+    vec![
+        ("token", token.to_string()),
+        ("host", host),
+        ("pid", std::process::id().to_string()),
+        ("user", user),
+        ("cmd", cmd.to_string()),
+        ("since_ms", wall_ms().to_string()),
+        ("ttl_ms", ttl.as_millis().to_string()),
+    ]
+}
+
+/// The command line recorded in metadata: arguments joined by spaces, with values that
+/// look secret (URL passwords, `--password=…`, `TOKEN=…`, the argument after `-p` or
+/// `--password`) replaced by `***`, cut to 256 characters. With `program_only`, just
+/// the program name.
+pub fn recorded_command(argv: &[String], program_only: bool) -> String {
+    if program_only {
+        return argv.first().cloned().unwrap_or_default();
+    }
+    let secretish = |name: &str| {
+        let n = name.trim_start_matches('-').to_ascii_lowercase();
+        ["pass", "secret", "token", "auth", "key", "credential"]
+            .iter()
+            .any(|w| n.contains(w))
+            || n == "p"
+    };
+    let mut out: Vec<String> = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for arg in argv {
+        let shown = if hide_next {
+            "***".to_string()
+        } else if let Some((name, _)) = arg.split_once('=').filter(|(n, _)| secretish(n)) {
+            format!("{name}=***")
+        } else if arg.contains("://") && arg.contains('@') {
+            crate::url::redact(arg)
+        } else {
+            arg.clone()
+        };
+        hide_next = arg.starts_with('-') && !arg.contains('=') && secretish(arg);
+        out.push(shown);
+    }
+    let line = crate::error::one_line(&out.join(" "));
+    line.chars().take(256).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        items
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn metadata_of_another_token_is_ignored() {
+        let meta = pairs(&[("token", "t1"), ("host", "h"), ("pid", "7")]);
+        let known = Holder::from_parts(b"t1".to_vec(), 1500, &meta);
+        assert_eq!(known.host.as_deref(), Some("h"));
+        assert_eq!(known.pid, Some(7));
+        assert_eq!(known.ttl_left, Some(Duration::from_millis(1500)));
+        let foreign = Holder::from_parts(b"other".to_vec(), -1, &meta);
+        assert!(!foreign.is_known());
+        assert_eq!(foreign.ttl_left, None);
+        assert!(foreign.describe(0).contains("unknown"));
+    }
+
+    #[test]
+    fn describe_names_host_pid_cmd_and_age() {
+        let meta = pairs(&[
+            ("token", "t"),
+            ("host", "web1"),
+            ("pid", "42"),
+            ("cmd", "./job.sh"),
+            ("since_ms", "1000"),
+        ]);
+        let h = Holder::from_parts(b"t".to_vec(), 10, &meta);
+        assert_eq!(h.describe(193_000), "web1 pid 42 (./job.sh) for 3m 12s");
+    }
+
+    #[test]
+    fn recorded_command_hides_secrets() {
+        let argv: Vec<String> = [
+            "mysql",
+            "-p",
+            "hunter2",
+            "--password=hunter2",
+            "API_TOKEN=hunter2",
+            "redis://u:hunter2@h",
+            "--verbose",
+            "file",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let line = recorded_command(&argv, false);
+        assert!(!line.contains("hunter2"), "{line}");
+        assert!(line.starts_with("mysql -p *** --password=*** API_TOKEN=***"));
+        assert!(line.ends_with("--verbose file"));
+        assert_eq!(recorded_command(&argv, true), "mysql");
+        let long = vec!["x".repeat(1000)];
+        assert_eq!(recorded_command(&long, false).len(), 256);
+    }
+}

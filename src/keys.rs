@@ -1,0 +1,182 @@
+//! Key layout: where a lock named N lives in Redis, and its companion keys.
+//!
+//! - lock key: `<prefix>{N}` — a plain string whose value is the holder's token, so that
+//!   redis-py `Lock`, redsync or a hand-written `SET key token NX PX` on the same key
+//!   name exclude, and are excluded by, redlock;
+//! - metadata: `<prefix>{N}:meta` — a hash (token, host, pid, user, cmd, since_ms,
+//!   ttl_ms) with the same ttl as the lock key;
+//! - release channel: `<prefix>{N}:released` — published on release; waiters subscribe.
+//!
+//! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
+//! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
+//! Cluster slot — for any name, as long as the tag is not empty (a name starting with
+//! `}`), which only Cluster mode has to reject. Prefixes may not contain braces.
+//! Names are bytes: anything non-empty is accepted.
+
+use crate::error::{Error, Result};
+
+/// The default namespace prefix.
+pub const DEFAULT_PREFIX: &str = "redlock:";
+
+/// The keys of one lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockKeys {
+    pub name: Vec<u8>,
+    pub lock: Vec<u8>,
+    pub meta: Vec<u8>,
+    pub channel: Vec<u8>,
+}
+
+/// Checks a prefix (usage error naming `--prefix` when it is unusable).
+pub fn check_prefix(prefix: &str) -> Result<()> {
+    if prefix.contains(['{', '}']) {
+        return Err(Error::usage(format!(
+            "--prefix {prefix:?} contains a brace; braces are reserved for the hash tag around the lock name"
+        )));
+    }
+    Ok(())
+}
+
+impl LockKeys {
+    /// The keys of the lock `name` under `prefix` (checked with [`check_prefix`]).
+    pub fn new(prefix: &str, name: &[u8]) -> Result<Self> {
+        check_prefix(prefix)?;
+        if name.is_empty() {
+            return Err(Error::usage(
+                "the lock name is empty; give --key a non-empty name",
+            ));
+        }
+        let mut lock = Vec::with_capacity(prefix.len() + name.len() + 2);
+        lock.extend_from_slice(prefix.as_bytes());
+        lock.push(b'{');
+        lock.extend_from_slice(name);
+        lock.push(b'}');
+        let with = |suffix: &[u8]| [lock.as_slice(), suffix].concat();
+        Ok(LockKeys {
+            name: name.to_vec(),
+            meta: with(b":meta"),
+            channel: with(b":released"),
+            lock,
+        })
+    }
+
+    /// Whether the hash tag is empty (name starts with `}`): the keys would then hash to
+    /// different Cluster slots.
+    pub fn has_empty_hash_tag(&self) -> bool {
+        self.name.first() == Some(&b'}')
+    }
+
+    /// The lock name for messages: UTF-8 shown as is, other bytes escaped, one line.
+    pub fn display_name(&self) -> String {
+        display_bytes(&self.name)
+    }
+
+    /// The lock name from a lock key under `prefix`, if the key is one of ours.
+    pub fn name_from_lock_key(prefix: &str, key: &[u8]) -> Option<Vec<u8>> {
+        let rest = key.strip_prefix(prefix.as_bytes())?;
+        let inner = rest.strip_prefix(b"{")?.strip_suffix(b"}")?;
+        (!inner.is_empty()).then(|| inner.to_vec())
+    }
+}
+
+/// Bytes for a one-line message: valid UTF-8 as is (control characters escaped), other
+/// bytes as `\xNN`.
+pub fn display_bytes(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Escapes glob metacharacters so that a literal string can be used in a SCAN pattern.
+pub fn glob_escape(literal: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(literal.len());
+    for &b in literal {
+        if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Redis Cluster hash slot of a key, as the server computes it (for the test only).
+    fn slot(key: &[u8]) -> u16 {
+        let tagged = key
+            .iter()
+            .position(|&b| b == b'{')
+            .and_then(|open| {
+                let close = key[open + 1..].iter().position(|&b| b == b'}')?;
+                (close > 0).then(|| &key[open + 1..open + 1 + close])
+            })
+            .unwrap_or(key);
+        crc16::State::<crc16::XMODEM>::calculate(tagged) % 16384
+    }
+
+    #[test]
+    fn layout() {
+        let k = LockKeys::new("redlock:", b"close-order").unwrap();
+        assert_eq!(k.lock, b"redlock:{close-order}");
+        assert_eq!(k.meta, b"redlock:{close-order}:meta");
+        assert_eq!(k.channel, b"redlock:{close-order}:released");
+    }
+
+    #[test]
+    fn companion_keys_share_the_slot_for_awkward_names() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut names: Vec<Vec<u8>> = [
+            "a", "{", "}{", "{}", "a}b", "a{b}c", "*", "[x]", "\\", "a b\tc\n", ":",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        for _ in 0..1_000 {
+            let len = rng.usize(1..64);
+            let alphabet = b"ab{}*?[]\\:\n\xff";
+            names.push(
+                (0..len)
+                    .map(|_| alphabet[rng.usize(..alphabet.len())])
+                    .collect(),
+            );
+        }
+        for name in names {
+            let k = LockKeys::new("p:", &name).unwrap();
+            if k.has_empty_hash_tag() {
+                continue;
+            }
+            assert_eq!(slot(&k.lock), slot(&k.meta), "{}", display_bytes(&name));
+            assert_eq!(
+                LockKeys::name_from_lock_key("p:", &k.lock).as_deref(),
+                Some(name.as_slice())
+            );
+        }
+    }
+
+    #[test]
+    fn bad_inputs() {
+        assert!(LockKeys::new("redlock:", b"").is_err());
+        assert!(LockKeys::new("a{b", b"x").is_err());
+        assert!(LockKeys::new("a}b", b"x").is_err());
+        assert!(LockKeys::new("", b"x").is_ok());
+    }
+
+    #[test]
+    fn display_and_escape() {
+        assert_eq!(display_bytes(b"a\nb\xff"), "a\\nb\\xff");
+        assert_eq!(glob_escape(b"a*b?[c]\\"), b"a\\*b\\?\\[c\\]\\\\");
+    }
+}

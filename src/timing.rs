@@ -1,0 +1,292 @@
+//! Pure timing math: defaults derived from the ttl, the safety budget, lease validity,
+//! the termination schedule, hold-min and backoff. Nothing here reads a clock; time
+//! points are durations since an arbitrary origin (see [`crate::clock`]) and jitter is a
+//! parameter, so every function is table-tested.
+//!
+//! The safety rule (see README, "How the lease stays safe"): let `t_sent` be the time the
+//! last successful acquire or renew request was *sent*. The server sets its expiry when
+//! the request arrives, so no other client can acquire before `t_sent + ttl` on a clock
+//! running at the same rate. We allow for clock-rate drift and call
+//! `E = t_sent + ttl − drift(ttl)` the lease end. If renewals keep failing, the child gets
+//! SIGTERM at `E − kill_after − margin` and SIGKILL at `E − margin`, so it is dead
+//! before anyone else can hold the lock.
+
+use std::time::Duration;
+
+/// A point on the suspend-aware monotonic clock, as time since its origin.
+pub type Point = Duration;
+
+/// Clock drift allowance for a ttl: 1 % plus 2 ms (Redis expires with 1 ms precision).
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Default renewal interval: a third of the ttl.
+pub fn default_renew_every(ttl: Duration) -> Duration {
+    ttl / 3
+}
+
+/// Default grace between SIGTERM and SIGKILL: a sixth of the ttl, at most 5 s.
+pub fn default_kill_after(ttl: Duration) -> Duration {
+    (ttl / 6).min(Duration::from_secs(5))
+}
+
+/// Default per-node request timeout: a fifteenth of the ttl, at most 2 s.
+pub fn default_node_timeout(ttl: Duration) -> Duration {
+    (ttl / 15).min(Duration::from_secs(2))
+}
+
+/// Time kept in reserve for signal delivery and reaping: ttl/20, at most 100 ms.
+pub fn margin(ttl: Duration) -> Duration {
+    (ttl / 20).min(Duration::from_millis(100))
+}
+
+/// The lease parameters of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub ttl: Duration,
+    pub renew_every: Duration,
+    pub node_timeout: Duration,
+    pub kill_after: Duration,
+}
+
+/// Why a budget cannot keep the child inside its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetError {
+    RenewNotBelowTtl,
+    DoesNotFit {
+        needed: Duration,
+        available: Duration,
+    },
+}
+
+impl Budget {
+    /// Checks that at least two renewal attempts fit before termination must start:
+    /// `renew_every + 2 × node_timeout ≤ ttl − drift − kill_after − margin`.
+    pub fn check(&self) -> Result<(), BudgetError> {
+        if self.renew_every >= self.ttl || self.renew_every.is_zero() {
+            return Err(BudgetError::RenewNotBelowTtl);
+        }
+        let needed = self.renew_every + self.node_timeout * 2;
+        let available = self
+            .ttl
+            .saturating_sub(drift(self.ttl) + self.kill_after + margin(self.ttl));
+        if needed > available {
+            return Err(BudgetError::DoesNotFit { needed, available });
+        }
+        Ok(())
+    }
+
+    /// The lease end `E` for a lease whose last successful request was sent at `t_sent`.
+    pub fn lease_end(&self, t_sent: Point) -> Point {
+        lease_end(t_sent, self.ttl)
+    }
+
+    /// When to send SIGTERM if no renewal succeeds before then.
+    pub fn term_at(&self, lease_end: Point) -> Point {
+        lease_end.saturating_sub(self.kill_after + margin(self.ttl))
+    }
+
+    /// When to send SIGKILL if the child is still alive.
+    pub fn kill_at(&self, lease_end: Point) -> Point {
+        lease_end.saturating_sub(margin(self.ttl))
+    }
+
+    /// When the next renewal attempt is due, given the last success and the last attempt.
+    pub fn next_renew(&self, t_sent: Point, last_attempt: Option<Point>) -> Point {
+        let scheduled = t_sent + self.renew_every;
+        match last_attempt {
+            Some(at) if at >= scheduled => at + self.retry_delay(),
+            _ => scheduled,
+        }
+    }
+
+    /// Pause between failed renewal attempts: a quarter of the renewal interval, capped
+    /// at 500 ms, so that several attempts fit before the SIGTERM point.
+    pub fn retry_delay(&self) -> Duration {
+        (self.renew_every / 4).min(Duration::from_millis(500))
+    }
+}
+
+/// `E = t_sent + ttl − drift(ttl)`.
+pub fn lease_end(t_sent: Point, ttl: Duration) -> Point {
+    (t_sent + ttl).saturating_sub(drift(ttl))
+}
+
+/// Validity left after an acquire that took `elapsed`: `ttl − elapsed − drift`, or `None`
+/// when nothing is left (the lock must then be treated as not acquired).
+pub fn validity(ttl: Duration, elapsed: Duration) -> Option<Duration> {
+    ttl.checked_sub(elapsed + drift(ttl))
+        .filter(|left| !left.is_zero())
+}
+
+/// With `--hold-min`, how long the key must still live when the command has ended after
+/// `held_for`; `None` means delete it now.
+pub fn hold_remaining(hold_min: Duration, held_for: Duration) -> Option<Duration> {
+    hold_min
+        .checked_sub(held_for)
+        .filter(|left| *left >= Duration::from_millis(1))
+}
+
+/// Safety-net polling delay while waiting for a busy lock: exponential from 50 ms to
+/// 2 s, never past the holder's remaining ttl (the key may expire without a release
+/// message), with ±25 % jitter (`jitter` in `[0, 1)`) so waiters do not move in step.
+pub fn poll_delay(attempt: u32, holder_ttl_left: Option<Duration>, jitter: f64) -> Duration {
+    let base = Duration::from_millis(50);
+    let max = Duration::from_secs(2);
+    let exp = base.saturating_mul(1u32 << attempt.min(10)).min(max);
+    let exp = match holder_ttl_left {
+        Some(left) => exp.min(left + Duration::from_millis(5)),
+        None => exp,
+    };
+    let factor = 0.75 + 0.5 * jitter.clamp(0.0, 1.0);
+    exp.mul_f64(factor).max(Duration::from_millis(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn budget(ttl: u64, renew: u64, timeout: u64, kill: u64) -> Budget {
+        Budget {
+            ttl: ms(ttl),
+            renew_every: ms(renew),
+            node_timeout: ms(timeout),
+            kill_after: ms(kill),
+        }
+    }
+
+    #[test]
+    fn drift_table() {
+        for (ttl, want) in [(30_000, 302), (2_000, 22), (100, 3), (10_000, 102)] {
+            assert_eq!(drift(ms(ttl)), ms(want), "ttl {ttl}");
+        }
+    }
+
+    #[test]
+    fn defaults_table() {
+        // ttl, renew, kill_after, node_timeout, margin
+        for (ttl, renew, kill, timeout, marg) in [
+            (30_000, 10_000, 5_000, 2_000, 100),
+            (2_000, 666, 333, 133, 100),
+            (600_000, 200_000, 5_000, 2_000, 100),
+            (1_000, 333, 166, 66, 50),
+        ] {
+            let t = ms(ttl);
+            assert_eq!(default_renew_every(t).as_millis(), renew, "renew {ttl}");
+            assert_eq!(default_kill_after(t).as_millis(), kill, "kill {ttl}");
+            assert_eq!(
+                default_node_timeout(t).as_millis(),
+                timeout,
+                "timeout {ttl}"
+            );
+            assert_eq!(margin(t), ms(marg), "margin {ttl}");
+        }
+    }
+
+    #[test]
+    fn budget_check_table() {
+        let ok = Ok(());
+        let cases: &[(Budget, bool)] = &[
+            (budget(30_000, 10_000, 2_000, 5_000), true),
+            (budget(2_000, 500, 200, 300), true),
+            (budget(2_000, 2_000, 200, 300), false), // renew == ttl
+            (budget(2_000, 0, 200, 300), false),
+            (budget(2_000, 1_500, 200, 300), false), // does not fit
+            (budget(1_000, 950, 10, 10), false),
+            (budget(10_000, 3_333, 666, 1_666), true),
+        ];
+        for (b, fits) in cases {
+            assert_eq!(b.check() == ok, *fits, "{b:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_always_fit_from_300ms() {
+        for ttl in (300..=120_000).step_by(37) {
+            let t = ms(ttl);
+            let b = Budget {
+                ttl: t,
+                renew_every: default_renew_every(t),
+                node_timeout: default_node_timeout(t),
+                kill_after: default_kill_after(t),
+            };
+            assert_eq!(b.check(), Ok(()), "ttl {ttl} ms");
+        }
+    }
+
+    #[test]
+    fn termination_schedule_never_passes_lease_end() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..10_000 {
+            let b = budget(
+                rng.u64(100..120_000),
+                rng.u64(1..60_000),
+                rng.u64(1..5_000),
+                rng.u64(0..10_000),
+            );
+            if b.check().is_err() {
+                continue;
+            }
+            let sent = ms(rng.u64(0..1_000_000));
+            let end = b.lease_end(sent);
+            assert!(end < sent + b.ttl);
+            assert!(b.term_at(end) <= b.kill_at(end));
+            assert!(b.kill_at(end) < end);
+            // two renewal attempts fit before the SIGTERM point
+            let first = b.next_renew(sent, None);
+            assert!(first + b.node_timeout * 2 <= b.term_at(end), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn lease_end_table() {
+        assert_eq!(lease_end(ms(1_000), ms(30_000)), ms(30_698));
+        assert_eq!(lease_end(ms(0), ms(2_000)), ms(1_978));
+        let b = budget(2_000, 500, 200, 300);
+        assert_eq!(b.term_at(ms(1_978)), ms(1_578));
+        assert_eq!(b.kill_at(ms(1_978)), ms(1_878));
+    }
+
+    #[test]
+    fn next_renew_table() {
+        let b = budget(30_000, 10_000, 2_000, 5_000);
+        assert_eq!(b.next_renew(ms(0), None), ms(10_000));
+        assert_eq!(b.next_renew(ms(0), Some(ms(5))), ms(10_000));
+        assert_eq!(b.next_renew(ms(0), Some(ms(10_000))), ms(10_500));
+        assert_eq!(b.next_renew(ms(0), Some(ms(12_000))), ms(12_500));
+        let small = budget(2_000, 600, 100, 300);
+        assert_eq!(small.retry_delay(), ms(150));
+    }
+
+    #[test]
+    fn validity_table() {
+        assert_eq!(validity(ms(30_000), ms(10)), Some(ms(29_688)));
+        assert_eq!(validity(ms(2_000), ms(1_978)), None);
+        assert_eq!(validity(ms(2_000), ms(5_000)), None);
+        assert_eq!(validity(ms(2_000), ms(1_977)), Some(ms(1)));
+    }
+
+    #[test]
+    fn hold_remaining_table() {
+        assert_eq!(hold_remaining(ms(50_000), ms(200)), Some(ms(49_800)));
+        assert_eq!(hold_remaining(ms(50_000), ms(50_000)), None);
+        assert_eq!(hold_remaining(ms(50_000), ms(60_000)), None);
+        assert_eq!(hold_remaining(ms(0), ms(0)), None);
+    }
+
+    #[test]
+    fn poll_delay_table() {
+        assert_eq!(poll_delay(0, None, 0.5), ms(50));
+        assert_eq!(poll_delay(1, None, 0.5), ms(100));
+        assert_eq!(poll_delay(20, None, 0.5), ms(2_000));
+        assert_eq!(poll_delay(20, None, 0.0), ms(1_500));
+        assert_eq!(poll_delay(20, Some(ms(95)), 0.5), ms(100));
+        assert!(poll_delay(3, None, 0.999) <= ms(500));
+        assert!(poll_delay(0, Some(ms(0)), 0.0) >= ms(1));
+    }
+}

@@ -1,0 +1,6 @@
+//! The one integration test binary: real redis-server processes, real binaries.
+//! Modules by area; `harness` starts and stops the servers.
+
+mod harness;
+
+mod basics;
