@@ -18,3 +18,20 @@ fn runs_the_command_and_releases() {
     assert_eq!(stdout(&out), "redlock:{job} job 30000\n");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+#[test]
+fn contention_smoke() {
+    let redis = Redis::start();
+    let args = vec![
+        "--key".to_string(),
+        "smoke".to_string(),
+        "--redis".to_string(),
+        redis.url(),
+    ];
+    let c = contend(&args, 4, 5);
+    assert_eq!(c.sections, 20, "{c:?}");
+    assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{c:?}");
+    assert_eq!(c.counter, 20);
+    assert!(c.failures.is_empty());
+    assert!(redis.keys().is_empty());
+}
