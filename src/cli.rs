@@ -6,16 +6,42 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const ENV_HELP: &str = "\
-ENVIRONMENT (a flag wins over its variable, a variable over the default):
-  REDLOCK_REDIS_URL       Redis URL(s), comma-separated (default redis://127.0.0.1:6379)
-  REDLOCK_REDIS_URL_FILE  file holding the URL(s), one per line (keeps passwords out of ps)
-  REDLOCK_PREFIX          key prefix (default redlock:)
-  REDLOCK_TTL             lock ttl (default 30s)
-  REDLOCK_BUSY_EXIT_CODE  exit status when the lock is busy (default 75)
+/// Environment variables read and set, for `--help`, the man pages and the README.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "REDLOCK_REDIS_URL",
+        "Redis URL(s), comma-separated (default redis://127.0.0.1:6379); --redis wins",
+    ),
+    (
+        "REDLOCK_REDIS_URL_FILE",
+        "file holding the URL(s), one per line, used when no URL is given (keeps passwords out of ps)",
+    ),
+    ("REDLOCK_PREFIX", "key prefix (default redlock:)"),
+    ("REDLOCK_TTL", "lock ttl (default 30s)"),
+    (
+        "REDLOCK_BUSY_EXIT_CODE",
+        "exit status when the lock is busy (default 75)",
+    ),
+    ("REDLOCK_KEY", "given to the command: the lock's Redis key"),
+    ("REDLOCK_NAME", "given to the command: the lock name"),
+    (
+        "REDLOCK_TOKEN",
+        "given to the command: this holder's token (the lock key's value)",
+    ),
+    (
+        "REDLOCK_TTL_MS",
+        "given to the command: the ttl in milliseconds",
+    ),
+];
 
-Given to the command: REDLOCK_KEY (the Redis key), REDLOCK_NAME (the lock name),
-REDLOCK_TOKEN (this holder's token), REDLOCK_TTL_MS (the ttl in milliseconds).";
+fn env_help() -> String {
+    let mut out =
+        String::from("ENVIRONMENT (a flag wins over its variable, a variable over the default):\n");
+    for (name, meaning) in ENVIRONMENT {
+        out.push_str(&format!("  {name:<23} {meaning}\n"));
+    }
+    out
+}
 
 /// Connection options shared by every verb.
 #[derive(Debug, Clone, Args)]
@@ -130,7 +156,7 @@ pub struct RunCli {
     name = "redlock",
     version,
     about = "Distributed locks in Redis for commands, cron jobs and CI",
-    after_long_help = ENV_HELP
+    after_long_help = env_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -253,5 +279,9 @@ pub struct GenerateArgs {
 
 /// The long help's closing section: exit statuses and environment.
 fn after_help() -> String {
-    format!("EXIT STATUS:\n{}\n{ENV_HELP}", crate::exit::table_text())
+    format!(
+        "EXIT STATUS:\n{}\n{}",
+        crate::exit::table_text(),
+        env_help()
+    )
 }

@@ -18,7 +18,11 @@ pub fn render() -> Vec<(&'static str, String, Vec<u8>)> {
     let redlock = Cli::command();
     out.push(("man", "redlock-run.1".to_string(), man(run.clone())));
     out.push(("man", "redlock.1".to_string(), man(redlock.clone())));
-    for sub in redlock.get_subcommands().filter(|s| !s.is_hide_set()) {
+    // `redlock run` is documented by redlock-run(1), which has the same options.
+    for sub in redlock
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "run")
+    {
         let name = format!("redlock-{}", sub.get_name());
         let page = sub.clone().name(name.clone()).display_name(name.clone());
         out.push(("man", format!("{name}.1"), man(page)));
@@ -47,12 +51,49 @@ pub fn render() -> Vec<(&'static str, String, Vec<u8>)> {
     out
 }
 
+/// A man page: clap's sections, then EXIT STATUS and ENVIRONMENT as real sections
+/// (instead of the help text's closing paragraphs).
 fn man(cmd: clap::Command) -> Vec<u8> {
     let mut buf = Vec::new();
+    let has_subcommands = cmd.has_subcommands();
+    let has_version = cmd.get_version().is_some();
     let page = clap_mangen::Man::new(cmd);
     // Writing into a Vec cannot fail.
-    let _ = page.render(&mut buf);
+    let _ = page.render_title(&mut buf);
+    let _ = page.render_name_section(&mut buf);
+    let _ = page.render_synopsis_section(&mut buf);
+    let _ = page.render_description_section(&mut buf);
+    let _ = page.render_options_section(&mut buf);
+    if has_subcommands {
+        let _ = page.render_subcommands_section(&mut buf);
+    }
+    buf.extend_from_slice(roff_sections().as_bytes());
+    if has_version {
+        let _ = page.render_version_section(&mut buf);
+    }
     buf
+}
+
+/// EXIT STATUS (from the one table in `exit.rs`) and ENVIRONMENT, in roff.
+fn roff_sections() -> String {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('-', "\\-");
+    let mut out = String::from(".SH \"EXIT STATUS\"\n");
+    for row in crate::exit::TABLE {
+        out.push_str(&format!(
+            ".TP\n{}\n{}\n",
+            escape(row.status),
+            escape(row.meaning)
+        ));
+    }
+    out.push_str(&format!(
+        ".TP\n0 / 1 (status)\n{}\n",
+        escape("redlock status: 0 when every named lock is held, 1 when one is free")
+    ));
+    out.push_str(".SH ENVIRONMENT\n");
+    for (name, meaning) in crate::cli::ENVIRONMENT {
+        out.push_str(&format!(".TP\n{}\n{}\n", escape(name), escape(meaning)));
+    }
+    out
 }
 
 /// Writes every generated file.

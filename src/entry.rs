@@ -76,20 +76,36 @@ fn block_on(report: &Reporter, fut: impl Future<Output = u8>) -> u8 {
     }
 }
 
+/// Clap's message without its usage block and tips, on one line.
+fn clap_message(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let head: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let line = crate::error::one_line(&head.join(" "));
+    let line = line.trim_start_matches("error: ").to_string();
+    if line.is_empty() {
+        "invalid arguments".to_string()
+    } else {
+        line
+    }
+}
+
 fn clap_exit(program: &str, e: clap::Error) -> u8 {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             0
         }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprint!("{}", e.render());
+            Code::Usage.value()
+        }
         _ => {
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            eprintln!("{program}: {first}; see --help");
+            eprintln!("{program}: {}; see --help", clap_message(&e));
             Code::Usage.value()
         }
     }

@@ -369,7 +369,7 @@ async fn acquire(args: AcquireArgs, report: &Reporter) -> Result<u8> {
     let busy_code = config::busy_code(args.busy_exit_code.as_deref())?;
     let nodes = open(&conn, ttl).await?;
     let lease = Lease::new(nodes, keys, ttl);
-    let mut fields = holder::local_fields(&lease.token, "(redlock acquire)", ttl);
+    let mut fields = holder::local_fields(&lease.token, "redlock acquire", ttl);
     // The lock belongs to the script that called us, not to this short-lived process.
     let parent = nix::unistd::getppid().as_raw().to_string();
     for (field, value) in fields.iter_mut() {

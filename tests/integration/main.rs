@@ -4,3 +4,5 @@
 mod harness;
 
 mod basics;
+mod docs;
+mod verbs;

@@ -1,0 +1,48 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[redlock-run] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'redlock-run'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'redlock-run'= {
+            cand -k 'Name of the lock (any non-empty string)'
+            cand --key 'Name of the lock (any non-empty string)'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --ttl 'Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s]'
+            cand -w 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand --wait 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand --renew-every 'Renewal interval [default: ttl/3]'
+            cand --kill-after 'Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s]'
+            cand --on-lost 'What to do when the lock is lost while the command runs'
+            cand --hold-min 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ)'
+            cand -E 'Exit status when the lock is busy (0-255) [default: 75]'
+            cand --busy-exit-code 'Exit status when the lock is busy (0-255) [default: 75]'
+            cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
+            cand -q 'Print nothing but errors (no progress, no busy note)'
+            cand --quiet 'Print nothing but errors (no progress, no busy note)'
+            cand -v 'Say what happens: acquire, renewals, release'
+            cand --verbose 'Say what happens: acquire, renewals, release'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,147 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[redlock] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'redlock'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'redlock'= {
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand run 'Run a command while holding a lock (same as redlock-run)'
+            cand status 'Show whether locks are held, and by whom'
+            cand list 'List the held locks under the prefix'
+            cand release 'Release a lock: with --token only that holder''s, with --force whoever holds it'
+            cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
+            cand extend 'Extend a lock held with a token'
+            cand generate 'Write man pages and shell completions (for packagers and the repository)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'redlock;run'= {
+            cand -k 'Name of the lock (any non-empty string)'
+            cand --key 'Name of the lock (any non-empty string)'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --ttl 'Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s]'
+            cand -w 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand --wait 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand --renew-every 'Renewal interval [default: ttl/3]'
+            cand --kill-after 'Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s]'
+            cand --on-lost 'What to do when the lock is lost while the command runs'
+            cand --hold-min 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ)'
+            cand -E 'Exit status when the lock is busy (0-255) [default: 75]'
+            cand --busy-exit-code 'Exit status when the lock is busy (0-255) [default: 75]'
+            cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
+            cand -q 'Print nothing but errors (no progress, no busy note)'
+            cand --quiet 'Print nothing but errors (no progress, no busy note)'
+            cand -v 'Say what happens: acquire, renewals, release'
+            cand --verbose 'Say what happens: acquire, renewals, release'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'redlock;status'= {
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --json 'Print JSON (one object per line)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'redlock;list'= {
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --json 'Print JSON (one object per line)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'redlock;release'= {
+            cand --token 'Release only if this token holds the lock'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --force 'Remove the lock whoever holds it (says whose lock it was)'
+            cand --json 'Print JSON'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'redlock;acquire'= {
+            cand --ttl 'Lease time; the lock expires unless extended (e.g. 5m)'
+            cand -w 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand --wait 'How long to wait for a busy lock: 0 tries once, "forever" never gives up'
+            cand -E 'Exit status when the lock is busy [default: 75]'
+            cand --busy-exit-code 'Exit status when the lock is busy [default: 75]'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand --json 'Print JSON (token, key, ttl_ms)'
+            cand -q 'No progress note while waiting'
+            cand --quiet 'No progress note while waiting'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'redlock;extend'= {
+            cand --token 'The token printed by `redlock acquire`'
+            cand --ttl 'New time to live from now'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'redlock;generate'= {
+            cand --man 'Directory for the man pages'
+            cand --completions 'Directory for the completions'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'redlock;help'= {
+            cand run 'Run a command while holding a lock (same as redlock-run)'
+            cand status 'Show whether locks are held, and by whom'
+            cand list 'List the held locks under the prefix'
+            cand release 'Release a lock: with --token only that holder''s, with --force whoever holds it'
+            cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
+            cand extend 'Extend a lock held with a token'
+            cand generate 'Write man pages and shell completions (for packagers and the repository)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'redlock;help;run'= {
+        }
+        &'redlock;help;status'= {
+        }
+        &'redlock;help;list'= {
+        }
+        &'redlock;help;release'= {
+        }
+        &'redlock;help;acquire'= {
+        }
+        &'redlock;help;extend'= {
+        }
+        &'redlock;help;generate'= {
+        }
+        &'redlock;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,101 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_redlock_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_redlock_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_redlock_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_redlock_using_subcommand
+    set -l cmd (__fish_redlock_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show whether locks are held, and by whom'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "list" -d 'List the held locks under the prefix'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Extend a lock held with a token'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'Name of the lock (any non-empty string)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'How long to wait for a busy lock: 0 tries once, "forever" never gives up' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renewal interval [default: ttl/3]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost while the command runs' -r -f -a "kill\t'SIGTERM the command\'s process group, SIGKILL after --kill-after; exit 79'
+keep\t'Warn on stderr and let the command finish without the lock; exit 79'"
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255) [default: 75]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no progress, no busy note)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say what happens: acquire, renewals, release'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print JSON (one object per line)'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print JSON (one object per line)'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l token -d 'Release only if this token holds the lock' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Remove the lock whoever holds it (says whose lock it was)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print JSON'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'Lease time; the lock expires unless extended (e.g. 5m)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'How long to wait for a busy lock: 0 tries once, "forever" never gives up' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l busy-exit-code -d 'Exit status when the lock is busy [default: 75]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print JSON (token, key, ttl_ms)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No progress note while waiting'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l token -d 'The token printed by `redlock acquire`' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'New time to live from now' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path. Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l man -d 'Directory for the man pages' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l completions -d 'Directory for the completions' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "status" -d 'Show whether locks are held, and by whom'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "list" -d 'List the held locks under the prefix'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "extend" -d 'Extend a lock held with a token'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,347 @@
+//! `redlock status`, `list`, `release`, `acquire`, `extend`; configuration through the
+//! environment and its precedence.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::harness::*;
+
+fn verb(redis: &Redis, args: &[&str]) -> std::process::Output {
+    output(redlock().args(args).args(["--redis", &redis.url()]))
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_str(stdout(out).lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(out)))
+}
+
+/// Holds `name` with a `sleep` child until the returned process is killed.
+fn hold(redis: &Redis, name: &str, scratch: &Scratch) -> std::process::Child {
+    let ready = scratch.path(&format!("{name}.ready"));
+    let child = redlock_run()
+        .args(["--key", name, "--redis", &redis.url(), "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!("touch '{}'; exec sleep 60", ready.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn holder");
+    assert!(
+        wait_for_file(&ready, "", Duration::from_secs(20)),
+        "holder not ready"
+    );
+    child
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    wait_child(&mut child, Duration::from_secs(20));
+}
+
+#[test]
+fn status_free_held_foreign_expired() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+
+    let free = verb(&redis, &["status", "job"]);
+    assert_eq!(code(&free), 1, "{}", stderr(&free));
+    assert_eq!(stdout(&free), "job: free\n");
+    assert_eq!(
+        json(&verb(&redis, &["status", "job", "--json"]))["state"],
+        "free"
+    );
+
+    let holder = hold(&redis, "job", &scratch);
+    let held = verb(&redis, &["status", "job"]);
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let text = stdout(&held);
+    assert!(text.starts_with("job: held by "), "{text}");
+    for needle in [
+        format!("pid {}", holder.id()),
+        "command: sh -c".to_string(),
+        "since:".to_string(),
+        "ttl:".to_string(),
+        "token:".to_string(),
+    ] {
+        assert!(text.contains(&needle), "{needle:?} missing in {text}");
+    }
+    let j = json(&verb(&redis, &["status", "job", "--json"]));
+    assert_eq!(j["state"], "held");
+    assert_eq!(j["key"], "redlock:{job}");
+    assert_eq!(j["holder"]["pid"], holder.id());
+    assert!(j["ttl_left_ms"].as_u64().unwrap() > 0);
+    assert_eq!(j["holder"]["token"].as_str().unwrap().len(), 36);
+
+    // Several keys: exit 1 as soon as one is free.
+    let mixed = verb(&redis, &["status", "job", "other"]);
+    assert_eq!(code(&mixed), 1);
+    assert_eq!(
+        stdout(&mixed)
+            .lines()
+            .filter(|l| !l.starts_with(' '))
+            .count(),
+        2
+    );
+    stop(holder);
+
+    redis.cmd::<String>(&["SET", "redlock:{foreign}", "tok", "PX", "60000"]);
+    let foreign = verb(&redis, &["status", "foreign"]);
+    assert_eq!(code(&foreign), 0);
+    assert!(
+        stdout(&foreign).contains("unknown holder"),
+        "{}",
+        stdout(&foreign)
+    );
+
+    redis.cmd::<String>(&["SET", "redlock:{brief}", "tok", "PX", "50"]);
+    assert!(eventually(Duration::from_secs(5), || !redis.exists("redlock:{brief}")));
+    assert_eq!(code(&verb(&redis, &["status", "brief"])), 1);
+}
+
+#[test]
+fn list_with_patterns_and_glob_characters() {
+    let redis = Redis::start();
+    for name in ["deploy-a", "deploy-b", "a*b", "axb", "other"] {
+        redis.cmd::<String>(&["SET", &format!("redlock:{{{name}}}"), "t", "PX", "60000"]);
+    }
+    // Keys that are not locks under the prefix, and keys outside it, are not listed.
+    redis.cmd::<i64>(&["HSET", "redlock:{hash}", "f", "v"]);
+    redis.cmd::<String>(&["SET", "unrelated", "x"]);
+    redis.cmd::<String>(&["SET", "redlock-x:{deploy-c}", "t"]);
+
+    let names = |args: &[&str]| -> Vec<String> {
+        let out = verb(&redis, args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let mut names: Vec<String> = stdout(&out)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&["list"]),
+        ["a*b", "axb", "deploy-a", "deploy-b", "other"]
+    );
+    assert_eq!(names(&["list", "deploy-*"]), ["deploy-a", "deploy-b"]);
+    // A literal * (escaped) matches only itself; unescaped it is a wildcard.
+    assert_eq!(names(&["list", "a\\*b"]), ["a*b"]);
+    assert_eq!(names(&["list", "a*b"]), ["a*b", "axb"]);
+    // A prefix with glob characters is taken literally.
+    redis.cmd::<String>(&["SET", "p*:{x}", "t", "PX", "60000"]);
+    assert_eq!(names(&["list", "--prefix", "p*:"]), ["x"]);
+    assert_eq!(names(&["list", "--prefix", "p?:"]), Vec::<String>::new());
+
+    let out = verb(&redis, &["list", "deploy-a", "--json"]);
+    let j = json(&out);
+    assert_eq!(j["name"], "deploy-a");
+    assert_eq!(j["state"], "held");
+}
+
+#[test]
+fn release_by_token_force_and_refusals() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let acquired = verb(&redis, &["acquire", "job", "--ttl", "1m"]);
+    assert_eq!(code(&acquired), 0, "{}", stderr(&acquired));
+    let token = stdout(&acquired).trim().to_string();
+
+    let refused = verb(&redis, &["release", "job"]);
+    assert_eq!(code(&refused), codes::USAGE);
+    assert!(stderr(&refused).contains("--force"));
+    assert!(redis.exists("redlock:{job}"));
+
+    let wrong = verb(&redis, &["release", "job", "--token", "not-the-token"]);
+    assert_eq!(code(&wrong), codes::LOST, "{}", stderr(&wrong));
+    assert!(redis.exists("redlock:{job}"));
+
+    let right = verb(&redis, &["release", "job", "--token", &token]);
+    assert_eq!(code(&right), 0, "{}", stderr(&right));
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+
+    let again = verb(&redis, &["release", "job", "--token", &token]);
+    assert_eq!(code(&again), codes::LOST);
+
+    let holder = hold(&redis, "stuck", &scratch);
+    let forced = verb(&redis, &["release", "stuck", "--force"]);
+    assert_eq!(code(&forced), 0, "{}", stderr(&forced));
+    let said = stdout(&forced);
+    assert!(said.contains("removed stuck"), "{said}");
+    assert!(said.contains(&format!("pid {}", holder.id())), "{said}");
+    assert!(said.contains("since"), "{said}");
+    assert!(!redis.exists("redlock:{stuck}"));
+    assert!(!redis.exists("redlock:{stuck}:meta"));
+    // The holder finds out at its next renewal; stop it now.
+    stop(holder);
+
+    let free = verb(&redis, &["release", "stuck", "--force"]);
+    assert_eq!(code(&free), 1);
+    assert!(stdout(&free).contains("was free"));
+
+    redis.cmd::<i64>(&["HSET", "redlock:{data}", "f", "v"]);
+    let not_lock = verb(&redis, &["release", "data", "--force"]);
+    assert_eq!(code(&not_lock), codes::REDIS);
+    assert!(stderr(&not_lock).contains("not a lock"));
+    assert!(
+        redis.exists("redlock:{data}"),
+        "user data must not be deleted"
+    );
+}
+
+#[test]
+fn acquire_extend_release_from_a_shell_script() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let script = scratch.script(
+        "job.sh",
+        r#"set -e
+token=$(redlock acquire nightly --ttl 10s)
+pttl_before=$(redis-cli -p "$PORT" pttl 'redlock:{nightly}')
+redlock extend nightly --token "$token" --ttl 60s
+pttl_after=$(redis-cli -p "$PORT" pttl 'redlock:{nightly}')
+[ "$pttl_after" -gt 50000 ] && [ "$pttl_before" -le 10000 ]
+if redlock acquire nightly; then echo "acquired twice"; exit 1; else busy=$?; fi
+[ "$busy" -eq 75 ]
+redlock release nightly --token "$token"
+redlock status nightly || echo "free after release"
+"#,
+    );
+    let bin_dir = std::path::Path::new(REDLOCK).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = output(
+        Command::new(&script)
+            .env("PATH", path)
+            .env("PORT", redis.port.to_string())
+            .env("REDLOCK_REDIS_URL", redis.url()),
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("free after release"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(redis.keys().is_empty());
+
+    let j = json(&verb(&redis, &["acquire", "j", "--json", "--ttl", "5s"]));
+    assert_eq!(j["name"], "j");
+    assert_eq!(j["ttl_ms"], 5000);
+    let token = j["token"].as_str().unwrap().to_string();
+    assert_eq!(redis.cmd::<String>(&["GET", "redlock:{j}"]), token);
+    // Waiting acquire: takes over once the key expires.
+    let waited = verb(&redis, &["acquire", "j", "--wait", "20s", "--ttl", "5s"]);
+    assert_eq!(code(&waited), 0, "{}", stderr(&waited));
+    assert_ne!(stdout(&waited).trim(), token);
+    let busy = verb(&redis, &["acquire", "j", "--busy-exit-code", "3"]);
+    assert_eq!(code(&busy), 3);
+}
+
+#[test]
+fn configuration_from_the_environment_and_precedence() {
+    let a = Redis::start();
+    let b = Redis::start();
+    let scratch = Scratch::new();
+    let env_run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = redlock_run();
+        cmd.args(["--key", "cfg"]).args(extra);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(["--", "sh", "-c", "echo $REDLOCK_KEY $REDLOCK_TTL_MS"]);
+        output(&mut cmd)
+    };
+    // Env alone.
+    let out = env_run(
+        &[],
+        &[
+            ("REDLOCK_REDIS_URL", &a.url()),
+            ("REDLOCK_PREFIX", "team:"),
+            ("REDLOCK_TTL", "45s"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "team:{cfg} 45000\n");
+    // Flags win over env.
+    let out = env_run(
+        &["--redis", &b.url(), "--prefix", "flag:", "--ttl", "20s"],
+        &[
+            ("REDLOCK_REDIS_URL", "redis://127.0.0.1:1"),
+            ("REDLOCK_PREFIX", "team:"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "flag:{cfg} 20000\n");
+    // URL from a file; the env var for the URL wins over the file.
+    let file = scratch.path("url");
+    std::fs::write(&file, format!("# the lock server\n{}\n", a.url())).unwrap();
+    let file_s = file.display().to_string();
+    let out = env_run(&["--redis-url-file", &file_s], &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = env_run(&[], &[("REDLOCK_REDIS_URL_FILE", &file_s)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let missing = env_run(&["--redis-url-file", "/nonexistent/url"], &[]);
+    assert_eq!(code(&missing), codes::USAGE);
+    // Busy exit code from the environment; the flag wins.
+    a.cmd::<String>(&["SET", "redlock:{cfg}", "x", "PX", "60000"]);
+    let busy = env_run(
+        &[],
+        &[
+            ("REDLOCK_REDIS_URL", &a.url()),
+            ("REDLOCK_BUSY_EXIT_CODE", "0"),
+        ],
+    );
+    assert_eq!(code(&busy), 0);
+    let busy = env_run(
+        &["-E", "9"],
+        &[
+            ("REDLOCK_REDIS_URL", &a.url()),
+            ("REDLOCK_BUSY_EXIT_CODE", "0"),
+        ],
+    );
+    assert_eq!(code(&busy), 9);
+}
+
+#[test]
+fn verbs_refuse_bad_input_with_their_codes() {
+    let redis = Redis::start();
+    let cases: &[(&[&str], i32)] = &[
+        (&["status"], codes::USAGE),
+        (&["status", ""], codes::USAGE),
+        (&["release", "", "--force"], codes::USAGE),
+        (&["acquire", "x", "--ttl", "banana"], codes::USAGE),
+        (&["acquire", "x", "--ttl", "30"], codes::USAGE),
+        (&["extend", "x"], codes::USAGE),
+        (&["list", "--prefix", "a{b"], codes::USAGE),
+        (&["bogus-verb"], codes::USAGE),
+    ];
+    for (args, want) in cases {
+        let out = verb(&redis, args);
+        assert_eq!(code(&out), *want, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out).lines().count(),
+            1,
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let bad_url = output(redlock().args(["status", "x", "--redis", "http://:pw@h:1"]));
+    assert_eq!(code(&bad_url), codes::USAGE);
+    assert!(!stderr(&bad_url).contains("pw@"), "{}", stderr(&bad_url));
+    let refused = output(redlock().args([
+        "status",
+        "x",
+        "--redis",
+        &format!("redis://127.0.0.1:{}", free_port()),
+    ]));
+    assert_eq!(code(&refused), codes::UNREACHABLE, "{}", stderr(&refused));
+    assert!(redis.keys().is_empty());
+}
