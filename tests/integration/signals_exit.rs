@@ -452,6 +452,61 @@ fn ctrl_c_on_a_pty_interrupts_the_command_exactly_once() {
     assert_no_keys(&redis, "ctrl-c");
 }
 
+/// While the wrapper waits for a busy lock it is in the terminal's foreground: Ctrl-C
+/// (on a pty) or SIGTERM (through a pipe) ends the wait with 128+N, the command never
+/// runs and the holder's key is left as it was.
+fn a_signal_ends_the_wait_for_a_busy_lock(via: Via) {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let _: String = redis.cmd(&["SET", "redlock:{busy}", "someone-else", "PX", "60000"]);
+    let ran = scratch.path("ran");
+    let mut cmd = redlock_run();
+    cmd.args([
+        "--key",
+        "busy",
+        "--redis",
+        &redis.url(),
+        "--wait",
+        "forever",
+    ])
+    .args(["--verbose", "--", "touch"])
+    .arg(&ran);
+    let (mut running, master) = start(cmd, via, &scratch, "waiter");
+    assert!(
+        eventually(HANG, || running.said().contains("waiting for")),
+        "no progress line; said:\n{}",
+        running.said()
+    );
+    let expected = match (via, master) {
+        (Via::Pty, Some(mut master)) => {
+            master.write_all(b"\x03").unwrap();
+            128 + Signal::SIGINT as i32
+        }
+        _ => {
+            kill(running.pid(), Signal::SIGTERM).unwrap();
+            128 + Signal::SIGTERM as i32
+        }
+    };
+    assert_eq!(running.code(), expected, "{via:?}: {}", running.said());
+    assert!(!ran.exists(), "{via:?}: the command ran without the lock");
+    assert_eq!(
+        redis.cmd::<String>(&["GET", "redlock:{busy}"]),
+        "someone-else",
+        "{via:?}: the holder's lock was touched"
+    );
+    assert_eq!(redis.keys(), ["redlock:{busy}"], "{via:?}: leftovers");
+}
+
+#[test]
+fn ctrl_c_ends_the_wait_for_a_busy_lock_on_a_pty() {
+    a_signal_ends_the_wait_for_a_busy_lock(Via::Pty);
+}
+
+#[test]
+fn sigterm_ends_the_wait_for_a_busy_lock_through_a_pipe() {
+    a_signal_ends_the_wait_for_a_busy_lock(Via::Pipe);
+}
+
 /// A login shell on a pty runs the wrapper, whose command reads a line from the
 /// terminal; afterwards the shell reads the next line, which only works if the wrapper
 /// gave the terminal's foreground back (else the shell's read fails with EIO).
