@@ -52,6 +52,16 @@ impl Error {
                     "{node}: permission denied by the server's ACL: {detail}; grant the user the lock commands and the key prefix"
                 ),
             ),
+            // A server with a password answers a long first command (the acquire
+            // script has more than 10 arguments) from a client that has not
+            // authenticated with this protocol error and closes the connection,
+            // instead of NOAUTH.
+            "ERR" if detail.starts_with("Protocol error: unauthenticated") => Self::new(
+                Code::Auth,
+                format!(
+                    "{node}: the server requires a password (NOAUTH); put it in the URL or REDLOCK_REDIS_URL"
+                ),
+            ),
             "READONLY" => Self::redis(format!(
                 "{node}: the server is a read-only replica; point --redis at the master"
             )),

@@ -5,4 +5,5 @@ mod harness;
 
 mod basics;
 mod docs;
+mod signals_exit;
 mod verbs;
