@@ -114,12 +114,14 @@ impl Conn {
     pub fn from_args(args: &ConnArgs) -> Result<Conn> {
         let prefix = args.prefix.clone().unwrap_or_else(|| DEFAULT_PREFIX.into());
         crate::keys::check_prefix(&prefix)?;
-        let mut raw: Vec<String> = args
-            .redis
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
+        // An explicitly empty URL (`--redis "$UNSET_VAR"`) must not silently become the
+        // local default: every host would then lock its own Redis.
+        if args.redis.iter().any(|s| s.trim().is_empty()) {
+            return Err(Error::usage(
+                "--redis (or REDLOCK_REDIS_URL) is empty; give a URL such as redis://host:6379",
+            ));
+        }
+        let mut raw: Vec<String> = args.redis.iter().map(|s| s.trim().to_string()).collect();
         if raw.is_empty()
             && let Some(path) = &args.redis_url_file
         {
@@ -330,6 +332,14 @@ mod tests {
         assert_eq!(wait("INF").unwrap(), Wait::Forever);
         assert_eq!(wait("0").unwrap(), Wait::For(Duration::ZERO));
         assert_eq!(wait("1m").unwrap(), Wait::For(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn an_empty_url_is_refused() {
+        let msg = usage_message(&["--key", "k", "--redis", "", "--", "true"]);
+        assert!(msg.contains("empty"), "{msg}");
+        let msg = usage_message(&["--key", "k", "--redis", "redis://h:1,", "--", "true"]);
+        assert!(msg.contains("empty"), "{msg}");
     }
 
     #[test]

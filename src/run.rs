@@ -77,6 +77,17 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         }
     };
     let acquired_at = crate::clock::now();
+    // A signal that arrived while connecting or during the last acquire round ends the
+    // run before the command starts, as it would have ended the wait.
+    while let Ok(sig) = signals.try_recv() {
+        if crate::signals::ends_wait(sig) {
+            release(&lease, None, acquired_at, report).await;
+            report.note(&format!(
+                "interrupted by {sig} before the command started; nothing was run"
+            ));
+            return Ok(exit::from_signal(sig as i32));
+        }
+    }
     report.verbose(|| {
         format!(
             "acquired {} (token {}, ttl {})",
