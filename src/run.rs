@@ -193,7 +193,18 @@ async fn release(
     let held_for = crate::clock::now().saturating_sub(acquired_at);
     let keep = hold_min.and_then(|h| timing::hold_remaining(h, held_for));
     let keep_ms = keep.map_or(0, |k| k.as_millis().max(1) as u64);
-    match lease.release_all(keep_ms).await {
+    // A connection the server dropped while the command ran (CLIENT KILL, an idle
+    // timeout, a proxy reset) fails the first request and reconnects only then: try
+    // once more rather than leave the key to expire and waiters to poll for it. The
+    // release is compare-and-delete, so a second try cannot remove anyone else's lock.
+    let mut result = lease.release_all(keep_ms).await;
+    if let Err(e) = &result
+        && e.code == Code::Unreachable
+    {
+        report.verbose(|| format!("release failed, retrying: {e}"));
+        result = lease.release_all(keep_ms).await;
+    }
+    match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
         Ok(Release::Kept) => report.verbose(|| {
             format!(
