@@ -18,7 +18,7 @@ use crate::holder::{self, wall_ms};
 use crate::lease::{Lease, Release};
 use crate::node::Node;
 use crate::report::Reporter;
-use crate::supervise::{self, Held};
+use crate::supervise::{self, GroupGuard, Held};
 use crate::timing;
 use crate::wait::{self, Waited};
 
@@ -93,6 +93,9 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         (env::TOKEN, OsStr::new(&lease.token)),
         (env::TTL_MS, OsStr::new(&ttl_ms)),
     ];
+    // Forked before the spawn so that the window in which a `kill -9` of the wrapper
+    // could leave the command's group unguarded is one write(2), not a fork.
+    let mut guard = GroupGuard::fork();
     let started = match child::spawn(
         &program,
         &config.command,
@@ -101,10 +104,14 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
     ) {
         Ok(started) => started,
         Err(e) => {
+            drop(guard);
             release(&lease, None, acquired_at, report).await;
             return Err(e);
         }
     };
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.pgid);
+    }
     let held = Held {
         lease: &lease,
         budget: config.budget,
@@ -112,6 +119,8 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         t_sent,
     };
     let outcome = supervise::supervise(started, Some(held), &mut signals, report).await;
+    // The group is stopped by now: stand the guard down before the release.
+    drop(guard);
     let code = child::exit_code(outcome.status);
     if outcome.lost.is_some() {
         // The key may still hold our token (a renewal that reached a paused server):
@@ -178,8 +187,13 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
+    let mut guard = GroupGuard::fork();
     let started = child::spawn(program, &config.command, &[], child::foreground_terminal())?;
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.pgid);
+    }
     let outcome = supervise::supervise(started, None, signals, report).await;
+    drop(guard);
     Ok(Some(child::exit_code(outcome.status)))
 }
 

@@ -13,6 +13,9 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 use crate::harness::*;
 
 /// `--key NAME --redis URL` for `redis`.
@@ -383,26 +386,36 @@ fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
     let s = Scratch::new();
     let key = lock_key("orphan");
     let (ready, cpid, token) = (s.path("ready"), s.path("cpid"), s.path("token"));
+    let gpid = s.path("gpid");
     let mut args = lock_args(&redis, "orphan");
     args.extend(["--ttl".into(), "3s".into()]);
+    // The child starts a background job in its group: the parent-death signal reaches
+    // only the child, so the job shows whether the whole group is stopped.
     let mut run = start_run(
         &args,
         &format!(
-            "echo $$ > '{cpid}'; echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+            "sleep 1000 & echo $! > '{gpid}'
+             echo $$ > '{cpid}'; echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
              exec sleep 1000",
+            gpid = gpid.display(),
             cpid = cpid.display(),
             token = token.display(),
             ready = ready.display()
         ),
     );
     assert!(wait_for_file(&ready, "", READY), "child never got ready");
-    let child = read_pid(&cpid);
+    let (child, grandchild) = (read_pid(&cpid), read_pid(&gpid));
     let ours = read_trimmed(&token);
     run.kill().expect("kill -9 the wrapper");
     run.wait().ok();
+    let stopped = eventually(Duration::from_secs(5), || {
+        !alive(child) && !alive(grandchild)
+    });
+    let (c, g) = (alive(child), alive(grandchild));
+    let _ = kill(Pid::from_raw(grandchild), Signal::SIGKILL);
     assert!(
-        eventually(Duration::from_secs(5), || !alive(child)),
-        "the child outlived its wrapper"
+        stopped,
+        "outlived the wrapper: child {c}, background job {g}"
     );
     // Nobody released: the key is still ours until its ttl runs out.
     assert_eq!(get(&redis, &key), Some(ours));
