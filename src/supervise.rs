@@ -6,6 +6,7 @@
 //! Deadlines come from [`crate::timing::Budget`] on the suspend-aware clock; the loop
 //! never sleeps longer than [`crate::clock::MAX_SLEEP`], so after a suspend or a pause
 //! of the wrapper it re-reads the clock and acts at once (kills first, asks later).
+//! [`GroupGuard`] covers the one case the loop cannot: the wrapper itself killed.
 
 use std::future::Future;
 use std::pin::Pin;
