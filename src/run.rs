@@ -18,7 +18,7 @@ use crate::holder::{self, wall_ms};
 use crate::lease::{Lease, Release};
 use crate::node::Node;
 use crate::report::Reporter;
-use crate::supervise::{self, Held};
+use crate::supervise::{self, GroupGuard, Held};
 use crate::timing;
 use crate::wait::{self, Waited};
 
@@ -104,6 +104,9 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         (env::TOKEN, OsStr::new(&lease.token)),
         (env::TTL_MS, OsStr::new(&ttl_ms)),
     ];
+    // Forked before the spawn so that the window in which a `kill -9` of the wrapper
+    // could leave the command's group unguarded is one write(2), not a fork.
+    let mut guard = GroupGuard::fork();
     let started = match child::spawn(
         &program,
         &config.command,
@@ -112,10 +115,14 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
     ) {
         Ok(started) => started,
         Err(e) => {
+            drop(guard);
             release(&lease, None, acquired_at, report).await;
             return Err(e);
         }
     };
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.pgid);
+    }
     let held = Held {
         lease: &lease,
         budget: config.budget,
@@ -123,6 +130,8 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         t_sent,
     };
     let outcome = supervise::supervise(started, Some(held), &mut signals, report).await;
+    // The group is stopped by now: stand the guard down before the release.
+    drop(guard);
     let code = child::exit_code(outcome.status);
     if outcome.lost.is_some() {
         // The key may still hold our token (a renewal that reached a paused server):
@@ -189,8 +198,13 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
+    let mut guard = GroupGuard::fork();
     let started = child::spawn(program, &config.command, &[], child::foreground_terminal())?;
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.pgid);
+    }
     let outcome = supervise::supervise(started, None, signals, report).await;
+    drop(guard);
     Ok(Some(child::exit_code(outcome.status)))
 }
 
@@ -204,7 +218,18 @@ async fn release(
     let held_for = crate::clock::now().saturating_sub(acquired_at);
     let keep = hold_min.and_then(|h| timing::hold_remaining(h, held_for));
     let keep_ms = keep.map_or(0, |k| k.as_millis().max(1) as u64);
-    match lease.release_all(keep_ms).await {
+    // A connection the server dropped while the command ran (CLIENT KILL, an idle
+    // timeout, a proxy reset) fails the first request and reconnects only then: try
+    // once more rather than leave the key to expire and waiters to poll for it. The
+    // release is compare-and-delete, so a second try cannot remove anyone else's lock.
+    let mut result = lease.release_all(keep_ms).await;
+    if let Err(e) = &result
+        && e.code == Code::Unreachable
+    {
+        report.verbose(|| format!("release failed, retrying: {e}"));
+        result = lease.release_all(keep_ms).await;
+    }
+    match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
         Ok(Release::Kept) => report.verbose(|| {
             format!(

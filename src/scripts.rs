@@ -65,10 +65,17 @@ return 0
 
 /// Release (compare-and-delete). KEYS: lock, meta. ARGV: token, keep ms (0 = delete),
 /// release channel. Returns 1 deleted (and published), 2 kept for `--hold-min`, 0 not ours.
+///
+/// When the lock is no longer ours (deleted or taken over behind our back), our own
+/// metadata hash may still be there: it is removed if its `token` field is ours, so a
+/// lost lock leaves nothing of ours behind; another holder's metadata is never touched.
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' and redis.call('HGET', KEYS[2], 'token') == ARGV[1] then
+    redis.call('DEL', KEYS[2])
+  end
   return 0
 end
 local keep = tonumber(ARGV[2])

@@ -6,6 +6,8 @@
 //! it sleeps until a release message arrives, a signal ends the wait, or a jittered,
 //! growing poll delay (never past the holder's remaining ttl, since a crashed holder's key
 //! expires without a message) runs out. A waiter costs Redis one idle subscription.
+//! Unreachable-class errors during the wait (a dropped connection, a timeout) are
+//! retried like a busy lock until the wait ends; a lost subscription leaves the polling.
 
 use std::time::Duration;
 
@@ -15,7 +17,8 @@ use nix::sys::signal::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::Wait;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::exit::Code;
 use crate::holder::{Holder, wall_ms};
 use crate::lease::{Acquire, Lease};
 use crate::report::Reporter;
@@ -58,7 +61,22 @@ pub async fn acquire(
     let mut last = holder;
     let mut attempt: u32 = 0;
     loop {
-        match lease.acquire(meta).await? {
+        let mut transient: Option<Error> = None;
+        let attempt_result = match lease.acquire(meta).await {
+            Ok(result) => result,
+            // A dropped connection (CLIENT KILL, a restart, a proxy reset) fails the
+            // next request at once and only then reconnects; an overloaded or briefly
+            // unreachable server is the same kind of trouble. While the wait lasts these
+            // are retried like a busy lock; other errors (auth, a key of another type)
+            // cannot heal by waiting and end the wait.
+            Err(e) if e.code == Code::Unreachable => {
+                report.verbose(|| format!("acquire failed, retrying: {e}"));
+                transient = Some(e);
+                Acquire::Busy(last.clone())
+            }
+            Err(e) => return Err(e),
+        };
+        match attempt_result {
             Acquire::Acquired { t_sent } => {
                 report.verbose(|| {
                     format!(
@@ -81,7 +99,13 @@ pub async fn acquire(
         }
         let now = crate::clock::now();
         let left = match deadline {
-            Some(d) if now >= d => return Ok(Waited::Busy(last)),
+            Some(d) if now >= d => {
+                // Whether the lock is busy is unknown when the last try failed: say why.
+                return match transient {
+                    Some(e) => Err(e),
+                    None => Ok(Waited::Busy(last)),
+                };
+            }
             Some(d) => d - now,
             None => Duration::MAX,
         };

@@ -5,5 +5,6 @@ mod harness;
 
 mod basics;
 mod docs;
+mod lease_life;
 mod signals_exit;
 mod verbs;

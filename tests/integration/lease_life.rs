@@ -1,0 +1,796 @@
+//! The life of a lease against real redis-server processes: mutual exclusion under
+//! contention, interoperability with plain `SET NX PX` clients, renewal, loss, a
+//! blackholed server, a killed wrapper, `--hold-min`, re-entrancy, script-cache flushes,
+//! dropped connections and waiters' wake-up.
+//!
+//! Rules these tests keep: children signal readiness with marker files (no fixed sleeps
+//! before acting), and time is only ever compared as an order of events with wide
+//! margins (e.g. "the child was dead before the key's server-side expiry"), never as a
+//! duration threshold on a small number.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::harness::*;
+
+/// `--key NAME --redis URL` for `redis`.
+fn lock_args(redis: &Redis, name: &str) -> Vec<String> {
+    vec!["--key".into(), name.into(), "--redis".into(), redis.url()]
+}
+
+/// The lock key of `name` under the default prefix.
+fn lock_key(name: &str) -> String {
+    format!("redlock:{{{name}}}")
+}
+
+/// Starts `redlock-run <args> -- sh -c <script>` in the background, stderr captured.
+fn start_run(args: &[String], script: &str) -> Child {
+    redlock_run()
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redlock-run")
+}
+
+/// Waits for a background run and returns (exit code, stderr).
+fn finish(mut child: Child, limit: Duration) -> (i32, String) {
+    let status = wait_child(&mut child, limit);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut err)
+        .ok();
+    let code = status
+        .code()
+        .unwrap_or_else(|| panic!("wrapper killed by a signal: {status:?}; stderr: {err}"));
+    (code, err)
+}
+
+/// `redlock-run <args> --wait 0 -- sh -c <script>` to completion: (code, stderr).
+fn try_once(args: &[String], script: &str) -> (i32, String) {
+    let out = output_within(
+        redlock_run()
+            .args(args)
+            .args(["--wait", "0", "--", "sh", "-c", script]),
+        Duration::from_secs(30),
+    );
+    (code(&out), stderr(&out))
+}
+
+fn read_trimmed(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+fn pttl(redis: &Redis, key: &str) -> i64 {
+    redis.cmd(&["PTTL", key])
+}
+
+fn get(redis: &Redis, key: &str) -> Option<String> {
+    redis.cmd(&["GET", key])
+}
+
+/// Lines of a wrapper's stderr that report a lost lock.
+fn lost_lines(err: &str) -> usize {
+    err.lines().filter(|l| l.contains("lost")).count()
+}
+
+const READY: Duration = Duration::from_secs(20);
+
+// 1. Mutual exclusion ------------------------------------------------------------------
+
+#[test]
+fn mutual_exclusion_16_procs_50_rounds() {
+    let redis = Redis::start();
+    let (procs, rounds) = (16, 50);
+    let c = contend(&lock_args(&redis, "mutex"), procs, rounds);
+    eprintln!("contention: {c:?}");
+    assert!(c.failures.is_empty(), "{c:?}");
+    assert_eq!(c.sections, procs * rounds, "{c:?}");
+    assert_eq!(c.overlaps, 0, "{c:?}");
+    assert_eq!(c.duplicate_tokens, 0, "{c:?}");
+    assert_eq!(c.counter, c.sections, "lost updates: {c:?}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 2. Interoperability with plain SET NX PX clients -------------------------------------
+
+#[test]
+fn foreign_set_nx_lock_makes_us_busy_and_stays_untouched() {
+    let redis = Redis::start();
+    let key = lock_key("interop");
+    let set: Option<String> = redis.cmd(&["SET", &key, "othertoken", "NX", "PX", "10000"]);
+    assert_eq!(set.as_deref(), Some("OK"));
+
+    let (busy, err) = try_once(&lock_args(&redis, "interop"), "echo ran");
+    assert_eq!(busy, codes::BUSY, "{err}");
+    assert_eq!(get(&redis, &key).as_deref(), Some("othertoken"));
+    let left = pttl(&redis, &key);
+    assert!(0 < left && left <= 10_000, "pttl {left}");
+    assert_eq!(redis.keys(), vec![key], "nothing of ours was written");
+}
+
+#[test]
+fn our_lock_excludes_a_plain_set_nx() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("interop2");
+    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
+    let run = start_run(
+        &lock_args(&redis, "interop2"),
+        &format!(
+            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+             while [ ! -e '{go}' ]; do sleep 0.02; done",
+            token = token.display(),
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let set: Option<String> = redis.cmd(&["SET", &key, "othertoken", "NX", "PX", "10000"]);
+    assert_eq!(set, None, "SET NX succeeded on a held lock");
+    assert_eq!(get(&redis, &key), Some(read_trimmed(&token)));
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 3. A key that is not a lock ----------------------------------------------------------
+
+#[test]
+fn a_hash_under_the_lock_key_is_not_a_lock() {
+    let redis = Redis::start();
+    let key = lock_key("hashed");
+    let _: i64 = redis.cmd(&["HSET", &key, "f", "v"]);
+
+    let (code, err) = try_once(&lock_args(&redis, "hashed"), "echo ran");
+    assert_eq!(code, codes::REDIS, "{err}");
+    assert!(err.contains("not a lock"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    let fields: Vec<String> = redis.cmd(&["HGETALL", &key]);
+    assert_eq!(fields, vec!["f", "v"]);
+    assert_eq!(pttl(&redis, &key), -1, "no ttl was put on the hash");
+    assert_eq!(redis.keys(), vec![key], "nothing of ours was written");
+}
+
+// 4. Renewal ---------------------------------------------------------------------------
+
+#[test]
+fn renewal_keeps_the_lock_past_its_ttl() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("renewed");
+    let (ready, done, token) = (s.path("ready"), s.path("done"), s.path("token"));
+    let mut args = lock_args(&redis, "renewed");
+    args.extend(["--ttl".into(), "1s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'; sleep 3; touch '{done}'",
+            token = token.display(),
+            ready = ready.display(),
+            done = done.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let ready_at = Instant::now();
+    let ours = read_trimmed(&token);
+
+    // A contender that gets in while the child has not finished is an overlap: its
+    // command fails with 99 then. Once the child wrote `done`, getting in is legitimate.
+    let contender = format!("[ -e '{}' ] || exit 99", done.display());
+    let mut busy = 0;
+    let mut last_busy_after = Duration::ZERO;
+    while !done.exists() {
+        let (code, err) = try_once(&lock_args(&redis, "renewed"), &contender);
+        match code {
+            codes::BUSY => {
+                busy += 1;
+                last_busy_after = ready_at.elapsed();
+            }
+            0 => assert!(done.exists(), "contender ran before the holder finished"),
+            other => panic!("contender exit {other}: {err}"),
+        }
+        // Paces the polling (a busy machine is shared); not a wait for an event.
+        std::thread::sleep(Duration::from_millis(30));
+        if !done.exists() {
+            assert_eq!(get(&redis, &key).as_deref(), Some(ours.as_str()));
+        }
+    }
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    eprintln!("{busy} busy contenders; the last one {last_busy_after:?} after ready");
+    assert!(busy >= 3, "only {busy} contenders ran during the hold");
+    // Without renewal the key would have expired 1 s after the acquire; a contender was
+    // still refused at twice that (the child sleeps 3 s, so the margin is wide).
+    assert!(
+        last_busy_after >= Duration::from_secs(2),
+        "no contender was refused after 2 ttl ({last_busy_after:?})"
+    );
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 5. Lost lock -------------------------------------------------------------------------
+
+/// A holder whose child starts a grandchild in its process group and writes both pids;
+/// returns (wrapper, child pid, grandchild pid, token).
+fn holder_with_grandchild(redis: &Redis, name: &str, s: &Scratch) -> (Child, i32, i32, String) {
+    let (ready, token) = (s.path("ready"), s.path("token"));
+    let (cpid, gpid) = (s.path("cpid"), s.path("gpid"));
+    let mut args = lock_args(redis, name);
+    args.extend(["--ttl".into(), "3s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "sleep 1000 & echo $! > '{gpid}'; echo $$ > '{cpid}'
+             echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'; wait",
+            gpid = gpid.display(),
+            cpid = cpid.display(),
+            token = token.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let (child, grandchild) = (read_pid(&cpid), read_pid(&gpid));
+    assert!(alive(child) && alive(grandchild));
+    (run, child, grandchild, read_trimmed(&token))
+}
+
+fn assert_lost(run: Child, child: i32, grandchild: i32) -> String {
+    let (code, err) = finish(run, Duration::from_secs(30));
+    eprintln!("wrapper stderr: {err}");
+    assert_eq!(code, codes::LOST, "{err}");
+    assert_eq!(lost_lines(&err), 1, "one line about the loss: {err}");
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(child)
+            && !alive(grandchild)),
+        "child alive: {}, grandchild alive: {}",
+        alive(child),
+        alive(grandchild)
+    );
+    err
+}
+
+#[test]
+fn deleted_key_is_lost_and_the_whole_group_stops() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("deleted");
+    let (run, child, grandchild, _) = holder_with_grandchild(&redis, "deleted", &s);
+    let _: i64 = redis.cmd(&["DEL", &key]);
+    assert_lost(run, child, grandchild);
+    assert!(!redis.exists(&key), "a lost lock was re-created");
+    // Its metadata went with the release attempt, not a ttl later.
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+#[test]
+fn replaced_key_is_lost_and_the_new_value_survives_release() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("replaced");
+    let (run, child, grandchild, ours) = holder_with_grandchild(&redis, "replaced", &s);
+    assert_ne!(ours, "othertoken");
+    let _: String = redis.cmd(&["SET", &key, "othertoken"]);
+    assert_lost(run, child, grandchild);
+    assert_eq!(get(&redis, &key).as_deref(), Some("othertoken"));
+    assert_eq!(pttl(&redis, &key), -1, "the new value's ttl was touched");
+    assert_eq!(redis.keys(), vec![key], "our metadata stayed behind");
+}
+
+// 6. Blackholed server -----------------------------------------------------------------
+
+#[test]
+fn blackholed_server_child_dies_before_server_expiry() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("blackhole");
+    let (ready, cpid, fifo) = (s.path("ready"), s.path("cpid"), s.path("alive"));
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    // The child (and every process it starts) holds the fifo's write end; the reader
+    // sees EOF the instant the last of them is gone, which times the group's death
+    // without polling. The child ignores SIGTERM, so only the SIGKILL before the lease
+    // end can stop it: the strictest path of the termination schedule.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::File::open(&fifo).expect("open fifo");
+            let mut sink = Vec::new();
+            f.read_to_end(&mut sink).ok();
+            Instant::now()
+        })
+    };
+    let mut args = lock_args(&redis, "blackhole");
+    args.extend(
+        [
+            "--ttl",
+            "2s",
+            "--node-timeout",
+            "200ms",
+            "--kill-after",
+            "300ms",
+        ]
+        .map(String::from),
+    );
+    let run = start_run(
+        &args,
+        &format!(
+            "exec 3>'{fifo}'; trap '' TERM; echo $$ > '{cpid}'; touch '{ready}'
+             while :; do sleep 0.05; done",
+            fifo = fifo.display(),
+            cpid = cpid.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let child = read_pid(&cpid);
+    // Stop the server after a renewal, so the lease end comes from a renewal's send
+    // time, not the acquire's.
+    assert!(
+        renewed_after_now(&redis, &key),
+        "no renewal before the blackhole"
+    );
+
+    // The server's expiry is at least t0 + p: t0 is taken before the PTTL request is
+    // sent, and a renewal arriving between PTTL and SIGSTOP only pushes it later.
+    let t0 = Instant::now();
+    let p = pttl(&redis, &key);
+    redis.pause();
+    assert!(p > 0, "pttl {p}");
+    let expiry = t0 + Duration::from_millis(p as u64);
+
+    let t1 = reader.join().expect("reader");
+    assert!(!alive(child) || eventually(Duration::from_secs(2), || !alive(child)));
+    eprintln!(
+        "child gone {:?} after SIGSTOP; server expiry {:?} after SIGSTOP (pttl {p} ms)",
+        t1 - t0,
+        expiry - t0
+    );
+    assert!(
+        t1 < expiry,
+        "child outlived the key: died {:?} after the server-side expiry",
+        t1 - expiry
+    );
+    let (status, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(status, codes::LOST, "{err}");
+    assert_eq!(lost_lines(&err), 1, "{err}");
+
+    redis.resume();
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(&redis, "blackhole"))
+            .args(["--wait", "10s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 7. kill -9 of the wrapper ------------------------------------------------------------
+
+#[test]
+fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("orphan");
+    let (ready, cpid, token) = (s.path("ready"), s.path("cpid"), s.path("token"));
+    let gpid = s.path("gpid");
+    let mut args = lock_args(&redis, "orphan");
+    args.extend(["--ttl".into(), "3s".into()]);
+    // The child starts a background job in its group: the parent-death signal reaches
+    // only the child, so the job shows whether the whole group is stopped.
+    let mut run = start_run(
+        &args,
+        &format!(
+            "sleep 1000 & echo $! > '{gpid}'
+             echo $$ > '{cpid}'; echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+             exec sleep 1000",
+            gpid = gpid.display(),
+            cpid = cpid.display(),
+            token = token.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let (child, grandchild) = (read_pid(&cpid), read_pid(&gpid));
+    let ours = read_trimmed(&token);
+    run.kill().expect("kill -9 the wrapper");
+    run.wait().ok();
+    let stopped = eventually(Duration::from_secs(5), || {
+        !alive(child) && !alive(grandchild)
+    });
+    let (c, g) = (alive(child), alive(grandchild));
+    let _ = kill(Pid::from_raw(grandchild), Signal::SIGKILL);
+    assert!(
+        stopped,
+        "outlived the wrapper: child {c}, background job {g}"
+    );
+    // Nobody released: the key is still ours until its ttl runs out.
+    assert_eq!(get(&redis, &key), Some(ours));
+
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(&redis, "orphan"))
+            .args(["--wait", "10s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 8. --hold-min ------------------------------------------------------------------------
+
+#[test]
+fn hold_min_keeps_the_key_after_a_short_job() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("cron");
+    let token = s.path("token");
+    let mut args = lock_args(&redis, "cron");
+    args.extend(["--hold-min".into(), "3s".into()]);
+    let out = output(redlock_run().args(&args).args([
+        "--",
+        "sh",
+        "-c",
+        &format!("echo \"$REDLOCK_TOKEN\" > '{}'; sleep 0.1", token.display()),
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        get(&redis, &key),
+        Some(read_trimmed(&token)),
+        "key kept, ours"
+    );
+    let left = pttl(&redis, &key);
+    assert!(0 < left && left <= 3000, "pttl {left}");
+    let meta_left = pttl(&redis, &format!("{key}:meta"));
+    assert!(0 < meta_left && meta_left <= 3000, "meta pttl {meta_left}");
+
+    let (busy, err) = try_once(&lock_args(&redis, "cron"), "echo ran");
+    assert_eq!(busy, codes::BUSY, "{err}");
+
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(&redis, "cron"))
+            .args(["--wait", "10s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 9. Re-entrancy -----------------------------------------------------------------------
+
+#[test]
+fn nested_run_with_our_token_runs_at_once_and_a_forged_one_does_not() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("nested");
+    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
+    let (inner, forged) = (s.path("inner"), s.path("forged"));
+    let args = lock_args(&redis, "nested");
+    let url = redis.url();
+    let run = start_run(
+        &args,
+        &format!(
+            "echo \"$REDLOCK_TOKEN\" > '{token}'
+             '{bin}' --key nested --redis '{url}' --wait 0 -- sh -c 'exit 3'
+             echo $? > '{inner}'
+             REDLOCK_TOKEN=forged-token '{bin}' --key nested --redis '{url}' --wait 0 -- true
+             echo $? > '{forged}'
+             touch '{ready}'
+             while [ ! -e '{go}' ]; do sleep 0.02; done",
+            bin = RUN,
+            token = token.display(),
+            inner = inner.display(),
+            forged = forged.display(),
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    assert_eq!(read_trimmed(&inner), "3", "the nested command's own status");
+    assert_eq!(
+        read_trimmed(&forged),
+        codes::BUSY.to_string(),
+        "a forged token got in"
+    );
+    assert_eq!(
+        get(&redis, &key),
+        Some(read_trimmed(&token)),
+        "the nested run released the outer lock"
+    );
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+#[test]
+fn stale_token_of_a_finished_run_gets_no_bypass() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("stale");
+    // A run that is over: its token is stale.
+    let out = output(redlock_run().args(lock_args(&redis, "stale")).args([
+        "--",
+        "sh",
+        "-c",
+        "echo \"$REDLOCK_TOKEN\"",
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stale = stdout(&out).trim().to_string();
+    // Someone else holds the lock now.
+    let _: String = redis.cmd(&["SET", &key, "othertoken", "PX", "10000"]);
+    let ran = s.path("ran");
+    let out = output(
+        redlock_run()
+            .args(lock_args(&redis, "stale"))
+            .env("REDLOCK_KEY", &key)
+            .env("REDLOCK_TOKEN", &stale)
+            .args(["--wait", "0", "--", "touch"])
+            .arg(&ran),
+    );
+    assert_eq!(code(&out), codes::BUSY, "{}", stderr(&out));
+    assert!(!ran.exists(), "the command ran without the lock");
+    assert_eq!(get(&redis, &key).as_deref(), Some("othertoken"));
+}
+
+// 10. Script cache flushed, connection killed ------------------------------------------
+
+/// Waits until the key's PTTL goes up from a fresh reading: a renewal landed after now.
+fn renewed_after_now(redis: &Redis, key: &str) -> bool {
+    let before = pttl(redis, key);
+    eventually(Duration::from_secs(10), || pttl(redis, key) > before)
+}
+
+#[test]
+fn script_flush_during_a_hold_is_no_loss() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("flushed");
+    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
+    // ttl 3 s: the reload after NOSCRIPT costs extra round trips inside one node
+    // timeout (ttl/15), which a 1 s ttl makes tight on a loaded machine.
+    let mut args = lock_args(&redis, "flushed");
+    args.extend(["--ttl".into(), "3s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+             while [ ! -e '{go}' ]; do sleep 0.02; done",
+            token = token.display(),
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let ours = read_trimmed(&token);
+    let renew_sha = redlock::scripts::RENEW.get_hash().to_string();
+    for _ in 0..3 {
+        let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
+        assert!(
+            renewed_after_now(&redis, &key),
+            "no renewal after SCRIPT FLUSH"
+        );
+        let loaded: Vec<i64> = redis.cmd(&["SCRIPT", "EXISTS", &renew_sha]);
+        assert_eq!(loaded, vec![1], "the renewal script was not reloaded");
+        assert_eq!(get(&redis, &key).as_deref(), Some(ours.as_str()));
+    }
+    // The release script must load itself too.
+    let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(lost_lines(&err), 0, "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+#[test]
+fn killed_connection_during_a_hold_reconnects() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("reset");
+    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
+    let mut args = lock_args(&redis, "reset");
+    args.extend(["--ttl".into(), "2s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+             while [ ! -e '{go}' ]; do sleep 0.02; done",
+            token = token.display(),
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let ours = read_trimmed(&token);
+    for _ in 0..3 {
+        // SKIPME defaults to yes: the test's own connection survives.
+        let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
+        assert!(killed >= 1, "no connection of the holder was killed");
+        assert!(
+            renewed_after_now(&redis, &key),
+            "no renewal after CLIENT KILL"
+        );
+        assert_eq!(get(&redis, &key).as_deref(), Some(ours.as_str()));
+    }
+    let _: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(lost_lines(&err), 0, "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// 11. Waiters --------------------------------------------------------------------------
+
+/// Waits until someone is subscribed to the lock's release channel (a waiter is in
+/// its wait loop).
+fn wait_for_waiter(redis: &Redis, name: &str) -> bool {
+    let channel = format!("{}:released", lock_key(name));
+    eventually(READY, || {
+        let reply: (String, i64) = redis.cmd(&["PUBSUB", "NUMSUB", &channel]);
+        reply.1 >= 1
+    })
+}
+
+#[test]
+fn waiter_takes_over_on_release_long_before_the_ttl() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (ready, go, ran) = (s.path("ready"), s.path("go"), s.path("ran"));
+    let mut args = lock_args(&redis, "handover");
+    args.extend(["--ttl".into(), "60s".into()]);
+    let holder = start_run(
+        &args,
+        &format!(
+            "touch '{ready}'; while [ ! -e '{go}' ]; do sleep 0.02; done",
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+    let acquired_by = Instant::now();
+
+    let mut wargs = lock_args(&redis, "handover");
+    wargs.extend(["--wait".into(), "30s".into()]);
+    let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
+    assert!(
+        wait_for_waiter(&redis, "handover"),
+        "waiter never subscribed"
+    );
+    assert!(!ran.exists(), "waiter ran while the lock was held");
+
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(holder, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = finish(waiter, Duration::from_secs(40));
+    assert_eq!(code, 0, "{err}");
+    assert!(ran.exists());
+    // Order, not duration: the waiter was done before the holder's key would have
+    // expired on its own (60 s after it was taken), so the release woke it.
+    assert!(
+        Instant::now() < acquired_by + Duration::from_secs(60),
+        "the waiter only got in after the holder's ttl"
+    );
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+#[test]
+fn waiter_gets_the_lock_of_a_crashed_holder_after_expiry() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("crashed");
+    let (ready, cpid, ran) = (s.path("ready"), s.path("cpid"), s.path("ran"));
+    let mut args = lock_args(&redis, "crashed");
+    args.extend(["--ttl".into(), "2s".into()]);
+    let mut holder = start_run(
+        &args,
+        &format!(
+            "echo $$ > '{cpid}'; touch '{ready}'; exec sleep 1000",
+            cpid = cpid.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+    let child = read_pid(&cpid);
+
+    let mut wargs = lock_args(&redis, "crashed");
+    wargs.extend(["--wait".into(), "30s".into()]);
+    let waiter = start_run(
+        &wargs,
+        // The old child must be gone (or a zombie) by the time the waiter's command
+        // starts; 98 says it was not.
+        &format!(
+            "if kill -0 {child} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{child}/status
+             then exit 98; fi
+             touch '{ran}'",
+            ran = ran.display()
+        ),
+    );
+    assert!(
+        wait_for_waiter(&redis, "crashed"),
+        "waiter never subscribed"
+    );
+    holder.kill().expect("kill -9 the holder");
+    holder.wait().ok();
+    assert!(redis.exists(&key), "a crashed holder released its lock");
+
+    let (code, err) = finish(waiter, Duration::from_secs(40));
+    assert_eq!(code, 0, "{err}");
+    assert!(ran.exists());
+    assert!(!alive(child), "the crashed holder's child still runs");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+#[test]
+fn waiter_survives_killed_connections_while_waiting() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (ready, go, ran) = (s.path("ready"), s.path("go"), s.path("ran"));
+    let holder = start_run(
+        &lock_args(&redis, "patient"),
+        &format!(
+            "touch '{ready}'; while [ ! -e '{go}' ]; do sleep 0.02; done",
+            ready = ready.display(),
+            go = go.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+    let mut wargs = lock_args(&redis, "patient");
+    wargs.extend(["--wait".into(), "30s".into()]);
+    let mut waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
+    assert!(
+        wait_for_waiter(&redis, "patient"),
+        "waiter never subscribed"
+    );
+    // Both the waiter's command connection and its subscription go; the holder's
+    // command connection too. Neither may turn into an error or a missed release.
+    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
+    assert!(killed >= 2, "killed {killed}");
+    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(killed >= 1, "killed {killed}");
+    // The waiter polls again within its backoff cap (2 s): once an EVALSHA reached the
+    // server after the kill, the waiter has been through its broken connection.
+    let n0 = evalsha_calls(&redis);
+    assert!(
+        eventually(READY, || evalsha_calls(&redis) > n0
+            || matches!(waiter.try_wait(), Ok(Some(_)))),
+        "nobody tried again"
+    );
+    assert!(
+        matches!(waiter.try_wait(), Ok(None)),
+        "the waiter gave up after its connection was killed"
+    );
+    assert!(!ran.exists(), "waiter ran while the lock was held");
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(holder, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = finish(waiter, Duration::from_secs(40));
+    assert_eq!(code, 0, "{err}");
+    assert!(ran.exists());
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// How many EVALSHA calls the server has run (INFO commandstats).
+fn evalsha_calls(redis: &Redis) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
