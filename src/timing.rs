@@ -36,9 +36,10 @@ pub fn default_node_timeout(ttl: Duration) -> Duration {
     (ttl / 15).min(Duration::from_secs(2))
 }
 
-/// Time kept in reserve for signal delivery and reaping: ttl/20, at most 100 ms.
+/// Time kept in reserve for signal delivery and reaping on a loaded host: ttl/10, at
+/// most 500 ms.
 pub fn margin(ttl: Duration) -> Duration {
-    (ttl / 20).min(Duration::from_millis(100))
+    (ttl / 10).min(Duration::from_millis(500))
 }
 
 /// The lease parameters of one run.
@@ -171,10 +172,10 @@ mod tests {
     fn defaults_table() {
         // ttl, renew, kill_after, node_timeout, margin
         for (ttl, renew, kill, timeout, marg) in [
-            (30_000, 10_000, 5_000, 2_000, 100),
-            (2_000, 666, 333, 133, 100),
-            (600_000, 200_000, 5_000, 2_000, 100),
-            (1_000, 333, 166, 66, 50),
+            (30_000, 10_000, 5_000, 2_000, 500),
+            (2_000, 666, 333, 133, 200),
+            (600_000, 200_000, 5_000, 2_000, 500),
+            (1_000, 333, 166, 66, 100),
         ] {
             let t = ms(ttl);
             assert_eq!(default_renew_every(t).as_millis(), renew, "renew {ttl}");
@@ -206,8 +207,8 @@ mod tests {
     }
 
     #[test]
-    fn defaults_always_fit_from_300ms() {
-        for ttl in (300..=120_000).step_by(37) {
+    fn defaults_always_fit_from_100ms() {
+        for ttl in (100..=120_000).step_by(37) {
             let t = ms(ttl);
             let b = Budget {
                 ttl: t,
@@ -248,8 +249,8 @@ mod tests {
         assert_eq!(lease_end(ms(1_000), ms(30_000)), ms(30_698));
         assert_eq!(lease_end(ms(0), ms(2_000)), ms(1_978));
         let b = budget(2_000, 500, 200, 300);
-        assert_eq!(b.term_at(ms(1_978)), ms(1_578));
-        assert_eq!(b.kill_at(ms(1_978)), ms(1_878));
+        assert_eq!(b.term_at(ms(1_978)), ms(1_478));
+        assert_eq!(b.kill_at(ms(1_978)), ms(1_778));
     }
 
     #[test]
