@@ -61,15 +61,29 @@ pub struct LockState {
     pub ttl_left_ms: Option<u64>,
     /// Nodes on which the holder's token is the lock's value.
     pub nodes_present: usize,
+    /// Nodes given (`--redis` × N), reachable or not.
     pub nodes: usize,
+    /// Nodes given that did not answer (down at connect time or on this read).
+    pub nodes_unreachable: usize,
 }
 
-async fn open(conn: &Conn, ttl: Duration) -> Result<Vec<Node>> {
-    connect_all(&conn.urls, conn.timeout_for(ttl)).await
+/// The reachable nodes (at least a quorum of those given) and how many were given.
+async fn open(conn: &Conn, ttl: Duration) -> Result<(Vec<Node>, usize)> {
+    let nodes = connect_all(&conn.urls, conn.timeout_for(ttl)).await?;
+    Ok((nodes, conn.urls.len()))
 }
 
-/// Reads one lock on every node.
-async fn read(nodes: &[Node], keys: &LockKeys) -> Result<LockState> {
+/// "2 of 3 nodes (1 unreachable)".
+fn of_nodes(present: usize, given: usize, unreachable: usize) -> String {
+    let mut out = format!("{present} of {given} nodes");
+    if unreachable > 0 {
+        out.push_str(&format!(" ({unreachable} unreachable)"));
+    }
+    out
+}
+
+/// Reads one lock on every node; `given` nodes were named, `nodes` are those reached.
+async fn read(nodes: &[Node], given: usize, keys: &LockKeys) -> Result<LockState> {
     let call = invocation(&scripts::INSPECT, &[&keys.lock, &keys.meta]);
     let results = join_all(nodes.iter().map(|n| n.run::<Value>(&call))).await;
     let mut holders: Vec<Holder> = Vec::new();
@@ -103,7 +117,9 @@ async fn read(nodes: &[Node], keys: &LockKeys) -> Result<LockState> {
             }
         }
     }
-    if errors.len() > nodes.len() / 2 || (holders.is_empty() && !errors.is_empty()) {
+    let unreachable = given - nodes.len() + errors.len();
+    if given - unreachable < given / 2 + 1 {
+        // Too few answers to tell a held lock from a free one.
         return Err(errors.remove(0));
     }
     // The holder is the token present on the most nodes.
@@ -129,7 +145,8 @@ async fn read(nodes: &[Node], keys: &LockKeys) -> Result<LockState> {
             .map(|t| t.as_millis() as u64),
         holder,
         nodes_present: present,
-        nodes: nodes.len(),
+        nodes: given,
+        nodes_unreachable: unreachable,
     })
 }
 
@@ -169,8 +186,8 @@ pub fn describe(state: &LockState, now_ms: u64) -> String {
     ));
     if state.nodes > 1 {
         out.push_str(&format!(
-            "\n  nodes:   present on {} of {}",
-            state.nodes_present, state.nodes
+            "\n  nodes:   present on {}",
+            of_nodes(state.nodes_present, state.nodes, state.nodes_unreachable)
         ));
     }
     out
@@ -189,11 +206,11 @@ async fn status(args: StatusArgs) -> Result<u8> {
         .iter()
         .map(|k| conn.keys(k))
         .collect::<Result<Vec<_>>>()?;
-    let nodes = open(&conn, config::DEFAULT_TTL).await?;
+    let (nodes, given) = open(&conn, config::DEFAULT_TTL).await?;
     let now = wall_ms();
     let mut all_held = true;
     for keys in &all_keys {
-        let state = read(&nodes, keys).await?;
+        let state = read(&nodes, given, keys).await?;
         all_held &= state.holder.is_some();
         if args.json {
             print_json(&state)?;
@@ -206,7 +223,7 @@ async fn status(args: StatusArgs) -> Result<u8> {
 
 async fn list(args: ListArgs) -> Result<u8> {
     let conn = Conn::from_args(&args.conn)?;
-    let nodes = open(&conn, config::DEFAULT_TTL).await?;
+    let (nodes, given) = open(&conn, config::DEFAULT_TTL).await?;
     let pattern = args.pattern.unwrap_or_else(|| OsString::from("*"));
     let mut matcher = keys::glob_escape(conn.prefix.as_bytes());
     matcher.push(b'{');
@@ -241,7 +258,7 @@ async fn list(args: ListArgs) -> Result<u8> {
     let mut out = std::io::stdout().lock();
     for name in names {
         let keys = LockKeys::new(&conn.prefix, &name)?;
-        let state = match read(&nodes, &keys).await {
+        let state = match read(&nodes, given, &keys).await {
             Ok(state) if state.holder.is_some() => state,
             Ok(_) => continue, // expired between SCAN and read
             Err(e) if e.code == Code::Redis => continue, // a key of another type
@@ -251,12 +268,21 @@ async fn list(args: ListArgs) -> Result<u8> {
             serde_json::to_string(&state).map_err(|e| Error::internal(e.to_string()))?
         } else {
             let h = state.holder.as_ref().expect("held");
-            format!(
+            let mut line = format!(
                 "{}\t{}\tttl {}",
                 state.name,
                 h.describe(now),
                 h.ttl_left.map_or("none".into(), holder::human)
-            )
+            );
+            if state.nodes > 1 {
+                line.push_str("\ton ");
+                line.push_str(&of_nodes(
+                    state.nodes_present,
+                    state.nodes,
+                    state.nodes_unreachable,
+                ));
+            }
+            line
         };
         let _ = writeln!(out, "{line}");
     }
@@ -272,13 +298,13 @@ async fn release(args: ReleaseArgs) -> Result<u8> {
             keys.display_name()
         )));
     }
-    let nodes = open(&conn, config::DEFAULT_TTL).await?;
+    let (nodes, given) = open(&conn, config::DEFAULT_TTL).await?;
     let name = keys.display_name();
     if let Some(token) = args.token {
-        let lease = Lease::with_token(nodes, keys, config::DEFAULT_TTL, token);
+        let lease = Lease::with_token(nodes, keys, config::DEFAULT_TTL, token).over(given);
         return match lease.release_all(0).await? {
             Release::Deleted | Release::Kept => {
-                say(args.json, &name, "released", None);
+                say(args.json, &name, "released", None, None);
                 Ok(0)
             }
             Release::NotHeld => Err(Error::new(
@@ -292,14 +318,16 @@ async fn release(args: ReleaseArgs) -> Result<u8> {
     let mut call = invocation(&scripts::FORCE_RELEASE, &[&keys.lock, &keys.meta]);
     call.arg(&keys.channel);
     let results = join_all(nodes.iter().map(|n| n.run::<Value>(&call))).await;
-    let mut removed: Option<Holder> = None;
+    let mut removed: Vec<Holder> = Vec::new();
     let mut first_error = None;
+    let mut unreachable = given - nodes.len();
     for result in results {
         let items = match result {
             Ok(Value::Array(items)) => items,
             Ok(_) => continue,
             Err(e) => {
                 first_error.get_or_insert(e);
+                unreachable += 1;
                 continue;
             }
         };
@@ -307,8 +335,7 @@ async fn release(args: ReleaseArgs) -> Result<u8> {
         match it.next() {
             Some(Value::Int(1)) => {
                 let token = lease::bytes(it.next());
-                let holder = Holder::from_parts(token, -1, &lease::pairs(it.next()));
-                removed.get_or_insert(holder);
+                removed.push(Holder::from_parts(token, -1, &lease::pairs(it.next())));
             }
             Some(Value::Int(-1)) => {
                 return Err(Error::redis(format!(
@@ -320,25 +347,47 @@ async fn release(args: ReleaseArgs) -> Result<u8> {
             _ => {}
         }
     }
-    match (removed, first_error) {
+    // Name the holder whose token was removed from the most nodes.
+    let count = |t: &str| removed.iter().filter(|h| h.token == t).count();
+    let holder = removed.iter().max_by_key(|h| count(&h.token));
+    let spread = (given > 1).then_some((removed.len(), given, unreachable));
+    match (holder, first_error) {
         (Some(holder), _) => {
-            say(args.json, &name, "removed", Some(&holder));
+            say(args.json, &name, "removed", Some(holder), spread);
             Ok(0)
         }
         (None, Some(e)) => Err(e),
         (None, None) => {
-            say(args.json, &name, "free", None);
+            say(args.json, &name, "free", None, spread);
             Ok(exit::STATUS_FREE)
         }
     }
 }
 
-fn say(json: bool, name: &str, result: &str, holder: Option<&Holder>) {
+/// Prints the result of a release; `spread` is (nodes removed from, nodes given,
+/// nodes unreachable) when several nodes were given.
+fn say(
+    json: bool,
+    name: &str,
+    result: &str,
+    holder: Option<&Holder>,
+    spread: Option<(usize, usize, usize)>,
+) {
     if json {
-        let value = serde_json::json!({ "name": name, "result": result, "holder": holder });
+        let mut value = serde_json::json!({ "name": name, "result": result, "holder": holder });
+        if let Some((removed, given, unreachable)) = spread {
+            value["nodes_removed"] = removed.into();
+            value["nodes"] = given.into();
+            value["nodes_unreachable"] = unreachable.into();
+        }
         println!("{value}");
         return;
     }
+    let from = spread
+        .map(|(removed, given, unreachable)| {
+            format!(" from {}", of_nodes(removed, given, unreachable))
+        })
+        .unwrap_or_default();
     match (result, holder) {
         ("removed", Some(h)) => {
             let since = h
@@ -351,12 +400,20 @@ fn say(json: bool, name: &str, result: &str, holder: Option<&Holder>) {
                 })
                 .unwrap_or_default();
             println!(
-                "removed {name}: it was held by {}{since} (token {}…)",
+                "removed {name}{from}: it was held by {}{since} (token {}…)",
                 h.describe(wall_ms()),
                 h.token_prefix()
             );
         }
-        ("free", _) => println!("{name} was free; nothing removed"),
+        ("free", _) => println!(
+            "{name} was free{}; nothing removed",
+            spread
+                .filter(|(_, _, unreachable)| *unreachable > 0)
+                .map(|(_, given, unreachable)| format!(
+                    " on the reachable nodes ({unreachable} of {given} unreachable)"
+                ))
+                .unwrap_or_default()
+        ),
         _ => println!("{result} {name}"),
     }
 }
@@ -367,8 +424,8 @@ async fn acquire(args: AcquireArgs, report: &Reporter) -> Result<u8> {
     let ttl = config::ttl(args.ttl.as_deref())?;
     let wait_for: Wait = config::wait(&args.wait)?;
     let busy_code = config::busy_code(args.busy_exit_code.as_deref())?;
-    let nodes = open(&conn, ttl).await?;
-    let lease = Lease::new(nodes, keys, ttl);
+    let (nodes, given) = open(&conn, ttl).await?;
+    let lease = Lease::new(nodes, keys, ttl).over(given);
     let mut fields = holder::local_fields(&lease.token, "redlock acquire", ttl);
     // The lock belongs to the script that called us, not to this short-lived process.
     let parent = nix::unistd::getppid().as_raw().to_string();
@@ -413,8 +470,8 @@ async fn extend(args: ExtendArgs) -> Result<u8> {
     let conn = Conn::from_args(&args.conn)?;
     let keys = conn.keys(&args.key)?;
     let ttl = config::ttl(args.ttl.as_deref())?;
-    let nodes = open(&conn, ttl).await?;
-    let lease = Lease::with_token(nodes, keys, ttl, args.token);
+    let (nodes, given) = open(&conn, ttl).await?;
+    let lease = Lease::with_token(nodes, keys, ttl, args.token).over(given);
     match lease.renew().await {
         lease::Renew::Renewed { .. } => Ok(0),
         lease::Renew::Lost(_) => Err(Error::new(

@@ -10,6 +10,11 @@
 //!   renewed, LOST as soon as so many nodes report "not ours" that a quorum can no
 //!   longer be renewed; anything else is unknown (retry until the deadline).
 //! - release: compare-and-delete (or keep for `--hold-min`) on every node.
+//!
+//! The quorum is a majority of the nodes *given* (`--redis` × N), not of those that
+//! answered the connect: a node left out because it was down at the start counts as a
+//! node that said no. Otherwise two clients that each reached a different 3 of 5 nodes
+//! would each need only 2 votes, and both could hold the lock.
 
 use std::time::Duration;
 
@@ -30,6 +35,8 @@ pub struct Lease {
     pub keys: LockKeys,
     pub token: String,
     pub ttl: Duration,
+    /// The Redlock N: how many nodes were given, reachable or not (≥ `nodes.len()`).
+    pub configured: usize,
 }
 
 /// What an acquire round gave.
@@ -72,6 +79,7 @@ impl Lease {
     /// A new lease with a fresh random token (UUID v4 from the OS CSPRNG).
     pub fn new(nodes: Vec<Node>, keys: LockKeys, ttl: Duration) -> Self {
         Lease {
+            configured: nodes.len(),
             nodes,
             keys,
             token: uuid::Uuid::new_v4().to_string(),
@@ -82,6 +90,7 @@ impl Lease {
     /// A lease on an existing token (`redlock extend`, `release --token`).
     pub fn with_token(nodes: Vec<Node>, keys: LockKeys, ttl: Duration, token: String) -> Self {
         Lease {
+            configured: nodes.len(),
             nodes,
             keys,
             token,
@@ -89,9 +98,21 @@ impl Lease {
         }
     }
 
-    /// Votes needed: N/2 + 1.
+    /// The lease over `configured` nodes in all, of which only `nodes` could be
+    /// reached (see [`crate::run::connect_all`]); the others count as votes against.
+    pub fn over(mut self, configured: usize) -> Self {
+        self.configured = configured.max(self.nodes.len());
+        self
+    }
+
+    /// Votes needed: N/2 + 1 of the nodes given.
     pub fn quorum(&self) -> usize {
-        self.nodes.len() / 2 + 1
+        self.configured / 2 + 1
+    }
+
+    /// Nodes given but not connected: they can never vote yes.
+    fn missing(&self) -> usize {
+        self.configured - self.nodes.len()
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -135,17 +156,17 @@ impl Lease {
             // Ambiguous or partial: take our token back everywhere it may have landed.
             let _ = self.release_all(0).await;
         }
-        if let Some(holder) = busy.filter(|_| errors.len() < self.quorum()) {
+        if let Some(holder) = busy.filter(|_| errors.len() + self.missing() < self.quorum()) {
             return Ok(Acquire::Busy(holder));
         }
         match errors.into_iter().min_by_key(error_rank) {
-            Some(err) if self.nodes.len() == 1 => Err(err),
+            Some(err) if self.configured == 1 => Err(err),
             Some(err) => Err(Error::new(
                 err.code,
                 format!(
                     "no quorum: {} of {} nodes needed; {}",
                     self.quorum(),
-                    self.nodes.len(),
+                    self.configured,
                     err.message
                 ),
             )),
@@ -169,12 +190,19 @@ impl Lease {
                 Err(e) => last_error = Some(e),
             }
         }
-        let n = self.nodes.len();
+        let n = self.configured;
         if renewed >= self.quorum() {
             Renew::Renewed { t_sent }
-        } else if gone > n - self.quorum() {
+        } else if gone + self.missing() > n - self.quorum() {
+            // Nodes not connected at the start never come back into this lease, so
+            // they count like "not ours": a quorum can no longer be renewed.
             Renew::Lost(if n == 1 {
                 "the key is gone or holds another token".to_string()
+            } else if self.missing() > 0 {
+                format!(
+                    "the key is gone or taken on {gone} of {n} nodes ({} more unreachable since the start)",
+                    self.missing()
+                )
             } else {
                 format!("the key is gone or taken on {gone} of {n} nodes")
             })
@@ -209,17 +237,23 @@ impl Lease {
     }
 
     /// Whether `token` is the lock's value on a quorum of nodes (re-entrancy check).
+    /// A node that does not answer only matters when it could have made the difference.
     pub async fn held_by(&self, token: &str) -> Result<bool> {
         let cmd = redis::cmd("GET").arg(&self.keys.lock).clone();
         let results = join_all(self.nodes.iter().map(|n| n.query::<Value>(&cmd))).await;
         let mut yes = 0;
+        let mut errors = Vec::new();
         for result in results {
-            match result? {
-                Value::BulkString(v) if v == token.as_bytes() => yes += 1,
-                _ => {}
+            match result {
+                Ok(Value::BulkString(v)) if v == token.as_bytes() => yes += 1,
+                Ok(_) => {}
+                Err(e) => errors.push(e),
             }
         }
-        Ok(yes >= self.quorum())
+        if yes >= self.quorum() || yes + errors.len() < self.quorum() {
+            return Ok(yes >= self.quorum());
+        }
+        Err(errors.remove(0))
     }
 }
 

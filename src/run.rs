@@ -41,7 +41,8 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
     let _ = nix::sys::prctl::set_child_subreaper(true);
 
     let nodes = connect_all(&config.conn.urls, config.budget.node_timeout).await?;
-    let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl);
+    let lease =
+        Lease::new(nodes, config.keys.clone(), config.budget.ttl).over(config.conn.urls.len());
 
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
@@ -145,7 +146,8 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
 }
 
 /// Connects to every node in parallel. With one node its error is the run's error; with
-/// several, the run goes on while a quorum is reachable.
+/// several, the run goes on while a quorum is reachable. The nodes left out still count
+/// in the quorum: build the lease with [`Lease::over`]`(urls.len())`.
 pub async fn connect_all(
     urls: &[crate::url::RedisUrl],
     timeout: std::time::Duration,

@@ -6,5 +6,6 @@ mod harness;
 mod basics;
 mod docs;
 mod lease_life;
+mod quorum;
 mod signals_exit;
 mod verbs;
