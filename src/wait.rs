@@ -58,9 +58,17 @@ pub async fn acquire(
         holder.describe(wall_ms())
     ));
     let mut releases = subscribe(lease, report).await;
+    let mut resubscribe = false;
     let mut last = holder;
     let mut attempt: u32 = 0;
     loop {
+        if resubscribe {
+            // A subscription connection closed (server restart, CLIENT KILL): subscribe
+            // again before the next try, so a release after it is not missed either.
+            report.verbose(|| "release subscription lost; subscribing again".to_string());
+            releases = subscribe(lease, report).await;
+            resubscribe = false;
+        }
         let mut transient: Option<Error> = None;
         let attempt_result = match lease.acquire(meta).await {
             Ok(result) => result,
@@ -113,9 +121,13 @@ pub async fn acquire(
         attempt = attempt.saturating_add(1);
         tokio::select! {
             _ = tokio::time::sleep(nap) => {}
-            Some(_) = releases.next() => {
-                report.verbose(|| "release message received".to_string());
-                attempt = 0;
+            Some(message) = releases.next() => {
+                if message {
+                    report.verbose(|| "release message received".to_string());
+                    attempt = 0;
+                } else {
+                    resubscribe = true;
+                }
             }
             Some(sig) = signals.recv() => {
                 if crate::signals::ends_wait(sig) {
@@ -126,9 +138,10 @@ pub async fn acquire(
     }
 }
 
-/// Release messages from every node that accepted the subscription; with none, a
-/// stream that never yields (polling alone then finds the release).
-async fn subscribe(lease: &Lease, report: &Reporter) -> BoxStream<'static, ()> {
+/// Release messages (`true`) from every node that accepted the subscription, and
+/// `false` when one of those subscriptions ends; with none, a stream that never yields
+/// (polling alone then finds the release).
+async fn subscribe(lease: &Lease, report: &Reporter) -> BoxStream<'static, bool> {
     let subs = futures_util::future::join_all(
         lease
             .nodes
@@ -139,7 +152,13 @@ async fn subscribe(lease: &Lease, report: &Reporter) -> BoxStream<'static, ()> {
     let mut streams = Vec::new();
     for sub in subs {
         match sub {
-            Ok(pubsub) => streams.push(pubsub.into_on_message().map(|_| ()).boxed()),
+            Ok(pubsub) => streams.push(
+                pubsub
+                    .into_on_message()
+                    .map(|_| true)
+                    .chain(stream::once(async { false }))
+                    .boxed(),
+            ),
             Err(e) => report.verbose(|| format!("no release notifications: {e}")),
         }
     }

@@ -780,6 +780,11 @@ fn waiter_survives_killed_connections_while_waiting() {
         "the waiter gave up after its connection was killed"
     );
     assert!(!ran.exists(), "waiter ran while the lock was held");
+    // It subscribes again, so the release below wakes it by message, not by polling.
+    assert!(
+        wait_for_waiter(&redis, "patient"),
+        "the waiter did not subscribe again"
+    );
     std::fs::write(&go, "").unwrap();
     let (code, err) = finish(holder, Duration::from_secs(30));
     assert_eq!(code, 0, "{err}");
