@@ -117,8 +117,7 @@ impl Conn {
         let mut raw: Vec<String> = args
             .redis
             .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
+            .flat_map(|s| crate::url::split_list(s))
             .collect();
         if raw.is_empty()
             && let Some(path) = &args.redis_url_file
@@ -131,10 +130,9 @@ impl Conn {
             })?;
             raw = text
                 .lines()
-                .flat_map(|l| l.split(','))
                 .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(String::from)
+                .filter(|l| !l.starts_with('#'))
+                .flat_map(crate::url::split_list)
                 .collect();
             if raw.is_empty() {
                 return Err(Error::usage(format!(
@@ -146,10 +144,11 @@ impl Conn {
         if raw.is_empty() {
             raw.push(DEFAULT_URL.to_string());
         }
-        let urls = raw
+        let mut urls = raw
             .iter()
             .map(|r| RedisUrl::parse(r))
             .collect::<Result<Vec<_>>>()?;
+        crate::url::apply_tls(&mut urls, tls_options(args)?)?;
         for (i, url) in urls.iter().enumerate() {
             if urls[..i].contains(url) {
                 return Err(Error::usage(format!(
@@ -169,15 +168,23 @@ impl Conn {
         })
     }
 
-    /// The keys of lock `name`.
+    /// The keys of lock `name`. In a Redis Cluster, a name starting with `}` is refused:
+    /// its hash tag would be empty and the lock's keys would land in different slots.
     pub fn keys(&self, name: &OsString) -> Result<LockKeys> {
-        LockKeys::new(&self.prefix, name.as_bytes()).map_err(|e| {
+        let keys = LockKeys::new(&self.prefix, name.as_bytes()).map_err(|e| {
             if name.is_empty() {
                 Error::usage("the lock name is empty; give a non-empty name")
             } else {
                 e
             }
-        })
+        })?;
+        if keys.has_empty_hash_tag() && self.urls.iter().any(RedisUrl::is_cluster) {
+            return Err(Error::usage(format!(
+                "lock name {:?} starts with '}}', which Redis Cluster cannot keep in one slot; choose a name that does not",
+                keys.display_name()
+            )));
+        }
+        Ok(keys)
     }
 
     /// The node timeout for a lease of `ttl`.
@@ -185,6 +192,32 @@ impl Conn {
         self.node_timeout
             .unwrap_or_else(|| timing::default_node_timeout(ttl))
     }
+}
+
+/// The `--tls-*` options, with the files read (usage errors name the flag).
+fn tls_options(args: &ConnArgs) -> Result<crate::url::Tls> {
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| Error::usage(format!("{flag} {}: cannot read it: {e}", path.display())))
+    };
+    let client = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((read("--tls-cert", cert)?, read("--tls-key", key)?)),
+        (None, None) => None,
+        _ => {
+            return Err(Error::usage(
+                "--tls-cert and --tls-key go together (mutual TLS needs both)",
+            ));
+        }
+    };
+    Ok(crate::url::Tls {
+        ca: args
+            .tls_ca
+            .as_deref()
+            .map(|p| read("--tls-ca", p))
+            .transpose()?,
+        client,
+        insecure: args.tls_insecure_skip_verify,
+    })
 }
 
 impl RunConfig {

@@ -1,0 +1,195 @@
+//! Deployments other than one plain server: Redis Cluster, Sentinel, TLS (verified,
+//! untrusted, mutual), ACL users, and nodes that are down or slow. Real servers only:
+//! a 3-master cluster joined by `redis-cli --cluster create`, a master + replica +
+//! sentinel, TLS servers with certificates made by `openssl`.
+
+use std::time::Duration;
+
+use crate::harness::*;
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------- Cluster
+
+#[test]
+fn cluster_mutual_exclusion_status_and_list_across_masters() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    // Two names whose slots live on different masters.
+    let mut names: Vec<String> = Vec::new();
+    let mut owners = Vec::new();
+    for i in 0.. {
+        let name = format!("job{i}");
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        if !owners.contains(&owner) {
+            owners.push(owner);
+            names.push(name);
+        }
+        if names.len() == 2 {
+            break;
+        }
+    }
+    let workers: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let a = args(&["--key", name, "--redis", &url, "--ttl", "10s"]);
+            std::thread::spawn(move || contend(&a, 8, 25))
+        })
+        .collect();
+    for (name, worker) in names.iter().zip(workers) {
+        let c = worker.join().expect("contention thread");
+        assert_eq!(c.sections, 200, "{name}: {c:?}");
+        assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{name}: {c:?}");
+        assert_eq!(c.counter, 200, "{name}");
+        assert!(c.failures.is_empty(), "{name}: {c:?}");
+    }
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+
+    // Locks held on every master: status and list see them all.
+    let mut held: Vec<String> = Vec::new();
+    let mut on: Vec<usize> = Vec::new();
+    for i in 0.. {
+        let name = format!("held{i}");
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        if !on.contains(&owner) {
+            on.push(owner);
+            held.push(name);
+        }
+        if held.len() == 3 {
+            break;
+        }
+    }
+    for name in &held {
+        let out = output(redlock().args(["acquire", name, "--ttl", "1m", "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        assert!(
+            cluster.nodes[owner].exists(&format!("redlock:{{{name}}}")),
+            "{name} not on its slot's master"
+        );
+        assert!(cluster.nodes[owner].exists(&format!("redlock:{{{name}}}:meta")));
+    }
+    let mut status = redlock();
+    status.args(["status", "--redis", &url]).args(&held);
+    let out = output(&mut status);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let listed: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    let mut want: Vec<&str> = held.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    for name in &held {
+        let out = output(redlock().args(["release", name, "--force", "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+}
+
+#[test]
+fn cluster_refuses_empty_hash_tag_and_plain_url_says_use_cluster() {
+    let cluster = Cluster::start(3);
+    let out = output(redlock_run().args(["--key", "}x", "--redis", &cluster.url(), "--", "true"]));
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("Cluster"), "{}", stderr(&out));
+    // A cluster node given as a plain server: a name whose slot is elsewhere.
+    let plain = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let name = (0..)
+        .map(|i| format!("n{i}"))
+        .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
+        .unwrap();
+    let out = output(redlock_run().args(["--key", &name, "--redis", &plain, "--", "true"]));
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("redis+cluster://"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn cluster_waiter_wakes_on_release_published_on_another_node() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    // The waiter subscribes on the first seed (node 0); the lock lives elsewhere, so
+    // the message has to cross the cluster bus.
+    let name = (0..)
+        .map(|i| format!("w{i}"))
+        .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
+        .unwrap();
+    let out = output(redlock().args(["acquire", &name, "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let token = stdout(&out).trim().to_string();
+    let scratch = Scratch::new();
+    let ready = scratch.path("ran");
+    let mut waiter = redlock_run()
+        .args([
+            "--key",
+            &name,
+            "--redis",
+            &url,
+            "--wait",
+            "30s",
+            "--verbose",
+            "--",
+        ])
+        .args(["sh", "-c", &format!("touch '{}'", ready.display())])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!ready.exists(), "ran while the lock was held");
+    let out = output(redlock().args(["release", &name, "--token", &token, "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let status = wait_child(&mut waiter, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(ready.exists());
+    assert!(err.contains("release message received"), "{err}");
+}
+
+#[test]
+fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    let key = "redlock:{moving}";
+    let from = cluster.owner(key);
+    let to = (from + 1) % 3;
+    let scratch = Scratch::new();
+    let started = scratch.path("started");
+    let mut run = redlock_run()
+        .args([
+            "--key",
+            "moving",
+            "--redis",
+            &url,
+            "--ttl",
+            "3s",
+            "--verbose",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            &format!("touch '{}'; sleep 6", started.display()),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    // Two renewals (every 1s) fall in the ASK window, then two more after the move.
+    cluster.move_slot_of(key, to, || std::thread::sleep(Duration::from_millis(2200)));
+    assert_eq!(cluster.owner(key), to);
+    let status = wait_child(&mut run, Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+}
