@@ -598,14 +598,19 @@ impl Sentinel {
 
     /// Runs one command on the sentinel.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).unwrap();
-        let mut conn = client.get_connection().expect("connect to sentinel");
+        self.try_cmd(args)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// Runs one command on the sentinel, returning its error.
+    pub fn try_cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> redis::RedisResult<T> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?;
+        let mut conn = client.get_connection()?;
         let mut cmd = redis::cmd(args[0]);
         for a in &args[1..] {
             cmd.arg(*a);
         }
         cmd.query(&mut conn)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
     pub fn log(&self) -> String {

@@ -193,3 +193,90 @@ fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
 }
+
+// ---------------------------------------------------------------- Sentinel
+
+#[test]
+fn sentinel_finds_the_master_and_the_new_one_after_failover() {
+    let master = Redis::start();
+    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    assert!(
+        eventually(Duration::from_secs(20), || replica
+            .cmd::<String>(&["INFO", "replication"])
+            .contains("master_link_status:up")),
+        "replica did not sync"
+    );
+    let sentinel = Sentinel::start("m", master.port);
+    assert!(
+        eventually(Duration::from_secs(30), || !sentinel
+            .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
+            .is_empty()),
+        "sentinel did not find the replica"
+    );
+    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+
+    let out = output(redlock().args(["acquire", "before", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(master.exists("redlock:{before}"));
+
+    // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
+    assert!(
+        eventually(Duration::from_secs(30), || sentinel
+            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
+            .is_ok()),
+        "sentinel never accepted the failover"
+    );
+    let replica_port = replica.port.to_string();
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+            addr.get(1) == Some(&replica_port)
+                && replica
+                    .cmd::<Vec<redis::Value>>(&["ROLE"])
+                    .first()
+                    .is_some_and(|r| *r == redis::Value::BulkString(b"master".to_vec()))
+        }),
+        "failover did not happen"
+    );
+
+    // New runs find the new master.
+    let out = output(
+        redlock_run()
+            .args(["--key", "after", "--redis", &url, "--"])
+            .args(["sh", "-c", "echo ran"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ran\n");
+    let out = output(redlock().args(["acquire", "after2", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(replica.exists("redlock:{after2}"), "not on the new master");
+}
+
+#[test]
+fn sentinel_errors_unknown_master_and_no_sentinel() {
+    let master = Redis::start();
+    let sentinel = Sentinel::start("m", master.port);
+    let url = format!("redis+sentinel://127.0.0.1:{}/nosuch", sentinel.port);
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no master named \"nosuch\""),
+        "{}",
+        stderr(&out)
+    );
+
+    let dead = free_port();
+    let url = format!("redis+sentinel://127.0.0.1:{dead}/m");
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    // A dead first sentinel does not stop a live second one.
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{dead},127.0.0.1:{}/m",
+        sentinel.port
+    );
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
