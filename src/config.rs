@@ -196,9 +196,23 @@ impl Conn {
 
 /// The `--tls-*` options, with the files read (usage errors name the flag).
 fn tls_options(args: &ConnArgs) -> Result<crate::url::Tls> {
+    // The PEM block each file must hold, so that a swapped or empty file is a usage error
+    // here rather than a baffling handshake failure later.
     let read = |flag: &str, path: &std::path::Path| {
-        std::fs::read(path)
-            .map_err(|e| Error::usage(format!("{flag} {}: cannot read it: {e}", path.display())))
+        let pem = std::fs::read(path)
+            .map_err(|e| Error::usage(format!("{flag} {}: cannot read it: {e}", path.display())))?;
+        let (needle, what): (&[u8], _) = if flag == "--tls-key" {
+            (b"PRIVATE KEY-----", "a PEM private key")
+        } else {
+            (b"-----BEGIN CERTIFICATE-----", "a PEM certificate")
+        };
+        if !pem.windows(needle.len()).any(|w| w == needle) {
+            return Err(Error::usage(format!(
+                "{flag} {}: holds no {what}",
+                path.display()
+            )));
+        }
+        Ok(pem)
     };
     let client = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((read("--tls-cert", cert)?, read("--tls-key", key)?)),

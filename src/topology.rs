@@ -171,7 +171,11 @@ pub fn error(url: &RedisUrl, err: &redis::RedisError) -> Error {
         mapped = Error::unreachable(format!(
             "{url}: the server refused the TLS handshake ({detail}); it may require a client certificate: give --tls-cert and --tls-key"
         ));
-    } else if url.is_tls() && (has("certificate") || has("UnknownIssuer") || has("NotValidFor")) {
+    } else if url.is_tls() && (has("not valid for name") || has("NotValidForName")) {
+        mapped = Error::unreachable(format!(
+            "{url}: the server's TLS certificate is for another host name ({detail}); connect by a name the certificate lists"
+        ));
+    } else if url.is_tls() && (has("certificate") || has("UnknownIssuer")) {
         mapped = Error::unreachable(format!(
             "{url}: the server's TLS certificate is not trusted ({detail}); give its CA with --tls-ca (or REDLOCK_TLS_CA)"
         ));
@@ -180,14 +184,19 @@ pub fn error(url: &RedisUrl, err: &redis::RedisError) -> Error {
         mapped = Error::unreachable(format!(
             "{url}: TLS handshake failed ({detail}); is the server TLS-enabled? plain-text ports take redis://"
         ));
+    } else if url.is_tls() && err.is_timeout() {
+        // A plain-text server reads the ClientHello as the start of a command and waits
+        // for the rest: the handshake times out instead of failing.
+        mapped = Error::unreachable(format!(
+            "{url}: no answer to the TLS handshake ({detail}); is the server TLS-enabled? plain-text ports take redis://"
+        ));
     } else if !url.is_tls()
         && mapped.code == crate::exit::Code::Unreachable
-        && !err.is_connection_refusal()
-        && !err.is_timeout()
+        && (err.is_connection_dropped() || has("reset") || has("closed"))
     {
-        mapped.message.push_str(
-            " (the server closed the connection: if the port is TLS-only, use rediss://)",
-        );
+        mapped = Error::unreachable(format!(
+            "{url}: the server closed the connection ({detail}); if the port is TLS-only, use rediss://"
+        ));
     }
     mapped
 }

@@ -670,7 +670,12 @@ impl Certs {
         )
         .unwrap();
         std::fs::write(certs.path("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-        for who in ["server", "client"] {
+        std::fs::write(
+            certs.path("wrong-name.ext"),
+            "subjectAltName=DNS:elsewhere.invalid\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        for who in ["server", "client", "wrong-name"] {
             let key = format!("{who}.key");
             let csr = format!("{who}.csr");
             let crt = format!("{who}.crt");
@@ -716,6 +721,11 @@ impl Redis {
     /// `auth_clients` asks for a client certificate (mutual TLS). The test's own
     /// plain-text helpers (`cmd`, `keys`) do not work on it.
     pub fn start_tls(certs: &Certs, auth_clients: bool) -> Redis {
+        Redis::start_tls_as(certs, "server", auth_clients)
+    }
+
+    /// [`Redis::start_tls`] with the certificate `<name>.crt` (e.g. `wrong-name`).
+    pub fn start_tls_as(certs: &Certs, name: &str, auth_clients: bool) -> Redis {
         for _ in 0..5 {
             let dir = tempfile::tempdir().expect("temp dir");
             let port = free_port();
@@ -723,8 +733,8 @@ impl Redis {
             let child = Command::new("redis-server")
                 .args(["--port", "0", "--tls-port", &port.to_string()])
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args(["--tls-cert-file", &certs.arg("server.crt")])
-                .args(["--tls-key-file", &certs.arg("server.key")])
+                .args(["--tls-cert-file", &certs.arg(&format!("{name}.crt"))])
+                .args(["--tls-key-file", &certs.arg(&format!("{name}.key"))])
                 .args(["--tls-ca-cert-file", &certs.arg("ca.crt")])
                 .args([
                     "--tls-auth-clients",

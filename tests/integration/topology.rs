@@ -280,3 +280,114 @@ fn sentinel_errors_unknown_master_and_no_sentinel() {
     let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+// ---------------------------------------------------------------- TLS
+
+fn tls_run(url: &str, extra: &[String]) -> std::process::Output {
+    output_within(
+        redlock_run()
+            .args(["--key", "t", "--redis", url])
+            .args(extra)
+            .args(["--", "sh", "-c", "echo held"]),
+        Duration::from_secs(20),
+    )
+}
+
+#[test]
+fn tls_verified_untrusted_mismatched_and_insecure() {
+    let certs = Certs::make();
+    let server = Redis::start_tls(&certs, false);
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let ca = args(&["--tls-ca", &certs.arg("ca.crt")]);
+
+    // Verified against the CA given.
+    let out = tls_run(&url, &ca);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    // The same through the environment.
+    let out = output_within(
+        redlock_run()
+            .env("REDLOCK_TLS_CA", certs.path("ca.crt"))
+            .args(["--key", "t", "--redis", &url, "--", "true"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // Not trusted: system roots only, or another CA. One line, exit 69.
+    for extra in [vec![], args(&["--tls-ca", &certs.arg("rogue-ca.crt")])] {
+        let out = tls_run(&url, &extra);
+        assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("not trusted") && err.contains("--tls-ca"),
+            "{err}"
+        );
+    }
+    // A name the certificate lists works; a server whose certificate names another
+    // host is refused like an untrusted one.
+    let by_name = format!("rediss://localhost:{}", server.port);
+    let out = tls_run(&by_name, &ca);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let wrong = Redis::start_tls_as(&certs, "wrong-name", false);
+    let out = tls_run(&format!("rediss://127.0.0.1:{}", wrong.port), &ca);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("another host name"),
+        "{}",
+        stderr(&out)
+    );
+    // A key given as the CA is a usage error naming the flag.
+    let out = tls_run(&url, &args(&["--tls-ca", &certs.arg("ca.key")]));
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-ca"), "{}", stderr(&out));
+
+    // Insecure: works, and says so loudly.
+    let out = tls_run(&url, &args(&["--tls-insecure-skip-verify"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("WARNING: TLS certificate verification is OFF"));
+    let out = tls_run(&format!("{url}#insecure"), &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("WARNING"));
+
+    // redis:// to the TLS-only port fails fast with the hint.
+    let plain = format!("redis://127.0.0.1:{}", server.port);
+    let out = tls_run(&plain, &[]);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("rediss://"), "{}", stderr(&out));
+    // TLS options with a plain URL are a usage error.
+    let out = tls_run(&plain, &ca);
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+
+    // rediss:// to a plain-text port fails fast with the mirror hint.
+    let cleartext = Redis::start();
+    let out = tls_run(&format!("rediss://127.0.0.1:{}", cleartext.port), &ca);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("TLS-enabled"), "{}", stderr(&out));
+}
+
+#[test]
+fn tls_mutual_needs_the_client_certificate() {
+    let certs = Certs::make();
+    let server = Redis::start_tls(&certs, true);
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let ca = args(&["--tls-ca", &certs.arg("ca.crt")]);
+    let out = tls_run(&url, &ca);
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-cert"), "{}", stderr(&out));
+    let mut mutual = ca.clone();
+    mutual.extend(args(&[
+        "--tls-cert",
+        &certs.arg("client.crt"),
+        "--tls-key",
+        &certs.arg("client.key"),
+    ]));
+    let out = tls_run(&url, &mutual);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    // Half a pair is a usage error.
+    let mut half = ca.clone();
+    half.extend(args(&["--tls-cert", &certs.arg("client.crt")]));
+    let out = tls_run(&url, &half);
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+}
