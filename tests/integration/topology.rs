@@ -391,3 +391,149 @@ fn tls_mutual_needs_the_client_certificate() {
     let out = tls_run(&url, &half);
     assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
 }
+
+// ---------------------------------------------------------------- ACL
+
+/// The least-privilege user documented in docs/deployments.md (single server).
+const LOCKER_ACL: &[&str] = &[
+    "ACL",
+    "SETUSER",
+    "locker",
+    "reset",
+    "on",
+    ">Sekr1t-pw-XYZ",
+    "~redlock:*",
+    "&redlock:*",
+    "+evalsha",
+    "+script|load",
+    "+type",
+    "+set",
+    "+get",
+    "+del",
+    "+hset",
+    "+hgetall",
+    "+pexpire",
+    "+pttl",
+    "+publish",
+    "+subscribe",
+    "+scan",
+];
+
+#[test]
+fn acl_least_privilege_user_runs_every_verb() {
+    let redis = Redis::start();
+    let _: () = redis.cmd(LOCKER_ACL);
+    let url = format!("redis://locker:Sekr1t-pw-XYZ@127.0.0.1:{}", redis.port);
+    let check = |out: &std::process::Output, want: i32| {
+        assert_eq!(code(out), want, "{}", stderr(out));
+        assert!(!stderr(out).contains("Sekr1t"), "{}", stderr(out));
+        assert!(!stdout(out).contains("Sekr1t"), "{}", stdout(out));
+    };
+    let out =
+        output(redlock_run().args(["--key", "a", "--redis", &url, "--verbose", "--", "true"]));
+    check(&out, 0);
+    let out = output(redlock().args(["acquire", "b", "--ttl", "1m", "--redis", &url]));
+    check(&out, 0);
+    let token = stdout(&out).trim().to_string();
+    check(&output(redlock().args(["status", "b", "--redis", &url])), 0);
+    let out = output(redlock().args(["list", "--redis", &url]));
+    check(&out, 0);
+    assert!(stdout(&out).starts_with("b\t"), "{}", stdout(&out));
+    let extend = [
+        "extend", "b", "--token", &token, "--ttl", "1m", "--redis", &url,
+    ];
+    check(&output(redlock().args(extend)), 0);
+    // A waiter subscribes (channel permission) and is woken by the release.
+    let mut waiter = redlock_run()
+        .args([
+            "--key",
+            "b",
+            "--redis",
+            &url,
+            "--wait",
+            "30s",
+            "--verbose",
+            "--",
+            "true",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    check(
+        &output(redlock().args(["release", "b", "--token", &token, "--redis", &url])),
+        0,
+    );
+    let status = wait_child(&mut waiter, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("release message received"), "{err}");
+    assert!(!err.contains("no release notifications"), "{err}");
+    check(
+        &output(redlock().args(["release", "a", "--force", "--redis", &url])),
+        1,
+    );
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+
+    // From a file, and from the environment: the password is not in argv.
+    let scratch = Scratch::new();
+    let file = scratch.path("url");
+    std::fs::write(&file, format!("# lock server\n{url}\n")).unwrap();
+    let out = output(redlock_run().arg("--redis-url-file").arg(&file).args([
+        "--key",
+        "f",
+        "--verbose",
+        "--",
+        "true",
+    ]));
+    check(&out, 0);
+    let out = output(redlock_run().env("REDLOCK_REDIS_URL", &url).args([
+        "--key",
+        "e",
+        "--verbose",
+        "--",
+        "true",
+    ]));
+    check(&out, 0);
+}
+
+#[test]
+fn acl_wrong_password_missing_password_and_missing_permission() {
+    let redis = Redis::start();
+    let _: () = redis.cmd(LOCKER_ACL);
+    let port = redis.port;
+    for url in [
+        format!("redis://locker:Wr0ng-Sekr1t@127.0.0.1:{port}"),
+        format!("redis://nobody:Sekr1t-pw-XYZ@127.0.0.1:{port}"),
+    ] {
+        let out =
+            output(redlock_run().args(["--key", "k", "--redis", &url, "--verbose", "--", "true"]));
+        assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+        assert!(!stderr(&out).contains("Sekr1t"), "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    }
+    let protected = Redis::start_with(&["--requirepass", "Sekr1t-pw-XYZ"]);
+    let out = output(redlock_run().args([
+        "--key",
+        "k",
+        "--redis",
+        &format!("redis://127.0.0.1:{}", protected.port),
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+
+    // A user without EVALSHA: the permission error names the command.
+    let _: () = redis.cmd(&["ACL", "SETUSER", "locker", "-evalsha"]);
+    let url = format!("redis://locker:Sekr1t-pw-XYZ@127.0.0.1:{port}");
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+    assert!(
+        stderr(&out).to_lowercase().contains("evalsha"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("Sekr1t"), "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
