@@ -75,7 +75,7 @@ impl Node {
                 }
             }
         };
-        if matches!(url.topology(), Topology::Sentinel(_)) {
+        if !matches!(url.topology(), Topology::Single) {
             limit *= 2;
         }
         let (link, subscribers) = match tokio::time::timeout(limit, work).await {

@@ -616,6 +616,10 @@ impl Sentinel {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default()
     }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Sentinel {

@@ -537,3 +537,75 @@ fn acl_wrong_password_missing_password_and_missing_permission() {
     assert!(!stderr(&out).contains("Sekr1t"), "{}", stderr(&out));
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
 }
+
+// ---------------------------------------------------------------- Failing nodes
+
+#[test]
+fn cluster_with_a_frozen_master_fails_its_slots_in_bounded_time_and_serves_the_rest() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    let name_on = |node: usize| {
+        (0..)
+            .map(|i| format!("f{i}"))
+            .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) == node)
+            .unwrap()
+    };
+    let (alive, frozen) = (name_on(0), name_on(2));
+    cluster.nodes[2].pause();
+    let run = |name: &str| {
+        let started = std::time::Instant::now();
+        let out = output_within(
+            redlock_run().args(["--key", name, "--redis", &url, "--ttl", "3s", "--", "true"]),
+            Duration::from_secs(30),
+        );
+        (out, started.elapsed())
+    };
+    let (out, took) = run(&alive);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    eprintln!("live slot took {took:?}");
+    let (out, took) = run(&frozen);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    eprintln!("frozen slot took {took:?}: {}", stderr(&out));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    cluster.nodes[2].resume();
+}
+
+#[test]
+fn sentinel_frozen_sentinel_and_frozen_master_are_bounded() {
+    let master = Redis::start();
+    let first = Sentinel::start("m", master.port);
+    let second = Sentinel::start("m", master.port);
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/m",
+        first.port, second.port
+    );
+    let pid = |s: &Sentinel| nix::unistd::Pid::from_raw(s.pid() as i32);
+    nix::sys::signal::kill(pid(&first), nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let started = std::time::Instant::now();
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--ttl", "3s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    nix::sys::signal::kill(pid(&first), nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    master.pause();
+    let started = std::time::Instant::now();
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--ttl", "3s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    master.resume();
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
