@@ -609,3 +609,36 @@ fn sentinel_frozen_sentinel_and_frozen_master_are_bounded() {
         started.elapsed()
     );
 }
+
+#[test]
+fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
+    let cluster = Cluster::start(3);
+    for node in &cluster.nodes {
+        let _: () = node.cmd(LOCKER_ACL);
+        let _: () = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots"]);
+    }
+    let url = cluster
+        .url()
+        .replace("redis+cluster://", "redis+cluster://locker:Sekr1t-pw-XYZ@");
+    let out = output(redlock_run().args(["--key", "c", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["acquire", "c", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("c\t"), "{}", stdout(&out));
+    let out = output(redlock().args(["release", "c", "--force", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let master = Redis::start();
+    let _: () = master.cmd(LOCKER_ACL);
+    let _: () = master.cmd(&["ACL", "SETUSER", "locker", "+role"]);
+    let sentinel = Sentinel::start("m", master.port);
+    let url = format!(
+        "redis+sentinel://locker:Sekr1t-pw-XYZ@127.0.0.1:{}/m",
+        sentinel.port
+    );
+    let out = output(redlock_run().args(["--key", "s", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Sekr1t"));
+}
