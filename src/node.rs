@@ -10,18 +10,22 @@
 //!   to every node;
 //! - Sentinel: the master is asked of the sentinels at connect (see
 //!   [`crate::topology`]), then used like a single server. A failover during a run
-//!   shows as errors (READONLY from the demoted master, or a dropped connection) that
-//!   the lease treats like any other failed renewal; the next run finds the new master.
+//!   shows as errors (READONLY from the demoted master, a dropped connection) that the
+//!   lease treats like any other failed renewal, and that start a new lookup in the
+//!   background, so that the next renewal goes to the new master.
 //!
 //! Every call is bounded by the node timeout: a node that is down, slow or blackholed
 //! fails the call with its exit code, it never hangs the caller.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSub};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use tokio::time::error::Elapsed;
 
 use crate::error::{Error, Result};
 use crate::url::{RedisUrl, Topology};
@@ -44,6 +48,66 @@ pub struct Node {
 enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(Arc<Failover>),
+}
+
+/// A Sentinel-managed master that is looked up again when it fails: after READONLY
+/// (demoted by a failover), a dropped connection or a timeout, the sentinels are asked
+/// again in the background and the connection replaced, so the call that failed stays
+/// bounded by the node timeout and a later one (the next renewal) reaches the new
+/// master. A renewal there succeeds only if the lock key with our token survived the
+/// failover (compare-and-pexpire), so this never revives a lost lock.
+struct Failover {
+    url: RedisUrl,
+    conn: Mutex<ConnectionManager>,
+    busy: AtomicBool,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+impl Failover {
+    fn current(&self) -> ConnectionManager {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Starts a background lookup of the master unless one is running.
+    fn rediscover(self: &Arc<Self>) {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let Topology::Sentinel(target) = me.url.topology() else {
+                return;
+            };
+            let limit = (me.connect_timeout + me.timeout) * 2;
+            let work = async {
+                let client =
+                    crate::topology::discover(&me.url, target, me.connect_timeout, me.timeout)
+                        .await?;
+                manager(&me.url, &client, me.connect_timeout, me.timeout).await
+            };
+            if let Ok(Ok(conn)) = tokio::time::timeout(limit, work).await {
+                *me.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
+            }
+            me.busy.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Whether a call's failure may mean the master moved.
+    fn moved<T>(result: &std::result::Result<redis::RedisResult<T>, Elapsed>) -> bool {
+        match result {
+            Ok(Ok(_)) => false,
+            Ok(Err(e)) => {
+                e.code() == Some("READONLY")
+                    || e.is_io_error()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+            }
+            Err(_) => true,
+        }
+    }
 }
 
 impl Node {
@@ -71,7 +135,14 @@ impl Node {
                     let client =
                         crate::topology::discover(url, target, connect_timeout, timeout).await?;
                     let conn = manager(url, &client, connect_timeout, timeout).await?;
-                    Ok((Link::Single(conn), vec![client]))
+                    let failover = Failover {
+                        url: url.clone(),
+                        conn: Mutex::new(conn),
+                        busy: AtomicBool::new(false),
+                        connect_timeout,
+                        timeout,
+                    };
+                    Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
                 }
             }
         };
@@ -111,6 +182,14 @@ impl Node {
                 let mut conn = conn.clone();
                 tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await
             }
+            Link::Sentinel(failover) => {
+                let mut conn = failover.current();
+                let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
+                if Failover::moved(&result) {
+                    failover.rediscover();
+                }
+                result
+            }
         };
         self.finish(result)
     }
@@ -126,6 +205,14 @@ impl Node {
                 let mut conn = conn.clone();
                 tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await
             }
+            Link::Sentinel(failover) => {
+                let mut conn = failover.current();
+                let result = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
+                if Failover::moved(&result) {
+                    failover.rediscover();
+                }
+                result
+            }
         };
         self.finish(result)
     }
@@ -135,7 +222,7 @@ impl Node {
     /// its slots). Each SCAN page is bounded by the node timeout.
     pub async fn scan(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
         let routes: Vec<Option<Route>> = match &self.link {
-            Link::Single(_) => vec![None],
+            Link::Single(_) | Link::Sentinel(_) => vec![None],
             Link::Cluster(_) => {
                 let slots: Value = self.query(redis::cmd("CLUSTER").arg("SLOTS")).await?;
                 master_slots(slots)
@@ -204,10 +291,7 @@ impl Node {
         Err(last.unwrap_or_else(|| self.timed_out()))
     }
 
-    fn finish<T>(
-        &self,
-        result: std::result::Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
-    ) -> Result<T> {
+    fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(crate::topology::error(&self.url, &e)),
@@ -238,7 +322,7 @@ async fn manager(
         .set_number_of_retries(0);
     ConnectionManager::new_with_config(client.clone(), config)
         .await
-        .map_err(|e| crate::topology::error(url, &e))
+        .map_err(|e| crate::topology::connect_error(url, &e))
 }
 
 /// One slot of each master in a `CLUSTER SLOTS` reply (the first of its first range).

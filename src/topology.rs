@@ -10,9 +10,8 @@
 //!   the server there says `ROLE` master (sentinels can lag behind a failover). This is
 //!   done here rather than through `redis::sentinel`, whose calls carry no timeout.
 //!
-//! What this does not do: follow a failover in the middle of a run. A run whose master
-//! is demoted sees READONLY or a dropped connection on renewal and loses the lock at
-//! its deadline like on any other node failure; the next run asks the sentinels again.
+//! During a run, a failed call on a Sentinel master starts a new lookup in the
+//! background ([`crate::node`]); the failed call itself is not retried.
 
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
 use crate::error::{Error, Result};
-use crate::url::{RedisUrl, SentinelTarget};
+use crate::url::{RedisUrl, SentinelTarget, Topology};
 
 /// Connects to a cluster through its seeds; returns the connection and a client per
 /// seed for pub/sub (a PUBLISH in a cluster is forwarded to every node).
@@ -58,7 +57,7 @@ pub async fn cluster(
     let conn = client
         .get_async_connection()
         .await
-        .map_err(|e| error(url, &e))?;
+        .map_err(|e| connect_error(url, &e))?;
     let subscribers = seeds
         .iter()
         .map(|s| url.client_for(s))
@@ -95,7 +94,7 @@ pub async fn discover(
             };
             match tokio::time::timeout(limit, ask).await {
                 Ok(Ok(addr)) => Ok(addr),
-                Ok(Err(e)) => Err(error(url, &e)),
+                Ok(Err(e)) => Err(connect_error(url, &e)),
                 Err(_) => Err(Error::unreachable(format!(
                     "{url}: a sentinel did not answer within {}",
                     crate::holder::human(limit)
@@ -139,7 +138,7 @@ pub async fn discover(
                 "{url}: the sentinels named {host}:{port} as master {:?} but it is a {role}; a failover may be in progress, try again",
                 target.master_name
             ))),
-            Ok(Err(e)) => errors.push(error(url, &e)),
+            Ok(Err(e)) => errors.push(connect_error(url, &e)),
             Err(_) => errors.push(Error::unreachable(format!(
                 "{url}: master {host}:{port} did not answer within {}",
                 crate::holder::human(limit)
@@ -199,10 +198,24 @@ pub fn error(url: &RedisUrl, err: &redis::RedisError) -> Error {
         mapped = Error::unreachable(format!(
             "{url}: no answer to the TLS handshake ({detail}); is the server TLS-enabled? plain-text ports take redis://"
         ));
-    } else if !url.is_tls()
+    } else if err.code() == Some("READONLY") && matches!(url.topology(), Topology::Sentinel(_)) {
+        mapped = Error::redis(format!(
+            "{url}: the master became a replica (Sentinel failover); asking the sentinels for the new one"
+        ));
+    }
+    mapped
+}
+
+/// [`error`] for a failed connect: a plain-text client whose connection the server
+/// closed at once has most likely met a TLS-only port.
+pub fn connect_error(url: &RedisUrl, err: &redis::RedisError) -> Error {
+    let mut mapped = error(url, err);
+    let text = err.to_string();
+    if !url.is_tls()
         && mapped.code == crate::exit::Code::Unreachable
-        && (err.is_connection_dropped() || has("reset") || has("closed"))
+        && (err.is_connection_dropped() || text.contains("reset") || text.contains("closed"))
     {
+        let detail = crate::error::one_line(&crate::url::redact(&text));
         mapped = Error::unreachable(format!(
             "{url}: the server closed the connection ({detail}); if the port is TLS-only, use rediss://"
         ));

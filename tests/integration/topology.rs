@@ -171,7 +171,9 @@ fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
             "--redis",
             &url,
             "--ttl",
-            "3s",
+            "15s",
+            "--renew-every",
+            "1s",
             "--verbose",
             "--",
         ])
@@ -641,4 +643,89 @@ fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
     let out = output(redlock_run().args(["--key", "s", "--redis", &url, "--", "true"]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stderr(&out).contains("Sekr1t"));
+}
+
+#[test]
+fn sentinel_failover_during_a_run_moves_renewals_to_the_new_master() {
+    let master = Redis::start();
+    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    assert!(eventually(Duration::from_secs(20), || replica
+        .cmd::<String>(&["INFO", "replication"])
+        .contains("master_link_status:up")));
+    let sentinel = Sentinel::start("m", master.port);
+    assert!(eventually(Duration::from_secs(30), || !sentinel
+        .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
+        .is_empty()));
+    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let scratch = Scratch::new();
+    let started = scratch.path("started");
+    let failed_over = scratch.path("failed-over");
+    // The command runs until the test says the failover is over, then 3 s more: at
+    // least two renewals (every 1 s) must reach the new master. The long ttl keeps
+    // the replicated key alive on the new master through the failover, during which
+    // renewals still land on the old master and are not replicated.
+    let mut run = redlock_run()
+        .args([
+            "--key",
+            "fo",
+            "--redis",
+            &url,
+            "--ttl",
+            "15s",
+            "--renew-every",
+            "1s",
+            "--verbose",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "touch '{}'; while [ ! -e '{}' ]; do sleep 0.1; done; sleep 3",
+                started.display(),
+                failed_over.display()
+            ),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    assert!(
+        eventually(Duration::from_secs(30), || sentinel
+            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
+            .is_ok()),
+        "sentinel never accepted the failover"
+    );
+    let replica_port = replica.port.to_string();
+    let is = |redis: &Redis, role: &str| {
+        let reply: Option<Vec<redis::Value>> = redis
+            .client()
+            .get_connection()
+            .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+            .ok();
+        reply.and_then(|r| r.into_iter().next())
+            == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+    };
+    // Over when the sentinel names the replica and the old master has been demoted
+    // (until then the old master still takes writes: renewals there succeed).
+    assert!(eventually(Duration::from_secs(30), || {
+        let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+        addr.get(1) == Some(&replica_port) && is(&replica, "master") && is(&master, "slave")
+    }));
+    std::fs::write(&failed_over, "").unwrap();
+    let status = wait_child(&mut run, Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    // The key (with our token) was replicated before the failover, so the renewals
+    // on the new master succeed and the command finishes under the lock.
+    assert_eq!(status.code(), Some(0), "{err}");
+    let last_renewal = err.rfind("lock renewed").expect("renewed");
+    assert!(
+        last_renewal > err.find("renewal failed").unwrap_or(0),
+        "{err}"
+    );
+    assert!(
+        !replica.exists("redlock:{fo}"),
+        "not released on the new master"
+    );
 }
