@@ -380,6 +380,57 @@ mod tests {
     }
 
     #[test]
+    fn cluster_refuses_an_empty_hash_tag() {
+        let url = "redis+cluster://h1:1,h2:2";
+        let msg = usage_message(&["--key", "}x", "--redis", url, "--", "true"]);
+        assert!(msg.contains("Cluster"), "{msg}");
+        assert!(parse(&["--key", "}x", "--redis", "redis://h:1", "--", "true"]).is_ok());
+        assert!(parse(&["--key", "x}", "--redis", url, "--", "true"]).is_ok());
+    }
+
+    #[test]
+    fn tls_flags_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("c.pem");
+        let key = dir.path().join("k.pem");
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nx\n").unwrap();
+        std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nx\n").unwrap();
+        let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+        fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+            let mut args = vec!["--key", "k", "--redis", "rediss://h:1"];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--", "true"]);
+            args
+        }
+        let c = parse(&with(&[
+            "--tls-ca",
+            cert,
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ]))
+        .unwrap();
+        assert!(c.conn.urls[0].tls().ca.is_some() && c.conn.urls[0].tls().client.is_some());
+        assert!(usage_message(&with(&["--tls-cert", cert])).contains("go together"));
+        assert!(usage_message(&with(&["--tls-ca", key])).contains("--tls-ca"));
+        assert!(
+            usage_message(&with(&["--tls-cert", cert, "--tls-key", cert])).contains("--tls-key")
+        );
+        assert!(usage_message(&with(&["--tls-ca", "/nonexistent"])).contains("cannot read"));
+        let plain = [
+            "--key",
+            "k",
+            "--redis",
+            "redis://h:1",
+            "--tls-insecure-skip-verify",
+        ];
+        let mut args = plain.to_vec();
+        args.extend_from_slice(&["--", "true"]);
+        assert!(usage_message(&args).contains("rediss://"));
+    }
+
+    #[test]
     fn duplicate_urls_are_refused() {
         let msg = usage_message(&[
             "--key",
