@@ -444,9 +444,11 @@ pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
 // Topologies (tests/integration/topology.rs): Redis Cluster, Sentinel, TLS.
 // ============================================================================
 
-/// Runs `redis-cli` with arguments; panics with its output when it fails.
+/// Runs `redis-cli` with arguments (killed after 60 s: `--cluster create` waits
+/// without end for a bus that never joins); panics with its output when it fails.
 pub fn redis_cli(args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
+    let out = Command::new("timeout")
+        .args(["60", "redis-cli"])
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -552,14 +554,34 @@ pub struct Sentinel {
 
 impl Sentinel {
     pub fn start(name: &str, master_port: u16) -> Sentinel {
+        Sentinel::start_conf(name, master_port, None)
+    }
+
+    /// A TLS-only sentinel (`port 0`, `tls-port`) that also talks TLS to the master
+    /// (`tls-replication yes`); the test's plain-text helpers do not work on it.
+    pub fn start_tls(name: &str, master_port: u16, certs: &Certs) -> Sentinel {
+        Sentinel::start_conf(name, master_port, Some(certs))
+    }
+
+    fn start_conf(name: &str, master_port: u16, tls: Option<&Certs>) -> Sentinel {
         for _ in 0..5 {
             let dir = tempfile::tempdir().expect("temp dir");
             let port = free_port();
             let conf = dir.path().join("sentinel.conf");
+            let listen = match tls {
+                None => format!("port {port}\n"),
+                Some(certs) => format!(
+                    "port 0\ntls-port {port}\ntls-cert-file {}\ntls-key-file {}\n\
+                     tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n",
+                    certs.arg("server.crt"),
+                    certs.arg("server.key"),
+                    certs.arg("ca.crt")
+                ),
+            };
             std::fs::write(
                 &conf,
                 format!(
-                    "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                    "{listen}bind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
                      sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
                      sentinel down-after-milliseconds {name} 1000\n\
                      sentinel failover-timeout {name} 10000\n",
@@ -577,7 +599,12 @@ impl Sentinel {
                 .expect("redis-server");
             let mut sentinel = Sentinel { port, dir, child };
             let up = eventually(Duration::from_secs(10), || {
-                matches!(sentinel.child.try_wait(), Ok(None)) && sentinel.ping()
+                matches!(sentinel.child.try_wait(), Ok(None))
+                    && if tls.is_some() {
+                        sentinel.log().contains("+monitor")
+                    } else {
+                        sentinel.ping()
+                    }
             });
             if up {
                 return sentinel;
@@ -670,7 +697,7 @@ impl Certs {
         }
         std::fs::write(
             certs.path("server.ext"),
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n",
         )
         .unwrap();
         std::fs::write(certs.path("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
@@ -730,6 +757,11 @@ impl Redis {
 
     /// [`Redis::start_tls`] with the certificate `<name>.crt` (e.g. `wrong-name`).
     pub fn start_tls_as(certs: &Certs, name: &str, auth_clients: bool) -> Redis {
+        Redis::start_tls_with(certs, name, auth_clients, &[])
+    }
+
+    /// [`Redis::start_tls_as`] with extra `redis-server` arguments.
+    pub fn start_tls_with(certs: &Certs, name: &str, auth_clients: bool, extra: &[&str]) -> Redis {
         for _ in 0..5 {
             let dir = tempfile::tempdir().expect("temp dir");
             let port = free_port();
@@ -748,6 +780,7 @@ impl Redis {
                 .arg(dir.path())
                 .arg("--logfile")
                 .arg(&log)
+                .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -799,5 +832,48 @@ impl Cluster {
         for node in &self.nodes {
             let _: () = node.cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
         }
+    }
+}
+
+impl Cluster {
+    /// A cluster of TLS-only nodes (`--tls-cluster yes`: the bus is TLS too), created
+    /// with `redis-cli --tls`.
+    pub fn start_tls(masters: usize, certs: &Certs) -> Cluster {
+        let nodes: Vec<Redis> = (0..masters)
+            .map(|_| {
+                Redis::start_tls_with(
+                    certs,
+                    "server",
+                    false,
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--tls-cluster",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "5000",
+                    ],
+                )
+            })
+            .collect();
+        let ca = certs.arg("ca.crt");
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let mut args = vec!["--tls", "--cacert", &ca, "--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli(&args);
+        let ready = eventually(Duration::from_secs(30), || {
+            nodes.iter().all(|n| {
+                let port = n.port.to_string();
+                let info = redis_cli(&["--tls", "--cacert", &ca, "-p", &port, "CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+            })
+        });
+        assert!(ready, "TLS cluster did not reach cluster_state:ok");
+        Cluster { nodes }
     }
 }

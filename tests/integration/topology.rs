@@ -729,3 +729,54 @@ fn sentinel_failover_during_a_run_moves_renewals_to_the_new_master() {
         "not released on the new master"
     );
 }
+
+#[test]
+fn tls_cluster_and_tls_list() {
+    let certs = Certs::make();
+    let cluster = Cluster::start_tls(3, &certs);
+    let url = cluster
+        .url()
+        .replace("redis+cluster://", "rediss+cluster://");
+    let ca = certs.arg("ca.crt");
+    let a = args(&["--key", "tc", "--redis", &url, "--tls-ca", &ca]);
+    let c = contend(&a, 4, 10);
+    assert_eq!((c.sections, c.overlaps, c.counter), (40, 0, 40), "{c:?}");
+    assert!(c.failures.is_empty(), "{c:?}");
+    for name in ["x1", "x2", "x3", "x4"] {
+        let out = output(redlock().args([
+            "acquire", name, "--ttl", "1m", "--redis", &url, "--tls-ca", &ca,
+        ]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = output(redlock().args(["list", "--redis", &url, "--tls-ca", &ca]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let listed: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(listed, ["x1", "x2", "x3", "x4"]);
+    // Without the CA: refused, one line.
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn tls_sentinel_and_master() {
+    let certs = Certs::make();
+    let master = Redis::start_tls(&certs, false);
+    let sentinel = Sentinel::start_tls("m", master.port, &certs);
+    let url = format!("rediss+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let ca = certs.arg("ca.crt");
+    let out = output(
+        redlock_run()
+            .args(["--key", "ts", "--redis", &url, "--tls-ca", &ca, "--"])
+            .args(["sh", "-c", "echo held"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    let out = output(redlock_run().args(["--key", "ts", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-ca"), "{}", stderr(&out));
+}
