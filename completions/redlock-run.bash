@@ -23,7 +23,7 @@ _redlock__run() {
 
     case "${cmd}" in
         redlock__run)
-            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --ttl --wait --renew-every --kill-after --on-lost --hold-min --busy-exit-code --hide-args --quiet --verbose --help --version"
+            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --renew-every --kill-after --on-lost --hold-min --busy-exit-code --hide-args --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -50,6 +50,18 @@ _redlock__run() {
                     return 0
                     ;;
                 --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

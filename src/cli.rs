@@ -16,6 +16,15 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "REDLOCK_REDIS_URL_FILE",
         "file holding the URL(s), one per line, used when no URL is given (keeps passwords out of ps)",
     ),
+    (
+        "REDLOCK_TLS_CA",
+        "CA file for rediss:// (instead of the system roots)",
+    ),
+    (
+        "REDLOCK_TLS_CERT",
+        "client certificate for mutual TLS (with REDLOCK_TLS_KEY)",
+    ),
+    ("REDLOCK_TLS_KEY", "client key for mutual TLS"),
     ("REDLOCK_PREFIX", "key prefix (default redlock:)"),
     ("REDLOCK_TTL", "lock ttl (default 30s)"),
     (
@@ -46,13 +55,14 @@ fn env_help() -> String {
 /// Connection options shared by every verb.
 #[derive(Debug, Clone, Args)]
 pub struct ConnArgs {
-    /// Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path.
+    /// Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path,
+    /// redis+cluster://host:port[,host:port…] (Cluster), or
+    /// redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel).
     /// Repeat (or comma-separate) for the Redlock algorithm over independent masters.
     #[arg(
         long = "redis",
         value_name = "URL",
         env = "REDLOCK_REDIS_URL",
-        value_delimiter = ',',
         hide_env_values = true
     )]
     pub redis: Vec<String>,
@@ -68,6 +78,22 @@ pub struct ConnArgs {
     /// Timeout of each request to a Redis node [default: ttl/15, at most 2s].
     #[arg(long, value_name = "DURATION")]
     pub node_timeout: Option<String>,
+
+    /// CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots).
+    #[arg(long, value_name = "FILE", env = "REDLOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// Client certificate, PEM, for mutual TLS (with --tls-key).
+    #[arg(long, value_name = "FILE", env = "REDLOCK_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Client private key, PEM, for mutual TLS (with --tls-cert).
+    #[arg(long, value_name = "FILE", env = "REDLOCK_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Do not verify the server's TLS certificate or name (tests only; warns every run).
+    #[arg(long)]
+    pub tls_insecure_skip_verify: bool,
 }
 
 /// Options of `redlock-run` and `redlock run`.

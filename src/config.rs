@@ -121,7 +121,11 @@ impl Conn {
                 "--redis (or REDLOCK_REDIS_URL) is empty; give a URL such as redis://host:6379",
             ));
         }
-        let mut raw: Vec<String> = args.redis.iter().map(|s| s.trim().to_string()).collect();
+        let mut raw: Vec<String> = args
+            .redis
+            .iter()
+            .flat_map(|s| crate::url::split_list(s))
+            .collect();
         if raw.is_empty()
             && let Some(path) = &args.redis_url_file
         {
@@ -133,10 +137,9 @@ impl Conn {
             })?;
             raw = text
                 .lines()
-                .flat_map(|l| l.split(','))
                 .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(String::from)
+                .filter(|l| !l.starts_with('#'))
+                .flat_map(crate::url::split_list)
                 .collect();
             if raw.is_empty() {
                 return Err(Error::usage(format!(
@@ -148,10 +151,11 @@ impl Conn {
         if raw.is_empty() {
             raw.push(DEFAULT_URL.to_string());
         }
-        let urls = raw
+        let mut urls = raw
             .iter()
             .map(|r| RedisUrl::parse(r))
             .collect::<Result<Vec<_>>>()?;
+        crate::url::apply_tls(&mut urls, tls_options(args)?)?;
         for (i, url) in urls.iter().enumerate() {
             if urls[..i].contains(url) {
                 return Err(Error::usage(format!(
@@ -171,15 +175,23 @@ impl Conn {
         })
     }
 
-    /// The keys of lock `name`.
+    /// The keys of lock `name`. In a Redis Cluster, a name starting with `}` is refused:
+    /// its hash tag would be empty and the lock's keys would land in different slots.
     pub fn keys(&self, name: &OsString) -> Result<LockKeys> {
-        LockKeys::new(&self.prefix, name.as_bytes()).map_err(|e| {
+        let keys = LockKeys::new(&self.prefix, name.as_bytes()).map_err(|e| {
             if name.is_empty() {
                 Error::usage("the lock name is empty; give a non-empty name")
             } else {
                 e
             }
-        })
+        })?;
+        if keys.has_empty_hash_tag() && self.urls.iter().any(RedisUrl::is_cluster) {
+            return Err(Error::usage(format!(
+                "lock name {:?} starts with '}}', which Redis Cluster cannot keep in one slot; choose a name that does not",
+                keys.display_name()
+            )));
+        }
+        Ok(keys)
     }
 
     /// The node timeout for a lease of `ttl`.
@@ -187,6 +199,46 @@ impl Conn {
         self.node_timeout
             .unwrap_or_else(|| timing::default_node_timeout(ttl))
     }
+}
+
+/// The `--tls-*` options, with the files read (usage errors name the flag).
+fn tls_options(args: &ConnArgs) -> Result<crate::url::Tls> {
+    // The PEM block each file must hold, so that a swapped or empty file is a usage error
+    // here rather than a baffling handshake failure later.
+    let read = |flag: &str, path: &std::path::Path| {
+        let pem = std::fs::read(path)
+            .map_err(|e| Error::usage(format!("{flag} {}: cannot read it: {e}", path.display())))?;
+        let (needle, what): (&[u8], _) = if flag == "--tls-key" {
+            (b"PRIVATE KEY-----", "a PEM private key")
+        } else {
+            (b"-----BEGIN CERTIFICATE-----", "a PEM certificate")
+        };
+        if !pem.windows(needle.len()).any(|w| w == needle) {
+            return Err(Error::usage(format!(
+                "{flag} {}: holds no {what}",
+                path.display()
+            )));
+        }
+        Ok(pem)
+    };
+    let client = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((read("--tls-cert", cert)?, read("--tls-key", key)?)),
+        (None, None) => None,
+        _ => {
+            return Err(Error::usage(
+                "--tls-cert and --tls-key go together (mutual TLS needs both)",
+            ));
+        }
+    };
+    Ok(crate::url::Tls {
+        ca: args
+            .tls_ca
+            .as_deref()
+            .map(|p| read("--tls-ca", p))
+            .transpose()?,
+        client,
+        insecure: args.tls_insecure_skip_verify,
+    })
 }
 
 impl RunConfig {
@@ -338,8 +390,57 @@ mod tests {
     fn an_empty_url_is_refused() {
         let msg = usage_message(&["--key", "k", "--redis", "", "--", "true"]);
         assert!(msg.contains("empty"), "{msg}");
-        let msg = usage_message(&["--key", "k", "--redis", "redis://h:1,", "--", "true"]);
-        assert!(msg.contains("empty"), "{msg}");
+    }
+
+    #[test]
+    fn cluster_refuses_an_empty_hash_tag() {
+        let url = "redis+cluster://h1:1,h2:2";
+        let msg = usage_message(&["--key", "}x", "--redis", url, "--", "true"]);
+        assert!(msg.contains("Cluster"), "{msg}");
+        assert!(parse(&["--key", "}x", "--redis", "redis://h:1", "--", "true"]).is_ok());
+        assert!(parse(&["--key", "x}", "--redis", url, "--", "true"]).is_ok());
+    }
+
+    #[test]
+    fn tls_flags_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("c.pem");
+        let key = dir.path().join("k.pem");
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nx\n").unwrap();
+        std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nx\n").unwrap();
+        let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+        fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+            let mut args = vec!["--key", "k", "--redis", "rediss://h:1"];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--", "true"]);
+            args
+        }
+        let c = parse(&with(&[
+            "--tls-ca",
+            cert,
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ]))
+        .unwrap();
+        assert!(c.conn.urls[0].tls().ca.is_some() && c.conn.urls[0].tls().client.is_some());
+        assert!(usage_message(&with(&["--tls-cert", cert])).contains("go together"));
+        assert!(usage_message(&with(&["--tls-ca", key])).contains("--tls-ca"));
+        assert!(
+            usage_message(&with(&["--tls-cert", cert, "--tls-key", cert])).contains("--tls-key")
+        );
+        assert!(usage_message(&with(&["--tls-ca", "/nonexistent"])).contains("cannot read"));
+        let plain = [
+            "--key",
+            "k",
+            "--redis",
+            "redis://h:1",
+            "--tls-insecure-skip-verify",
+        ];
+        let mut args = plain.to_vec();
+        args.extend_from_slice(&["--", "true"]);
+        assert!(usage_message(&args).contains("rediss://"));
     }
 
     #[test]

@@ -231,25 +231,10 @@ async fn list(args: ListArgs) -> Result<u8> {
     matcher.push(b'}');
     let mut names: Vec<Vec<u8>> = Vec::new();
     for node in &nodes {
-        let mut cursor: u64 = 0;
-        loop {
-            let cmd = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&matcher)
-                .arg("COUNT")
-                .arg(1000)
-                .clone();
-            let (next, found): (u64, Vec<Vec<u8>>) = node.query(&cmd).await?;
-            for key in found {
-                if let Some(name) = LockKeys::name_from_lock_key(&conn.prefix, &key) {
-                    names.push(name);
-                }
+        for key in node.scan(&matcher).await? {
+            if let Some(name) = LockKeys::name_from_lock_key(&conn.prefix, &key) {
+                names.push(name);
             }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
         }
     }
     names.sort();

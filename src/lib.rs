@@ -8,7 +8,9 @@
 //! - [`timing`]: pure timing math (budget, validity, deadlines, backoff); [`clock`]: the
 //!   suspend-aware clock;
 //! - [`url`]: Redis URLs and their redacted display; [`keys`]: key layout and hash tags;
-//! - [`scripts`]: the Lua scripts; [`node`]: one Redis server connection;
+//! - [`scripts`]: the Lua scripts; [`node`]: one Redis node (server, Cluster or
+//!   Sentinel master); [`topology`]: reaching a Cluster or a Sentinel master, and
+//!   connection error hints (TLS);
 //!   [`lease`]: acquire/renew/release over one or several nodes (Redlock quorum);
 //!   [`holder`]: holder metadata;
 //! - [`wait`]: waiting for a busy lock; [`child`]: starting the command;
@@ -36,5 +38,6 @@ pub mod scripts;
 pub mod signals;
 pub mod supervise;
 pub mod timing;
+pub mod topology;
 pub mod url;
 pub mod wait;

@@ -1,91 +1,300 @@
-//! One Redis server: connecting with bounded timeouts, running a script with the
-//! per-node timeout, and a pub/sub connection for waiters.
+//! One Redis node of the lock: a single server, a Redis Cluster, or a Sentinel-managed
+//! master. Connecting with bounded timeouts, running a script with the per-node
+//! timeout, and a pub/sub connection for waiters.
 //!
-//! The command connection is a `ConnectionManager`, which reconnects after a dropped
-//! connection (restart, `CLIENT KILL`, network reset) so that a later renewal can
-//! succeed. Every call is bounded by the node timeout: a node that is down, slow or
-//! blackholed fails the call, it never hangs the caller.
+//! - single server: a `ConnectionManager`, which reconnects after a dropped connection
+//!   (restart, `CLIENT KILL`, network reset) so that a later renewal can succeed;
+//! - Cluster: the client library's cluster connection, which routes EVALSHA by the
+//!   slot of its first key (all keys of a lock share a slot, see [`crate::keys`]),
+//!   follows MOVED and ASK and refreshes its slot map; SCRIPT LOAD after NOSCRIPT goes
+//!   to every node;
+//! - Sentinel: the master is asked of the sentinels at connect (see
+//!   [`crate::topology`]), then used like a single server. A failover during a run
+//!   shows as errors (READONLY from the demoted master, a dropped connection) that the
+//!   lease treats like any other failed renewal, and that start a new lookup in the
+//!   background, so that the next renewal goes to the new master.
+//!
+//! Every call is bounded by the node timeout: a node that is down, slow or blackholed
+//! fails the call with its exit code, it never hangs the caller.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSub};
-use redis::{FromRedisValue, Script, ScriptInvocation};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use tokio::time::error::Elapsed;
 
 use crate::error::{Error, Result};
-use crate::url::RedisUrl;
+use crate::url::{RedisUrl, Topology};
 
 /// The shortest connect timeout, whatever `--node-timeout` says.
 pub const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A connected Redis server.
+/// A connected Redis node (one server, one cluster, or one sentinel-managed master).
 #[derive(Clone)]
 pub struct Node {
     pub url: RedisUrl,
-    client: redis::Client,
-    conn: ConnectionManager,
+    link: Link,
+    /// Servers a waiter may subscribe on, in order of preference: the server itself, a
+    /// cluster's seeds (a PUBLISH in a cluster reaches every node), or the master found.
+    subscribers: Vec<redis::Client>,
     timeout: Duration,
 }
 
+#[derive(Clone)]
+enum Link {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+    Sentinel(Arc<Failover>),
+}
+
+/// A Sentinel-managed master that is looked up again when it fails: after READONLY
+/// (demoted by a failover), a dropped connection or a timeout, the sentinels are asked
+/// again in the background and the connection replaced, so the call that failed stays
+/// bounded by the node timeout and a later one (the next renewal) reaches the new
+/// master. A renewal there succeeds only if the lock key with our token survived the
+/// failover (compare-and-pexpire), so this never revives a lost lock.
+struct Failover {
+    url: RedisUrl,
+    conn: Mutex<ConnectionManager>,
+    busy: AtomicBool,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+impl Failover {
+    fn current(&self) -> ConnectionManager {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Starts a background lookup of the master unless one is running.
+    fn rediscover(self: &Arc<Self>) {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let Topology::Sentinel(target) = me.url.topology() else {
+                return;
+            };
+            let limit = (me.connect_timeout + me.timeout) * 2;
+            let work = async {
+                let client =
+                    crate::topology::discover(&me.url, target, me.connect_timeout, me.timeout)
+                        .await?;
+                manager(&me.url, &client, me.connect_timeout, me.timeout).await
+            };
+            if let Ok(Ok(conn)) = tokio::time::timeout(limit, work).await {
+                *me.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
+            }
+            me.busy.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Whether a call's failure may mean the master moved.
+    fn moved<T>(result: &std::result::Result<redis::RedisResult<T>, Elapsed>) -> bool {
+        match result {
+            Ok(Ok(_)) => false,
+            Ok(Err(e)) => {
+                e.code() == Some("READONLY")
+                    || e.is_io_error()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+            }
+            Err(_) => true,
+        }
+    }
+}
+
 impl Node {
-    /// Connects (and authenticates) within `max(timeout, MIN_CONNECT_TIMEOUT)`.
+    /// Connects (and authenticates) within `max(timeout, MIN_CONNECT_TIMEOUT)` plus the
+    /// node timeout (twice that through Sentinel: the sentinels, then the master).
     pub async fn connect(url: &RedisUrl, timeout: Duration) -> Result<Node> {
+        if url.insecure() {
+            crate::topology::warn_insecure(url);
+        }
         let connect_timeout = timeout.max(MIN_CONNECT_TIMEOUT);
-        let client = redis::Client::open(url.secret())
-            .map_err(|e| Error::usage(format!("invalid Redis URL {url}: {}", short(&e))))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(0);
-        let attempt = ConnectionManager::new_with_config(client.clone(), config);
-        let conn = match tokio::time::timeout(connect_timeout + timeout, attempt).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => return Err(Error::from_redis(&url.to_string(), &e)),
+        let mut limit = connect_timeout + timeout;
+        let work = async {
+            match url.topology() {
+                Topology::Single => {
+                    let client = url.client_for(url.secret()).map_err(|e| bad_url(url, &e))?;
+                    let conn = manager(url, &client, connect_timeout, timeout).await?;
+                    Ok((Link::Single(conn), vec![client]))
+                }
+                Topology::Cluster { seeds } => {
+                    let (conn, subscribers) =
+                        crate::topology::cluster(url, seeds, connect_timeout, timeout).await?;
+                    Ok((Link::Cluster(conn), subscribers))
+                }
+                Topology::Sentinel(target) => {
+                    let client =
+                        crate::topology::discover(url, target, connect_timeout, timeout).await?;
+                    let conn = manager(url, &client, connect_timeout, timeout).await?;
+                    let failover = Failover {
+                        url: url.clone(),
+                        conn: Mutex::new(conn),
+                        busy: AtomicBool::new(false),
+                        connect_timeout,
+                        timeout,
+                    };
+                    Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
+                }
+            }
+        };
+        if !matches!(url.topology(), Topology::Single) {
+            limit *= 2;
+        }
+        let (link, subscribers) = match tokio::time::timeout(limit, work).await {
+            Ok(result) => result?,
             Err(_) => {
                 return Err(Error::unreachable(format!(
                     "{url}: cannot reach Redis (connect timed out after {}); is the server running and the URL right?",
-                    crate::holder::human(connect_timeout)
+                    crate::holder::human(limit)
                 )));
             }
         };
         Ok(Node {
             url: url.clone(),
-            client,
-            conn,
+            link,
+            subscribers,
             timeout,
         })
     }
 
+    /// Whether this node is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster(_))
+    }
+
     /// Runs a script invocation, bounded by the node timeout.
     pub async fn run<T: FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
-        let mut conn = self.conn.clone();
-        match tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(Error::from_redis(&self.url.to_string(), &e)),
-            Err(_) => Err(self.timed_out()),
-        }
+        let result = match &self.link {
+            Link::Single(conn) => {
+                let mut conn = conn.clone();
+                tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await
+            }
+            Link::Cluster(conn) => {
+                let mut conn = conn.clone();
+                tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await
+            }
+            Link::Sentinel(failover) => {
+                let mut conn = failover.current();
+                let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
+                if Failover::moved(&result) {
+                    failover.rediscover();
+                }
+                result
+            }
+        };
+        self.finish(result)
     }
 
-    /// Runs a plain command, bounded by the node timeout.
+    /// Runs a plain command, bounded by the node timeout (routed by its key in a cluster).
     pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        let mut conn = self.conn.clone();
-        match tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(Error::from_redis(&self.url.to_string(), &e)),
-            Err(_) => Err(self.timed_out()),
-        }
+        let result = match &self.link {
+            Link::Single(conn) => {
+                let mut conn = conn.clone();
+                tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await
+            }
+            Link::Cluster(conn) => {
+                let mut conn = conn.clone();
+                tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await
+            }
+            Link::Sentinel(failover) => {
+                let mut conn = failover.current();
+                let result = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
+                if Failover::moved(&result) {
+                    failover.rediscover();
+                }
+                result
+            }
+        };
+        self.finish(result)
     }
 
-    /// A pub/sub connection subscribed to `channel`, or an error within the timeout.
+    /// Every key matching the SCAN `pattern`: on the server, or on every master of a
+    /// cluster (SCAN has no key to route by, so each master is addressed through one of
+    /// its slots). Each SCAN page is bounded by the node timeout.
+    pub async fn scan(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let routes: Vec<Option<Route>> = match &self.link {
+            Link::Single(_) | Link::Sentinel(_) => vec![None],
+            Link::Cluster(_) => {
+                let slots: Value = self.query(redis::cmd("CLUSTER").arg("SLOTS")).await?;
+                master_slots(slots)
+                    .into_iter()
+                    .map(|slot| Some(Route::new(slot, SlotAddr::Master)))
+                    .collect()
+            }
+        };
+        let mut keys = Vec::new();
+        for route in routes.iter().copied() {
+            let mut cursor: u64 = 0;
+            loop {
+                let cmd = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .clone();
+                let (next, found): (u64, Vec<Vec<u8>>) = match (&self.link, route) {
+                    (Link::Cluster(conn), Some(route)) => self.routed(conn, cmd, route).await?,
+                    _ => self.query(&cmd).await?,
+                };
+                keys.extend(found);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(keys)
+    }
+
+    /// A command sent to the master that owns `route`'s slot, bounded by the node timeout.
+    async fn routed<T: FromRedisValue>(
+        &self,
+        conn: &ClusterConnection,
+        cmd: redis::Cmd,
+        route: Route,
+    ) -> Result<T> {
+        let mut conn = conn.clone();
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let reply = tokio::time::timeout(self.timeout, conn.route_command(cmd, routing)).await;
+        let value: Value = self.finish(reply)?;
+        T::from_redis_value(value)
+            .map_err(|e| Error::redis(format!("{}: unexpected reply: {e}", self.url)))
+    }
+
+    /// A pub/sub connection subscribed to `channel` on the first server that accepts,
+    /// or an error within the timeout (per server tried).
     pub async fn subscribe(&self, channel: &[u8]) -> Result<PubSub> {
         let node = self.url.to_string();
-        let work = async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        match tokio::time::timeout(self.timeout.max(MIN_CONNECT_TIMEOUT), work).await {
-            Ok(Ok(pubsub)) => Ok(pubsub),
-            Ok(Err(e)) => Err(Error::from_redis(&node, &e)),
+        let mut last = None;
+        for client in &self.subscribers {
+            let work = async {
+                let mut pubsub = client.get_async_pubsub().await?;
+                pubsub.subscribe(channel).await?;
+                Ok::<_, redis::RedisError>(pubsub)
+            };
+            match tokio::time::timeout(self.timeout.max(MIN_CONNECT_TIMEOUT), work).await {
+                Ok(Ok(pubsub)) => return Ok(pubsub),
+                Ok(Err(e)) => last = Some(Error::from_redis(&node, &e)),
+                Err(_) => last = Some(self.timed_out()),
+            }
+        }
+        Err(last.unwrap_or_else(|| self.timed_out()))
+    }
+
+    fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(crate::topology::error(&self.url, &e)),
             Err(_) => Err(self.timed_out()),
         }
     }
@@ -97,6 +306,49 @@ impl Node {
             crate::holder::human(self.timeout)
         ))
     }
+}
+
+/// A reconnecting connection to one server, with the node's timeouts and no retries
+/// (the lease decides when to try again).
+async fn manager(
+    url: &RedisUrl,
+    client: &redis::Client,
+    connect_timeout: Duration,
+    timeout: Duration,
+) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(0);
+    ConnectionManager::new_with_config(client.clone(), config)
+        .await
+        .map_err(|e| crate::topology::connect_error(url, &e))
+}
+
+/// One slot of each master in a `CLUSTER SLOTS` reply (the first of its first range).
+fn master_slots(reply: Value) -> Vec<u16> {
+    let Value::Array(ranges) = reply else {
+        return Vec::new();
+    };
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut slots = Vec::new();
+    for range in ranges {
+        let Value::Array(items) = range else { continue };
+        let (Some(Value::Int(start)), Some(Value::Array(master))) = (items.first(), items.get(2))
+        else {
+            continue;
+        };
+        let id = format!("{master:?}").into_bytes();
+        if !seen.contains(&id) {
+            seen.push(id);
+            slots.push(*start as u16);
+        }
+    }
+    slots
+}
+
+fn bad_url(url: &RedisUrl, e: &redis::RedisError) -> Error {
+    Error::usage(format!("invalid Redis URL {url}: {}", short(e)))
 }
 
 /// A script invocation with the given keys.

@@ -1,8 +1,25 @@
 //! Redis URLs: parsing, checking and a display form that never shows the password.
 //!
-//! Accepted: `redis://[user[:password]@]host[:port][/db]`, `rediss://…` (TLS, verified),
-//! `unix:///path/to.sock` and `redis+unix:///path/to.sock` (`?db=N&user=U&pass=P`).
-//! Anything else is a usage error whose message shows the URL redacted.
+//! Accepted forms (one `--redis` value each; several values = Redlock over them):
+//!
+//! - `redis://[user[:password]@]host[:port][/db]` — one server, plain text;
+//! - `rediss://…` — one server over TLS, certificate and host name verified;
+//! - `unix:///path/to.sock` and `redis+unix:///path/to.sock` (`?db=N&user=U&pass=P`);
+//! - `redis+cluster://[user[:password]@]host:port[,host:port…]` (`rediss+cluster://` for
+//!   TLS) — a Redis Cluster found through these seed nodes (port 6379 when omitted);
+//!   scripts are routed to the lock's hash slot and MOVED/ASK redirections followed.
+//!   Cluster has database 0 only, so a path other than `/` or `/0` is refused;
+//! - `redis+sentinel://[user[:password]@]host:port[,host:port…]/MASTER[/db]`
+//!   (`rediss+sentinel://` for TLS to the sentinels and the master) — the master named
+//!   MASTER, asked of the sentinels (port 26379 when omitted) on every connect. The
+//!   user and password are the *master's*; sentinels that require their own take
+//!   `?sentinel_user=U&sentinel_password=P`.
+//!
+//! TLS options (`--tls-ca`, `--tls-cert`/`--tls-key`, `--tls-insecure-skip-verify`) are
+//! attached to the URLs by [`apply_tls`]; they apply to the `rediss` forms only. A
+//! `#insecure` fragment (the client library's spelling) is accepted as the same as
+//! `--tls-insecure-skip-verify`. Anything else is a usage error whose message shows the
+//! URL redacted.
 
 use std::fmt;
 
@@ -14,12 +31,101 @@ use crate::error::{Error, Result};
 /// The default server when neither `--redis` nor `REDLOCK_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
-/// A checked Redis URL. `Display` and `Debug` redact the password.
+/// The port of a cluster seed given without one.
+pub const CLUSTER_DEFAULT_PORT: u16 = 6379;
+/// The port of a sentinel given without one.
+pub const SENTINEL_DEFAULT_PORT: u16 = 26379;
+
+/// How the server behind one URL is reached. Holds passwords: no `Debug`.
 #[derive(Clone, PartialEq, Eq)]
+pub enum Topology {
+    /// One server (`redis://`, `rediss://`, `unix://`).
+    Single,
+    /// A Redis Cluster; each seed is a `redis://`/`rediss://` URL with the credentials.
+    Cluster { seeds: Vec<String> },
+    /// A master found through Sentinel.
+    Sentinel(SentinelTarget),
+}
+
+/// Where to ask for a Sentinel-managed master, and how to log in to it once found.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SentinelTarget {
+    /// Each sentinel as a `redis://`/`rediss://` URL (with the sentinel credentials).
+    pub sentinels: Vec<String>,
+    /// The master's name in the sentinels' configuration (`sentinel monitor NAME …`).
+    pub master_name: String,
+    scheme: &'static str,
+    userinfo: String,
+    db: i64,
+    fragment: String,
+}
+
+impl SentinelTarget {
+    /// The URL of the master at `host:port`, with the master's credentials and db.
+    pub fn master_url(&self, host: &str, port: u16) -> String {
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        format!(
+            "{}://{}{host}:{port}/{}{}",
+            self.scheme, self.userinfo, self.db, self.fragment
+        )
+    }
+}
+
+/// TLS settings for `rediss` URLs: PEM bytes read from the `--tls-*` files.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// CA certificate(s) that replace the system roots (`--tls-ca`).
+    pub ca: Option<Vec<u8>>,
+    /// Client certificate chain and key for mutual TLS (`--tls-cert`, `--tls-key`).
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+    /// Skip certificate and host name verification (`--tls-insecure-skip-verify`).
+    pub insecure: bool,
+}
+
+impl Tls {
+    /// Whether any TLS option was given.
+    pub fn is_set(&self) -> bool {
+        self.ca.is_some() || self.client.is_some() || self.insecure
+    }
+
+    /// The certificates for the client library, when a CA or a client cert was given.
+    pub fn certificates(&self) -> Option<redis::TlsCertificates> {
+        if self.ca.is_none() && self.client.is_none() {
+            return None;
+        }
+        Some(redis::TlsCertificates {
+            client_tls: self
+                .client
+                .as_ref()
+                .map(|(cert, key)| redis::ClientTlsConfig {
+                    client_cert: cert.clone(),
+                    client_key: key.clone(),
+                }),
+            root_cert: self.ca.clone(),
+        })
+    }
+}
+
+/// A checked Redis URL. `Display` and `Debug` redact the password.
+#[derive(Clone)]
 pub struct RedisUrl {
     raw: String,
     shown: String,
+    topology: Topology,
+    tls: Tls,
 }
+
+impl PartialEq for RedisUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Eq for RedisUrl {}
 
 impl RedisUrl {
     /// Parses and checks one URL.
@@ -30,43 +136,331 @@ impl RedisUrl {
         if raw.is_empty() {
             return Err(bad("it is empty"));
         }
-        let url = Url::parse(raw).map_err(|e| {
-            bad(&format!(
-                "{e} (expected redis://host:port, rediss://host:port or unix:///path; percent-encode @ : / in passwords)"
-            ))
-        })?;
-        match url.scheme() {
-            "redis" | "rediss" => {
-                if url.host_str().is_none_or(str::is_empty) {
-                    return Err(bad("it names no host"));
-                }
-                if url.port() == Some(0) {
-                    return Err(bad("port 0 is not a port"));
-                }
+        let scheme = raw.split_once("://").map(|(s, _)| s);
+        let topology = match scheme {
+            Some("redis+cluster" | "rediss+cluster") => parse_cluster(raw).map_err(|w| bad(&w))?,
+            Some("redis+sentinel" | "rediss+sentinel") => {
+                parse_sentinel(raw).map_err(|w| bad(&w))?
             }
-            "unix" | "redis+unix" => {
-                if url.path().is_empty() || url.path() == "/" {
-                    return Err(bad("it names no socket path"));
-                }
+            _ => {
+                check_single(raw).map_err(|w| bad(&w))?;
+                Topology::Single
             }
-            other => {
-                return Err(bad(&format!(
-                    "unknown scheme {other:?} (use redis://, rediss:// or unix://)"
-                )));
-            }
-        }
-        raw.into_connection_info()
-            .map_err(|e| bad(&crate::error::one_line(&e.to_string())))?;
+        };
         Ok(RedisUrl {
             raw: raw.to_string(),
             shown,
+            topology,
+            tls: Tls::default(),
         })
     }
 
-    /// The URL with its password, for the client library only.
+    /// The URL with its password, for the client library only (one server; for Cluster
+    /// and Sentinel see [`RedisUrl::topology`]).
     pub fn secret(&self) -> &str {
         &self.raw
     }
+
+    /// Single server, Cluster or Sentinel.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Whether this URL is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.topology, Topology::Cluster { .. })
+    }
+
+    /// Whether the connection is TLS (`rediss`, `rediss+cluster`, `rediss+sentinel`).
+    pub fn is_tls(&self) -> bool {
+        self.raw.starts_with("rediss")
+    }
+
+    /// Whether certificate verification is off (`#insecure` or the flag).
+    pub fn insecure(&self) -> bool {
+        self.is_tls() && (self.tls.insecure || self.raw.ends_with("#insecure"))
+    }
+
+    /// The TLS settings attached by [`apply_tls`].
+    pub fn tls(&self) -> &Tls {
+        &self.tls
+    }
+
+    /// A client for one server URL (the URL itself, a cluster seed, a sentinel or a
+    /// discovered master), with the TLS settings applied.
+    pub fn client_for(&self, url: &str) -> redis::RedisResult<redis::Client> {
+        let info = self.connection_info(url)?;
+        match self.tls.certificates() {
+            Some(certs) if self.is_tls() => redis::Client::build_with_tls(info, certs),
+            _ => redis::Client::open(info),
+        }
+    }
+
+    /// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
+    pub fn connection_info(&self, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
+        let info = url.into_connection_info()?;
+        if !self.insecure() {
+            return Ok(info);
+        }
+        match info.addr().clone() {
+            redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                tls_params,
+                ..
+            } => Ok(info.set_addr(redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: true,
+                tls_params,
+            })),
+            _ => Ok(info),
+        }
+    }
+}
+
+/// Splits a comma-separated list of URLs. A comma splits only where a new URL
+/// (`scheme://`) starts, so the host lists of `redis+cluster://h1:1,h2:2` and
+/// `redis+sentinel://…` stay whole. Empty items are dropped.
+pub fn split_list(list: &str) -> Vec<String> {
+    let starts_url = |s: &str| {
+        s.trim_start().split_once("://").is_some_and(|(scheme, _)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    for piece in list.split(',') {
+        match out.last_mut() {
+            Some(last) if !starts_url(piece) && !piece.trim().is_empty() => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Attaches the TLS options to the URLs. Options given while no URL uses TLS are a
+/// usage error (they would be silently ignored otherwise).
+pub fn apply_tls(urls: &mut [RedisUrl], tls: Tls) -> Result<()> {
+    if !tls.is_set() {
+        return Ok(());
+    }
+    if !urls.iter().any(RedisUrl::is_tls) {
+        return Err(Error::usage(
+            "TLS options (--tls-ca, --tls-cert, --tls-key, --tls-insecure-skip-verify) need a rediss:// URL; this URL is plain text",
+        ));
+    }
+    for url in urls.iter_mut().filter(|u| u.is_tls()) {
+        url.tls = tls.clone();
+    }
+    Ok(())
+}
+
+/// Checks a one-server URL (`redis`, `rediss`, `unix`, `redis+unix`).
+fn check_single(raw: &str) -> std::result::Result<(), String> {
+    let url = Url::parse(raw).map_err(|e| {
+        format!(
+            "{e} (expected redis://host:port, rediss://host:port, unix:///path, redis+cluster://host:port,… or redis+sentinel://host:port,…/master; percent-encode @ : / in passwords)"
+        )
+    })?;
+    match url.scheme() {
+        "redis" | "rediss" => {
+            if url.host_str().is_none_or(str::is_empty) {
+                return Err("it names no host".into());
+            }
+            if url.port() == Some(0) {
+                return Err("port 0 is not a port".into());
+            }
+        }
+        "unix" | "redis+unix" => {
+            if url.path().is_empty() || url.path() == "/" {
+                return Err("it names no socket path".into());
+            }
+        }
+        other => {
+            return Err(format!(
+                "unknown scheme {other:?} (use redis://, rediss://, unix://, redis+cluster:// or redis+sentinel://)"
+            ));
+        }
+    }
+    if let Some(fragment) = url.fragment()
+        && (fragment != "insecure" || url.scheme() != "rediss")
+    {
+        return Err(format!(
+            "unknown fragment #{fragment} (only rediss://…#insecure is understood)"
+        ));
+    }
+    raw.into_connection_info()
+        .map_err(|e| crate::error::one_line(&e.to_string()))?;
+    Ok(())
+}
+
+/// The parts of a multi-host URL `scheme://[userinfo@]h1[:p1][,h2[:p2]…][/path][?query][#fragment]`.
+struct MultiHost<'a> {
+    /// `redis` or `rediss`.
+    base: &'static str,
+    /// Raw (still percent-encoded) `user:password@`, or empty.
+    userinfo: &'a str,
+    /// `host:port` for each host, the default port filled in, IPv6 in brackets.
+    hosts: Vec<String>,
+    path: &'a str,
+    query: &'a str,
+    /// `#insecure` or empty.
+    fragment: &'a str,
+}
+
+fn split_multi(raw: &str, default_port: u16) -> std::result::Result<MultiHost<'_>, String> {
+    let (scheme, rest) = raw.split_once("://").ok_or("no ://")?;
+    let base = if scheme.starts_with("rediss") {
+        "rediss"
+    } else {
+        "redis"
+    };
+    let (rest, fragment) = match rest.find('#') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if !fragment.is_empty() && (fragment != "#insecure" || base != "rediss") {
+        return Err(format!(
+            "unknown fragment {fragment} (only rediss…#insecure is understood)"
+        ));
+    }
+    let (rest, query) = match rest.find('?') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let (userinfo, hostlist) = match authority.rfind('@') {
+        Some(i) => (&authority[..=i], &authority[i + 1..]),
+        None => ("", authority),
+    };
+    let mut hosts = Vec::new();
+    for host in hostlist.split(',').map(str::trim) {
+        if host.is_empty() {
+            return Err("an empty host in the host list (host:port,host:port)".into());
+        }
+        let url =
+            Url::parse(&format!("redis://{host}")).map_err(|e| format!("host {host:?}: {e}"))?;
+        let name = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("host {host:?} names no host"))?;
+        if url.path() != "/" && !url.path().is_empty() || url.username() != "" {
+            return Err(format!("host {host:?} is not host:port"));
+        }
+        let port = url.port().unwrap_or(default_port);
+        if port == 0 {
+            return Err("port 0 is not a port".into());
+        }
+        hosts.push(format!("{name}:{port}"));
+    }
+    Ok(MultiHost {
+        base,
+        userinfo,
+        hosts,
+        path,
+        query,
+        fragment,
+    })
+}
+
+fn parse_cluster(raw: &str) -> std::result::Result<Topology, String> {
+    let m = split_multi(raw, CLUSTER_DEFAULT_PORT)?;
+    if !matches!(m.path, "" | "/" | "/0") {
+        return Err(format!(
+            "a Redis Cluster has database 0 only; remove the path {:?}",
+            m.path
+        ));
+    }
+    if !m.query.is_empty() {
+        return Err("redis+cluster:// takes no ?options".into());
+    }
+    let seeds: Vec<String> = m
+        .hosts
+        .iter()
+        .map(|h| format!("{}://{}{h}{}", m.base, m.userinfo, m.fragment))
+        .collect();
+    for seed in &seeds {
+        seed.as_str()
+            .into_connection_info()
+            .map_err(|e| crate::error::one_line(&e.to_string()))?;
+    }
+    Ok(Topology::Cluster { seeds })
+}
+
+fn parse_sentinel(raw: &str) -> std::result::Result<Topology, String> {
+    let m = split_multi(raw, SENTINEL_DEFAULT_PORT)?;
+    let mut parts = m.path.trim_start_matches('/').splitn(2, '/');
+    let master_name = parts.next().unwrap_or("");
+    if master_name.is_empty() {
+        return Err("it names no master; use redis+sentinel://host:port,…/MASTERNAME[/db]".into());
+    }
+    let master_name = url::form_urlencoded::parse(format!("n={master_name}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let db = match parts.next().map(|d| d.trim_end_matches('/')) {
+        None | Some("") => 0,
+        Some(d) => d
+            .parse::<i64>()
+            .ok()
+            .filter(|d| *d >= 0)
+            .ok_or_else(|| format!("database {d:?} is not a number"))?,
+    };
+    let (mut s_user, mut s_pass) = (None, None);
+    for (k, v) in url::form_urlencoded::parse(m.query.as_bytes()) {
+        match k.as_ref() {
+            "sentinel_user" | "sentinel_username" => s_user = Some(v.into_owned()),
+            "sentinel_pass" | "sentinel_password" => s_pass = Some(v.into_owned()),
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (sentinel_user and sentinel_password are understood)"
+                ));
+            }
+        }
+    }
+    let mut sentinels = Vec::new();
+    for host in &m.hosts {
+        let mut url = Url::parse(&format!("{}://{host}", m.base)).map_err(|e| e.to_string())?;
+        if let Some(user) = &s_user {
+            url.set_username(user).map_err(|_| "bad sentinel_user")?;
+        }
+        if let Some(pass) = &s_pass {
+            url.set_password(Some(pass))
+                .map_err(|_| "bad sentinel_password")?;
+        }
+        let mut url = url.to_string();
+        url.push_str(m.fragment);
+        url.as_str()
+            .into_connection_info()
+            .map_err(|e| crate::error::one_line(&e.to_string()))?;
+        sentinels.push(url);
+    }
+    let target = SentinelTarget {
+        sentinels,
+        master_name,
+        scheme: m.base,
+        userinfo: m.userinfo.to_string(),
+        db,
+        fragment: m.fragment.to_string(),
+    };
+    target
+        .master_url("127.0.0.1", 1)
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| crate::error::one_line(&e.to_string()))?;
+    Ok(Topology::Sentinel(target))
 }
 
 impl fmt::Display for RedisUrl {
@@ -81,34 +475,71 @@ impl fmt::Debug for RedisUrl {
     }
 }
 
-/// The URL with any password (userinfo or `pass=` query) replaced by `***`; text that
-/// does not parse has everything between `://` and the last `@` hidden.
+/// Whether a query option holds a secret.
+fn secret_key(key: &str) -> bool {
+    key.to_ascii_lowercase().contains("pass")
+}
+
+fn redact_query(query: &str) -> String {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| {
+            let v = if secret_key(&k) {
+                "***".to_string()
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// The URL with any password (userinfo or a `*pass*` query option) replaced by `***`;
+/// for text that does not parse as one URL (host lists, garbage), the password part of
+/// the user info is hidden (all of it when it has no `user:`), and so are the query's
+/// password options.
 pub fn redact(raw: &str) -> String {
-    if let Ok(mut url) = Url::parse(raw) {
+    if let Ok(mut url) = Url::parse(raw)
+        && url.host_str().is_none_or(|h| !h.contains(','))
+    {
         if url.password().is_some() {
             let _ = url.set_password(Some("***"));
         }
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") {
-                    "***".to_string()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        if !pairs.is_empty() {
-            url.query_pairs_mut().clear().extend_pairs(pairs);
+        if let Some(query) = url.query().map(redact_query) {
+            url.set_query(Some(&query));
         }
         return url.to_string();
     }
-    match (raw.find("://"), raw.rfind('@')) {
-        (Some(start), Some(at)) if at > start => format!("{}://***{}", &raw[..start], &raw[at..]),
-        (None, Some(at)) => format!("***{}", &raw[at..]),
-        _ => raw.to_string(),
-    }
+    let (head, rest) = match raw.find("://") {
+        Some(i) => (&raw[..i + 3], &raw[i + 3..]),
+        None => ("", raw),
+    };
+    let (rest, fragment) = match rest.find('#') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let (rest, query) = match rest.find('?') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) if !user.is_empty() && !user.contains('/') => {
+                    format!("{user}:***{}", &rest[at..])
+                }
+                _ => format!("***{}", &rest[at..]),
+            }
+        }
+        None => rest.to_string(),
+    };
+    let query = query
+        .map(|q| format!("?{}", redact_query(q)))
+        .unwrap_or_default();
+    format!("{head}{rest}{query}{fragment}")
 }
 
 #[cfg(test)]
@@ -126,6 +557,13 @@ mod tests {
             "redis://[::1]:6379",
             "unix:///tmp/redis.sock",
             "redis+unix:///tmp/redis.sock?db=1",
+            "rediss://host:6380#insecure",
+            "redis+cluster://h1:7000,h2:7001,[::1]:7002",
+            "redis+cluster://u:p@h1",
+            "rediss+cluster://h1:7000/0",
+            "redis+sentinel://h1:26379,h2/mymaster",
+            "redis+sentinel://:pw@h1/mymaster/3?sentinel_password=x",
+            "rediss+sentinel://h1:26380/m#insecure",
         ] {
             assert!(RedisUrl::parse(raw).is_ok(), "{raw}");
         }
@@ -144,6 +582,16 @@ mod tests {
             "garbage",
             "unix://",
             "redis://:sekrit@host/notanumber",
+            "redis://:sekrit@host#insecure",
+            "redis+cluster://:sekrit@",
+            "redis+cluster://:sekrit@h1:1,,h2:2",
+            "redis+cluster://:sekrit@h1:1,h2:0",
+            "redis+cluster://:sekrit@h1:1,h2:2/3",
+            "redis+cluster://:sekrit@h1:1?x=1",
+            "redis+sentinel://:sekrit@h1:1,h2:2",
+            "redis+sentinel://:sekrit@h1:1/m/x",
+            "redis+sentinel://:sekrit@h1:1/m?sentinel_password=sekrit&bogus=1",
+            "redis+cluster://:sekrit@h1:1#insecure",
         ] {
             let err = RedisUrl::parse(raw).expect_err(raw);
             assert_eq!(err.code, crate::exit::Code::Usage, "{raw}");
@@ -164,5 +612,94 @@ mod tests {
         );
         assert_eq!(redact("redis://a:b@c@host"), "redis://a:***@host");
         assert_eq!(redact("redis://:pw@host:99999"), "redis://***@host:99999");
+        assert_eq!(
+            redact("redis+cluster://u:pw@h1:1,h2:2"),
+            "redis+cluster://u:***@h1:1,h2:2"
+        );
+        assert_eq!(
+            redact("redis+sentinel://:pw@h1,h2/m?sentinel_password=zz"),
+            "redis+sentinel://***@h1,h2/m?sentinel_password=***"
+        );
+        assert_eq!(
+            redact("redis+sentinel://h1/m?sentinel_password=zz"),
+            "redis+sentinel://h1/m?sentinel_password=***"
+        );
+    }
+
+    #[test]
+    fn cluster_seeds_and_sentinel_targets() {
+        let url = RedisUrl::parse("redis+cluster://u:p%40w@h1:7000,[::1]:7001,h3").unwrap();
+        let Topology::Cluster { seeds } = url.topology() else {
+            panic!("not a cluster")
+        };
+        assert_eq!(
+            seeds,
+            &[
+                "redis://u:p%40w@h1:7000",
+                "redis://u:p%40w@[::1]:7001",
+                "redis://u:p%40w@h3:6379"
+            ]
+        );
+        assert!(url.is_cluster() && !url.is_tls());
+        let url = RedisUrl::parse(
+            "rediss+sentinel://u:pw@s1,s2:5000/my%20master/2?sentinel_password=a%26b#insecure",
+        )
+        .unwrap();
+        let Topology::Sentinel(t) = url.topology() else {
+            panic!("not sentinel")
+        };
+        assert_eq!(t.master_name, "my master");
+        assert_eq!(
+            t.sentinels,
+            [
+                "rediss://:a&b@s1:26379#insecure",
+                "rediss://:a&b@s2:5000#insecure"
+            ]
+        );
+        assert_eq!(
+            t.master_url("10.0.0.1", 6380),
+            "rediss://u:pw@10.0.0.1:6380/2#insecure"
+        );
+        assert_eq!(
+            t.master_url("::1", 6380),
+            "rediss://u:pw@[::1]:6380/2#insecure"
+        );
+        assert!(url.is_tls() && url.insecure());
+        assert!(!url.to_string().contains("pw") && !url.to_string().contains("a%26b"));
+    }
+
+    #[test]
+    fn lists_split_only_where_a_url_starts() {
+        assert_eq!(
+            split_list("redis://a:1, redis://b:2,,rediss://c"),
+            ["redis://a:1", "redis://b:2", "rediss://c"]
+        );
+        assert_eq!(
+            split_list("redis+cluster://h1:1,h2:2,[::1]:3,redis://x"),
+            ["redis+cluster://h1:1,h2:2,[::1]:3", "redis://x"]
+        );
+        assert_eq!(
+            split_list("redis+sentinel://s1,s2:5/m"),
+            ["redis+sentinel://s1,s2:5/m"]
+        );
+        assert!(split_list(" ").is_empty());
+    }
+
+    #[test]
+    fn tls_options_need_a_tls_url() {
+        let tls = Tls {
+            insecure: true,
+            ..Tls::default()
+        };
+        let mut plain = vec![RedisUrl::parse("redis://h:1").unwrap()];
+        let err = apply_tls(&mut plain, tls.clone()).unwrap_err();
+        assert_eq!(err.code, crate::exit::Code::Usage);
+        let mut mixed = vec![
+            RedisUrl::parse("redis://h:1").unwrap(),
+            RedisUrl::parse("rediss://h:2").unwrap(),
+        ];
+        apply_tls(&mut mixed, tls).unwrap();
+        assert!(!mixed[0].insecure() && mixed[1].insecure());
+        assert!(apply_tls(&mut plain, Tls::default()).is_ok());
     }
 }

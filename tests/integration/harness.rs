@@ -439,3 +439,441 @@ pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
         failures,
     }
 }
+
+// ============================================================================
+// Topologies (tests/integration/topology.rs): Redis Cluster, Sentinel, TLS.
+// ============================================================================
+
+/// Runs `redis-cli` with arguments (killed after 60 s: `--cluster create` waits
+/// without end for a bus that never joins); panics with its output when it fails.
+pub fn redis_cli(args: &[&str]) -> String {
+    let out = Command::new("timeout")
+        .args(["60", "redis-cli"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+/// A Redis Cluster of `masters` cluster-enabled servers, no replicas, all 16384 slots
+/// assigned by `redis-cli --cluster create`.
+pub struct Cluster {
+    pub nodes: Vec<Redis>,
+}
+
+impl Cluster {
+    pub fn start(masters: usize) -> Cluster {
+        let nodes: Vec<Redis> = (0..masters)
+            .map(|_| {
+                Redis::start_with(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let mut args = vec!["--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli(&args);
+        let cluster = Cluster { nodes };
+        let ready = eventually(Duration::from_secs(30), || {
+            cluster.nodes.iter().all(|n| {
+                let info: String = n.cmd(&["CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+            })
+        });
+        assert!(ready, "cluster did not reach cluster_state:ok");
+        cluster
+    }
+
+    /// `redis+cluster://` with every node as a seed.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    /// Index in `nodes` of the master that owns `key`'s slot.
+    pub fn owner(&self, key: &str) -> usize {
+        let slot: i64 = self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key]);
+        let ranges: redis::Value = self.nodes[0].cmd(&["CLUSTER", "SLOTS"]);
+        let redis::Value::Array(ranges) = ranges else {
+            panic!("CLUSTER SLOTS: {ranges:?}")
+        };
+        for range in ranges {
+            let redis::Value::Array(items) = range else {
+                continue;
+            };
+            let (redis::Value::Int(start), redis::Value::Int(end)) = (&items[0], &items[1]) else {
+                continue;
+            };
+            let redis::Value::Array(master) = &items[2] else {
+                continue;
+            };
+            let redis::Value::Int(port) = master[1] else {
+                continue;
+            };
+            if (*start..=*end).contains(&slot) {
+                return self
+                    .nodes
+                    .iter()
+                    .position(|n| i64::from(n.port) == port)
+                    .expect("owner is one of ours");
+            }
+        }
+        panic!("no owner for slot {slot}");
+    }
+
+    /// Every key on every node.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.nodes.iter().flat_map(Redis::keys).collect();
+        keys.sort();
+        keys
+    }
+}
+
+/// A redis-server in sentinel mode monitoring one master as `name` (quorum 1, a
+/// master is down after 1 s without answers).
+pub struct Sentinel {
+    pub port: u16,
+    pub dir: TempDir,
+    child: Child,
+}
+
+impl Sentinel {
+    pub fn start(name: &str, master_port: u16) -> Sentinel {
+        Sentinel::start_conf(name, master_port, None)
+    }
+
+    /// A TLS-only sentinel (`port 0`, `tls-port`) that also talks TLS to the master
+    /// (`tls-replication yes`); the test's plain-text helpers do not work on it.
+    pub fn start_tls(name: &str, master_port: u16, certs: &Certs) -> Sentinel {
+        Sentinel::start_conf(name, master_port, Some(certs))
+    }
+
+    fn start_conf(name: &str, master_port: u16, tls: Option<&Certs>) -> Sentinel {
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let port = free_port();
+            let conf = dir.path().join("sentinel.conf");
+            let listen = match tls {
+                None => format!("port {port}\n"),
+                Some(certs) => format!(
+                    "port 0\ntls-port {port}\ntls-cert-file {}\ntls-key-file {}\n\
+                     tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n",
+                    certs.arg("server.crt"),
+                    certs.arg("server.key"),
+                    certs.arg("ca.crt")
+                ),
+            };
+            std::fs::write(
+                &conf,
+                format!(
+                    "{listen}bind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                     sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
+                     sentinel down-after-milliseconds {name} 1000\n\
+                     sentinel failover-timeout {name} 10000\n",
+                    dir = dir.path().display()
+                ),
+            )
+            .unwrap();
+            let child = Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server");
+            let mut sentinel = Sentinel { port, dir, child };
+            let up = eventually(Duration::from_secs(10), || {
+                matches!(sentinel.child.try_wait(), Ok(None))
+                    && if tls.is_some() {
+                        sentinel.log().contains("+monitor")
+                    } else {
+                        sentinel.ping()
+                    }
+            });
+            if up {
+                return sentinel;
+            }
+            eprintln!("sentinel did not start:\n{}", sentinel.log());
+            let _ = sentinel.child.kill();
+            let _ = sentinel.child.wait();
+        }
+        panic!("sentinel did not start");
+    }
+
+    fn ping(&self) -> bool {
+        redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
+    }
+
+    /// Runs one command on the sentinel.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        self.try_cmd(args)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// Runs one command on the sentinel, returning its error.
+    pub fn try_cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> redis::RedisResult<T> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?;
+        let mut conn = client.get_connection()?;
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut conn)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- sentinel log (port {}) ---\n{}", self.port, self.log());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Test certificates made with the `openssl` CLI: a CA, a server certificate for
+/// 127.0.0.1/localhost and a client certificate signed by it, and a second CA that
+/// signed nothing we use (an untrusted root).
+pub struct Certs {
+    pub dir: TempDir,
+}
+
+impl Certs {
+    pub fn make() -> Certs {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let certs = Certs { dir };
+        let ssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(certs.dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .expect("openssl must be installed");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+        for ca in ["ca", "rogue-ca"] {
+            let (key, crt, subj) = (
+                format!("{ca}.key"),
+                format!("{ca}.crt"),
+                format!("/CN={ca}"),
+            );
+            let mut args = vec!["req", "-x509", "-nodes", "-days", "2"];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &crt, "-subj", &subj]);
+            ssl(&args);
+        }
+        std::fs::write(
+            certs.path("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n",
+        )
+        .unwrap();
+        std::fs::write(certs.path("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+        std::fs::write(
+            certs.path("wrong-name.ext"),
+            "subjectAltName=DNS:elsewhere.invalid\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        for who in ["server", "client", "wrong-name"] {
+            let key = format!("{who}.key");
+            let csr = format!("{who}.csr");
+            let crt = format!("{who}.crt");
+            let ext = format!("{who}.ext");
+            let subj = format!("/CN={who}");
+            let mut args = vec!["req", "-nodes"];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
+            ssl(&args);
+            ssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &crt,
+                "-extfile",
+                &ext,
+            ]);
+        }
+        certs
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The path as a string, for arguments.
+    pub fn arg(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+}
+
+impl Redis {
+    /// A TLS-only server (`--port 0 --tls-port P`) with the certificates from `certs`;
+    /// `auth_clients` asks for a client certificate (mutual TLS). The test's own
+    /// plain-text helpers (`cmd`, `keys`) do not work on it.
+    pub fn start_tls(certs: &Certs, auth_clients: bool) -> Redis {
+        Redis::start_tls_as(certs, "server", auth_clients)
+    }
+
+    /// [`Redis::start_tls`] with the certificate `<name>.crt` (e.g. `wrong-name`).
+    pub fn start_tls_as(certs: &Certs, name: &str, auth_clients: bool) -> Redis {
+        Redis::start_tls_with(certs, name, auth_clients, &[])
+    }
+
+    /// [`Redis::start_tls_as`] with extra `redis-server` arguments.
+    pub fn start_tls_with(certs: &Certs, name: &str, auth_clients: bool, extra: &[&str]) -> Redis {
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let port = free_port();
+            let log = dir.path().join("redis.log");
+            let child = Command::new("redis-server")
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(["--tls-cert-file", &certs.arg(&format!("{name}.crt"))])
+                .args(["--tls-key-file", &certs.arg(&format!("{name}.key"))])
+                .args(["--tls-ca-cert-file", &certs.arg("ca.crt")])
+                .args([
+                    "--tls-auth-clients",
+                    if auth_clients { "yes" } else { "no" },
+                ])
+                .arg("--dir")
+                .arg(dir.path())
+                .arg("--logfile")
+                .arg(&log)
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server");
+            let mut server = Redis {
+                port,
+                dir,
+                child,
+                password: None,
+            };
+            let ready = eventually(Duration::from_secs(10), || {
+                matches!(server.child.try_wait(), Ok(None))
+                    && server.log().contains("Ready to accept connections")
+            });
+            if ready {
+                return server;
+            }
+            eprintln!("TLS redis-server did not start:\n{}", server.log());
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+        }
+        panic!("TLS redis-server did not start");
+    }
+}
+
+impl Cluster {
+    /// Moves `key`'s slot from its owner to node `to` the way `redis-cli --cluster
+    /// reshard` does: IMPORTING/MIGRATING, MIGRATE of the slot's keys, then SETSLOT NODE
+    /// on every node. `between` runs after the keys moved and before the slot changed
+    /// owner (the window in which the old owner answers ASK).
+    pub fn move_slot_of(&self, key: &str, to: usize, between: impl FnOnce()) {
+        let from = self.owner(key);
+        assert_ne!(from, to);
+        let slot: i64 = self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key]);
+        let slot = slot.to_string();
+        let from_id: String = self.nodes[from].cmd(&["CLUSTER", "MYID"]);
+        let to_id: String = self.nodes[to].cmd(&["CLUSTER", "MYID"]);
+        let _: () = self.nodes[to].cmd(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        let _: () = self.nodes[from].cmd(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        let keys: Vec<String> = self.nodes[from].cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+        if !keys.is_empty() {
+            let port = self.nodes[to].port.to_string();
+            let mut args = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+            args.extend(keys.iter().map(String::as_str));
+            let _: () = self.nodes[from].cmd(&args);
+        }
+        between();
+        for node in &self.nodes {
+            let _: () = node.cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+    }
+}
+
+impl Cluster {
+    /// A cluster of TLS-only nodes (`--tls-cluster yes`: the bus is TLS too), created
+    /// with `redis-cli --tls`.
+    pub fn start_tls(masters: usize, certs: &Certs) -> Cluster {
+        let nodes: Vec<Redis> = (0..masters)
+            .map(|_| {
+                Redis::start_tls_with(
+                    certs,
+                    "server",
+                    false,
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--tls-cluster",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "5000",
+                    ],
+                )
+            })
+            .collect();
+        let ca = certs.arg("ca.crt");
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let mut args = vec!["--tls", "--cacert", &ca, "--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli(&args);
+        let ready = eventually(Duration::from_secs(30), || {
+            nodes.iter().all(|n| {
+                let port = n.port.to_string();
+                let info = redis_cli(&["--tls", "--cacert", &ca, "-p", &port, "CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+            })
+        });
+        assert!(ready, "TLS cluster did not reach cluster_state:ok");
+        Cluster { nodes }
+    }
+}

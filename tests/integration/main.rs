@@ -8,4 +8,5 @@ mod docs;
 mod lease_life;
 mod quorum;
 mod signals_exit;
+mod topology;
 mod verbs;

@@ -1,0 +1,782 @@
+//! Deployments other than one plain server: Redis Cluster, Sentinel, TLS (verified,
+//! untrusted, mutual), ACL users, and nodes that are down or slow. Real servers only:
+//! a 3-master cluster joined by `redis-cli --cluster create`, a master + replica +
+//! sentinel, TLS servers with certificates made by `openssl`.
+
+use std::time::Duration;
+
+use crate::harness::*;
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------- Cluster
+
+#[test]
+fn cluster_mutual_exclusion_status_and_list_across_masters() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    // Two names whose slots live on different masters.
+    let mut names: Vec<String> = Vec::new();
+    let mut owners = Vec::new();
+    for i in 0.. {
+        let name = format!("job{i}");
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        if !owners.contains(&owner) {
+            owners.push(owner);
+            names.push(name);
+        }
+        if names.len() == 2 {
+            break;
+        }
+    }
+    let workers: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let a = args(&["--key", name, "--redis", &url, "--ttl", "10s"]);
+            std::thread::spawn(move || contend(&a, 8, 25))
+        })
+        .collect();
+    for (name, worker) in names.iter().zip(workers) {
+        let c = worker.join().expect("contention thread");
+        assert_eq!(c.sections, 200, "{name}: {c:?}");
+        assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{name}: {c:?}");
+        assert_eq!(c.counter, 200, "{name}");
+        assert!(c.failures.is_empty(), "{name}: {c:?}");
+    }
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+
+    // Locks held on every master: status and list see them all.
+    let mut held: Vec<String> = Vec::new();
+    let mut on: Vec<usize> = Vec::new();
+    for i in 0.. {
+        let name = format!("held{i}");
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        if !on.contains(&owner) {
+            on.push(owner);
+            held.push(name);
+        }
+        if held.len() == 3 {
+            break;
+        }
+    }
+    for name in &held {
+        let out = output(redlock().args(["acquire", name, "--ttl", "1m", "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let owner = cluster.owner(&format!("redlock:{{{name}}}"));
+        assert!(
+            cluster.nodes[owner].exists(&format!("redlock:{{{name}}}")),
+            "{name} not on its slot's master"
+        );
+        assert!(cluster.nodes[owner].exists(&format!("redlock:{{{name}}}:meta")));
+    }
+    let mut status = redlock();
+    status.args(["status", "--redis", &url]).args(&held);
+    let out = output(&mut status);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let listed: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    let mut want: Vec<&str> = held.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    for name in &held {
+        let out = output(redlock().args(["release", name, "--force", "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+}
+
+#[test]
+fn cluster_refuses_empty_hash_tag_and_plain_url_says_use_cluster() {
+    let cluster = Cluster::start(3);
+    let out = output(redlock_run().args(["--key", "}x", "--redis", &cluster.url(), "--", "true"]));
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("Cluster"), "{}", stderr(&out));
+    // A cluster node given as a plain server: a name whose slot is elsewhere.
+    let plain = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let name = (0..)
+        .map(|i| format!("n{i}"))
+        .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
+        .unwrap();
+    let out = output(redlock_run().args(["--key", &name, "--redis", &plain, "--", "true"]));
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("redis+cluster://"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn cluster_waiter_wakes_on_release_published_on_another_node() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    // The waiter subscribes on the first seed (node 0); the lock lives elsewhere, so
+    // the message has to cross the cluster bus.
+    let name = (0..)
+        .map(|i| format!("w{i}"))
+        .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
+        .unwrap();
+    let out = output(redlock().args(["acquire", &name, "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let token = stdout(&out).trim().to_string();
+    let scratch = Scratch::new();
+    let ready = scratch.path("ran");
+    let mut waiter = redlock_run()
+        .args([
+            "--key",
+            &name,
+            "--redis",
+            &url,
+            "--wait",
+            "30s",
+            "--verbose",
+            "--",
+        ])
+        .args(["sh", "-c", &format!("touch '{}'", ready.display())])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!ready.exists(), "ran while the lock was held");
+    let out = output(redlock().args(["release", &name, "--token", &token, "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let status = wait_child(&mut waiter, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(ready.exists());
+    assert!(err.contains("release message received"), "{err}");
+}
+
+#[test]
+fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    let key = "redlock:{moving}";
+    let from = cluster.owner(key);
+    let to = (from + 1) % 3;
+    let scratch = Scratch::new();
+    let started = scratch.path("started");
+    let mut run = redlock_run()
+        .args([
+            "--key",
+            "moving",
+            "--redis",
+            &url,
+            "--ttl",
+            "15s",
+            "--renew-every",
+            "1s",
+            "--verbose",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            &format!("touch '{}'; sleep 6", started.display()),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    // Two renewals (every 1s) fall in the ASK window, then two more after the move.
+    cluster.move_slot_of(key, to, || std::thread::sleep(Duration::from_millis(2200)));
+    assert_eq!(cluster.owner(key), to);
+    let status = wait_child(&mut run, Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+}
+
+// ---------------------------------------------------------------- Sentinel
+
+#[test]
+fn sentinel_finds_the_master_and_the_new_one_after_failover() {
+    let master = Redis::start();
+    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    assert!(
+        eventually(Duration::from_secs(20), || replica
+            .cmd::<String>(&["INFO", "replication"])
+            .contains("master_link_status:up")),
+        "replica did not sync"
+    );
+    let sentinel = Sentinel::start("m", master.port);
+    assert!(
+        eventually(Duration::from_secs(30), || !sentinel
+            .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
+            .is_empty()),
+        "sentinel did not find the replica"
+    );
+    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+
+    let out = output(redlock().args(["acquire", "before", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(master.exists("redlock:{before}"));
+
+    // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
+    assert!(
+        eventually(Duration::from_secs(30), || sentinel
+            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
+            .is_ok()),
+        "sentinel never accepted the failover"
+    );
+    let replica_port = replica.port.to_string();
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+            addr.get(1) == Some(&replica_port)
+                && replica
+                    .cmd::<Vec<redis::Value>>(&["ROLE"])
+                    .first()
+                    .is_some_and(|r| *r == redis::Value::BulkString(b"master".to_vec()))
+        }),
+        "failover did not happen"
+    );
+
+    // New runs find the new master.
+    let out = output(
+        redlock_run()
+            .args(["--key", "after", "--redis", &url, "--"])
+            .args(["sh", "-c", "echo ran"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ran\n");
+    let out = output(redlock().args(["acquire", "after2", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(replica.exists("redlock:{after2}"), "not on the new master");
+}
+
+#[test]
+fn sentinel_errors_unknown_master_and_no_sentinel() {
+    let master = Redis::start();
+    let sentinel = Sentinel::start("m", master.port);
+    let url = format!("redis+sentinel://127.0.0.1:{}/nosuch", sentinel.port);
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no master named \"nosuch\""),
+        "{}",
+        stderr(&out)
+    );
+
+    let dead = free_port();
+    let url = format!("redis+sentinel://127.0.0.1:{dead}/m");
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    // A dead first sentinel does not stop a live second one.
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{dead},127.0.0.1:{}/m",
+        sentinel.port
+    );
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+// ---------------------------------------------------------------- TLS
+
+fn tls_run(url: &str, extra: &[String]) -> std::process::Output {
+    output_within(
+        redlock_run()
+            .args(["--key", "t", "--redis", url])
+            .args(extra)
+            .args(["--", "sh", "-c", "echo held"]),
+        Duration::from_secs(20),
+    )
+}
+
+#[test]
+fn tls_verified_untrusted_mismatched_and_insecure() {
+    let certs = Certs::make();
+    let server = Redis::start_tls(&certs, false);
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let ca = args(&["--tls-ca", &certs.arg("ca.crt")]);
+
+    // Verified against the CA given.
+    let out = tls_run(&url, &ca);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    // The same through the environment.
+    let out = output_within(
+        redlock_run()
+            .env("REDLOCK_TLS_CA", certs.path("ca.crt"))
+            .args(["--key", "t", "--redis", &url, "--", "true"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // Not trusted: system roots only, or another CA. One line, exit 69.
+    for extra in [vec![], args(&["--tls-ca", &certs.arg("rogue-ca.crt")])] {
+        let out = tls_run(&url, &extra);
+        assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("not trusted") && err.contains("--tls-ca"),
+            "{err}"
+        );
+    }
+    // A name the certificate lists works; a server whose certificate names another
+    // host is refused like an untrusted one.
+    let by_name = format!("rediss://localhost:{}", server.port);
+    let out = tls_run(&by_name, &ca);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let wrong = Redis::start_tls_as(&certs, "wrong-name", false);
+    let out = tls_run(&format!("rediss://127.0.0.1:{}", wrong.port), &ca);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("another host name"),
+        "{}",
+        stderr(&out)
+    );
+    // A key given as the CA is a usage error naming the flag.
+    let out = tls_run(&url, &args(&["--tls-ca", &certs.arg("ca.key")]));
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-ca"), "{}", stderr(&out));
+
+    // Insecure: works, and says so loudly.
+    let out = tls_run(&url, &args(&["--tls-insecure-skip-verify"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("WARNING: TLS certificate verification is OFF"));
+    let out = tls_run(&format!("{url}#insecure"), &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("WARNING"));
+
+    // redis:// to the TLS-only port fails fast with the hint.
+    let plain = format!("redis://127.0.0.1:{}", server.port);
+    let out = tls_run(&plain, &[]);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("rediss://"), "{}", stderr(&out));
+    // TLS options with a plain URL are a usage error.
+    let out = tls_run(&plain, &ca);
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+
+    // rediss:// to a plain-text port fails fast with the mirror hint.
+    let cleartext = Redis::start();
+    let out = tls_run(&format!("rediss://127.0.0.1:{}", cleartext.port), &ca);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("TLS-enabled"), "{}", stderr(&out));
+}
+
+#[test]
+fn tls_mutual_needs_the_client_certificate() {
+    let certs = Certs::make();
+    let server = Redis::start_tls(&certs, true);
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let ca = args(&["--tls-ca", &certs.arg("ca.crt")]);
+    let out = tls_run(&url, &ca);
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-cert"), "{}", stderr(&out));
+    let mut mutual = ca.clone();
+    mutual.extend(args(&[
+        "--tls-cert",
+        &certs.arg("client.crt"),
+        "--tls-key",
+        &certs.arg("client.key"),
+    ]));
+    let out = tls_run(&url, &mutual);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    // Half a pair is a usage error.
+    let mut half = ca.clone();
+    half.extend(args(&["--tls-cert", &certs.arg("client.crt")]));
+    let out = tls_run(&url, &half);
+    assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+}
+
+// ---------------------------------------------------------------- ACL
+
+/// The least-privilege user documented in docs/deployments.md (single server).
+const LOCKER_ACL: &[&str] = &[
+    "ACL",
+    "SETUSER",
+    "locker",
+    "reset",
+    "on",
+    ">Sekr1t-pw-XYZ",
+    "~redlock:*",
+    "&redlock:*",
+    "+evalsha",
+    "+script|load",
+    "+type",
+    "+set",
+    "+get",
+    "+del",
+    "+hset",
+    "+hgetall",
+    "+pexpire",
+    "+pttl",
+    "+publish",
+    "+subscribe",
+    "+scan",
+];
+
+#[test]
+fn acl_least_privilege_user_runs_every_verb() {
+    let redis = Redis::start();
+    let _: () = redis.cmd(LOCKER_ACL);
+    let url = format!("redis://locker:Sekr1t-pw-XYZ@127.0.0.1:{}", redis.port);
+    let check = |out: &std::process::Output, want: i32| {
+        assert_eq!(code(out), want, "{}", stderr(out));
+        assert!(!stderr(out).contains("Sekr1t"), "{}", stderr(out));
+        assert!(!stdout(out).contains("Sekr1t"), "{}", stdout(out));
+    };
+    let out =
+        output(redlock_run().args(["--key", "a", "--redis", &url, "--verbose", "--", "true"]));
+    check(&out, 0);
+    let out = output(redlock().args(["acquire", "b", "--ttl", "1m", "--redis", &url]));
+    check(&out, 0);
+    let token = stdout(&out).trim().to_string();
+    check(&output(redlock().args(["status", "b", "--redis", &url])), 0);
+    let out = output(redlock().args(["list", "--redis", &url]));
+    check(&out, 0);
+    assert!(stdout(&out).starts_with("b\t"), "{}", stdout(&out));
+    let extend = [
+        "extend", "b", "--token", &token, "--ttl", "1m", "--redis", &url,
+    ];
+    check(&output(redlock().args(extend)), 0);
+    // A waiter subscribes (channel permission) and is woken by the release.
+    let mut waiter = redlock_run()
+        .args([
+            "--key",
+            "b",
+            "--redis",
+            &url,
+            "--wait",
+            "30s",
+            "--verbose",
+            "--",
+            "true",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    check(
+        &output(redlock().args(["release", "b", "--token", &token, "--redis", &url])),
+        0,
+    );
+    let status = wait_child(&mut waiter, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("release message received"), "{err}");
+    assert!(!err.contains("no release notifications"), "{err}");
+    check(
+        &output(redlock().args(["release", "a", "--force", "--redis", &url])),
+        1,
+    );
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+
+    // From a file, and from the environment: the password is not in argv.
+    let scratch = Scratch::new();
+    let file = scratch.path("url");
+    std::fs::write(&file, format!("# lock server\n{url}\n")).unwrap();
+    let out = output(redlock_run().arg("--redis-url-file").arg(&file).args([
+        "--key",
+        "f",
+        "--verbose",
+        "--",
+        "true",
+    ]));
+    check(&out, 0);
+    let out = output(redlock_run().env("REDLOCK_REDIS_URL", &url).args([
+        "--key",
+        "e",
+        "--verbose",
+        "--",
+        "true",
+    ]));
+    check(&out, 0);
+}
+
+#[test]
+fn acl_wrong_password_missing_password_and_missing_permission() {
+    let redis = Redis::start();
+    let _: () = redis.cmd(LOCKER_ACL);
+    let port = redis.port;
+    for url in [
+        format!("redis://locker:Wr0ng-Sekr1t@127.0.0.1:{port}"),
+        format!("redis://nobody:Sekr1t-pw-XYZ@127.0.0.1:{port}"),
+    ] {
+        let out =
+            output(redlock_run().args(["--key", "k", "--redis", &url, "--verbose", "--", "true"]));
+        assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+        assert!(!stderr(&out).contains("Sekr1t"), "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    }
+    let protected = Redis::start_with(&["--requirepass", "Sekr1t-pw-XYZ"]);
+    let out = output(redlock_run().args([
+        "--key",
+        "k",
+        "--redis",
+        &format!("redis://127.0.0.1:{}", protected.port),
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+
+    // A user without EVALSHA: the permission error names the command.
+    let _: () = redis.cmd(&["ACL", "SETUSER", "locker", "-evalsha"]);
+    let url = format!("redis://locker:Sekr1t-pw-XYZ@127.0.0.1:{port}");
+    let out = output(redlock_run().args(["--key", "k", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::AUTH, "{}", stderr(&out));
+    assert!(
+        stderr(&out).to_lowercase().contains("evalsha"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("Sekr1t"), "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
+
+// ---------------------------------------------------------------- Failing nodes
+
+#[test]
+fn cluster_with_a_frozen_master_fails_its_slots_in_bounded_time_and_serves_the_rest() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    let name_on = |node: usize| {
+        (0..)
+            .map(|i| format!("f{i}"))
+            .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) == node)
+            .unwrap()
+    };
+    let (alive, frozen) = (name_on(0), name_on(2));
+    cluster.nodes[2].pause();
+    let run = |name: &str| {
+        let started = std::time::Instant::now();
+        let out = output_within(
+            redlock_run().args(["--key", name, "--redis", &url, "--ttl", "3s", "--", "true"]),
+            Duration::from_secs(30),
+        );
+        (out, started.elapsed())
+    };
+    let (out, took) = run(&alive);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    eprintln!("live slot took {took:?}");
+    let (out, took) = run(&frozen);
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    eprintln!("frozen slot took {took:?}: {}", stderr(&out));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    cluster.nodes[2].resume();
+}
+
+#[test]
+fn sentinel_frozen_sentinel_and_frozen_master_are_bounded() {
+    let master = Redis::start();
+    let first = Sentinel::start("m", master.port);
+    let second = Sentinel::start("m", master.port);
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/m",
+        first.port, second.port
+    );
+    let pid = |s: &Sentinel| nix::unistd::Pid::from_raw(s.pid() as i32);
+    nix::sys::signal::kill(pid(&first), nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let started = std::time::Instant::now();
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--ttl", "3s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    nix::sys::signal::kill(pid(&first), nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    master.pause();
+    let started = std::time::Instant::now();
+    let out = output_within(
+        redlock_run().args(["--key", "k", "--redis", &url, "--ttl", "3s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    master.resume();
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
+    let cluster = Cluster::start(3);
+    for node in &cluster.nodes {
+        let _: () = node.cmd(LOCKER_ACL);
+        let _: () = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots"]);
+    }
+    let url = cluster
+        .url()
+        .replace("redis+cluster://", "redis+cluster://locker:Sekr1t-pw-XYZ@");
+    let out = output(redlock_run().args(["--key", "c", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["acquire", "c", "--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("c\t"), "{}", stdout(&out));
+    let out = output(redlock().args(["release", "c", "--force", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let master = Redis::start();
+    let _: () = master.cmd(LOCKER_ACL);
+    let _: () = master.cmd(&["ACL", "SETUSER", "locker", "+role"]);
+    let sentinel = Sentinel::start("m", master.port);
+    let url = format!(
+        "redis+sentinel://locker:Sekr1t-pw-XYZ@127.0.0.1:{}/m",
+        sentinel.port
+    );
+    let out = output(redlock_run().args(["--key", "s", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Sekr1t"));
+}
+
+#[test]
+fn sentinel_failover_during_a_run_moves_renewals_to_the_new_master() {
+    let master = Redis::start();
+    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    assert!(eventually(Duration::from_secs(20), || replica
+        .cmd::<String>(&["INFO", "replication"])
+        .contains("master_link_status:up")));
+    let sentinel = Sentinel::start("m", master.port);
+    assert!(eventually(Duration::from_secs(30), || !sentinel
+        .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
+        .is_empty()));
+    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let scratch = Scratch::new();
+    let started = scratch.path("started");
+    let failed_over = scratch.path("failed-over");
+    // The command runs until the test says the failover is over, then 3 s more: at
+    // least two renewals (every 1 s) must reach the new master. The long ttl keeps
+    // the replicated key alive on the new master through the failover, during which
+    // renewals still land on the old master and are not replicated.
+    let mut run = redlock_run()
+        .args([
+            "--key",
+            "fo",
+            "--redis",
+            &url,
+            "--ttl",
+            "15s",
+            "--renew-every",
+            "1s",
+            "--verbose",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "touch '{}'; while [ ! -e '{}' ]; do sleep 0.1; done; sleep 3",
+                started.display(),
+                failed_over.display()
+            ),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    assert!(
+        eventually(Duration::from_secs(30), || sentinel
+            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
+            .is_ok()),
+        "sentinel never accepted the failover"
+    );
+    let replica_port = replica.port.to_string();
+    let is = |redis: &Redis, role: &str| {
+        let reply: Option<Vec<redis::Value>> = redis
+            .client()
+            .get_connection()
+            .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+            .ok();
+        reply.and_then(|r| r.into_iter().next())
+            == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+    };
+    // Over when the sentinel names the replica and the old master has been demoted
+    // (until then the old master still takes writes: renewals there succeed).
+    assert!(eventually(Duration::from_secs(30), || {
+        let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+        addr.get(1) == Some(&replica_port) && is(&replica, "master") && is(&master, "slave")
+    }));
+    std::fs::write(&failed_over, "").unwrap();
+    let status = wait_child(&mut run, Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    // The key (with our token) was replicated before the failover, so the renewals
+    // on the new master succeed and the command finishes under the lock.
+    assert_eq!(status.code(), Some(0), "{err}");
+    let last_renewal = err.rfind("lock renewed").expect("renewed");
+    assert!(
+        last_renewal > err.find("renewal failed").unwrap_or(0),
+        "{err}"
+    );
+    assert!(
+        !replica.exists("redlock:{fo}"),
+        "not released on the new master"
+    );
+}
+
+#[test]
+fn tls_cluster_and_tls_list() {
+    let certs = Certs::make();
+    let cluster = Cluster::start_tls(3, &certs);
+    let url = cluster
+        .url()
+        .replace("redis+cluster://", "rediss+cluster://");
+    let ca = certs.arg("ca.crt");
+    let a = args(&["--key", "tc", "--redis", &url, "--tls-ca", &ca]);
+    let c = contend(&a, 4, 10);
+    assert_eq!((c.sections, c.overlaps, c.counter), (40, 0, 40), "{c:?}");
+    assert!(c.failures.is_empty(), "{c:?}");
+    for name in ["x1", "x2", "x3", "x4"] {
+        let out = output(redlock().args([
+            "acquire", name, "--ttl", "1m", "--redis", &url, "--tls-ca", &ca,
+        ]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = output(redlock().args(["list", "--redis", &url, "--tls-ca", &ca]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let listed: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(listed, ["x1", "x2", "x3", "x4"]);
+    // Without the CA: refused, one line.
+    let out = output(redlock().args(["list", "--redis", &url]));
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn tls_sentinel_and_master() {
+    let certs = Certs::make();
+    let master = Redis::start_tls(&certs, false);
+    let sentinel = Sentinel::start_tls("m", master.port, &certs);
+    let url = format!("rediss+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let ca = certs.arg("ca.crt");
+    let out = output(
+        redlock_run()
+            .args(["--key", "ts", "--redis", &url, "--tls-ca", &ca, "--"])
+            .args(["sh", "-c", "echo held"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "held\n");
+    let out = output(redlock_run().args(["--key", "ts", "--redis", &url, "--", "true"]));
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--tls-ca"), "{}", stderr(&out));
+}
