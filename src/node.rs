@@ -44,6 +44,40 @@ pub struct Node {
     timeout: Duration,
 }
 
+/// One call's connection: what a [`Link`] hands out, so that every call is written once.
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Link {
     Single(ConnectionManager),
@@ -173,48 +207,25 @@ impl Node {
 
     /// Runs a script invocation, bounded by the node timeout.
     pub async fn run<T: FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
-        let result = match &self.link {
-            Link::Single(conn) => {
-                let mut conn = conn.clone();
-                tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await
-            }
-            Link::Cluster(conn) => {
-                let mut conn = conn.clone();
-                tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await
-            }
-            Link::Sentinel(failover) => {
-                let mut conn = failover.current();
-                let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
-                if Failover::moved(&result) {
-                    failover.rediscover();
-                }
-                result
-            }
-        };
+        let mut conn = self.conn();
+        let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
         self.finish(result)
     }
 
     /// Runs a plain command, bounded by the node timeout (routed by its key in a cluster).
     pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        let result = match &self.link {
-            Link::Single(conn) => {
-                let mut conn = conn.clone();
-                tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await
-            }
-            Link::Cluster(conn) => {
-                let mut conn = conn.clone();
-                tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await
-            }
-            Link::Sentinel(failover) => {
-                let mut conn = failover.current();
-                let result = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
-                if Failover::moved(&result) {
-                    failover.rediscover();
-                }
-                result
-            }
-        };
+        let mut conn = self.conn();
+        let result = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
         self.finish(result)
+    }
+
+    /// The connection a call goes through (for Sentinel, the current master's).
+    fn conn(&self) -> Conn {
+        match &self.link {
+            Link::Single(conn) => Conn::Single(conn.clone()),
+            Link::Cluster(conn) => Conn::Cluster(conn.clone()),
+            Link::Sentinel(failover) => Conn::Single(failover.current()),
+        }
     }
 
     /// Every key matching the SCAN `pattern`: on the server, or on every master of a
@@ -292,6 +303,11 @@ impl Node {
     }
 
     fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
+        if let Link::Sentinel(failover) = &self.link
+            && Failover::moved(&result)
+        {
+            failover.rediscover();
+        }
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(crate::topology::error(&self.url, &e)),
