@@ -803,3 +803,71 @@ fn evalsha_calls(redis: &Redis) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+// --on-lost keep, and what the metadata records ------------------------------------------
+
+#[test]
+fn on_lost_keep_lets_the_command_finish_and_says_so() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let key = lock_key("kept");
+    let (ready, go, done) = (s.path("ready"), s.path("go"), s.path("done"));
+    let errors = s.path("stderr");
+    let mut run = redlock_run()
+        .args(lock_args(&redis, "kept"))
+        .args(["--ttl", "1s", "--on-lost", "keep", "--", "sh", "-c"])
+        .arg(format!(
+            "touch '{ready}'; while [ ! -e '{go}' ]; do sleep 0.02; done; touch '{done}'",
+            ready = ready.display(),
+            go = go.display(),
+            done = done.display()
+        ))
+        .stderr(std::fs::File::create(&errors).unwrap())
+        .spawn()
+        .expect("spawn redlock-run");
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let _: i64 = redis.cmd(&["DEL", &key]);
+    // The wrapper says so while the command still runs; the command goes on.
+    assert!(
+        wait_for_file(&errors, "WITHOUT the lock", READY),
+        "no warning: {:?}",
+        std::fs::read_to_string(&errors)
+    );
+    std::fs::write(&go, "").unwrap();
+    let status = wait_child(&mut run, Duration::from_secs(30));
+    let (code, err) = (
+        status.code().unwrap(),
+        std::fs::read_to_string(&errors).unwrap(),
+    );
+    assert!(
+        done.exists(),
+        "the command was stopped despite --on-lost keep"
+    );
+    assert_eq!(code, codes::LOST, "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("lost")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("WITHOUT the lock"), "{err}");
+    assert!(!redis.exists(&key), "a lost lock must not be re-created");
+}
+
+#[test]
+fn metadata_records_the_command_without_secrets() {
+    let redis = Redis::start();
+    let meta = format!("{}:meta", lock_key("meta"));
+    let read_cmd = format!("redis-cli -p {} hget '{meta}' cmd", redis.port);
+    let recorded = |extra: &[&str]| {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "meta"))
+                .args(extra)
+                .args(["--", "sh", "-c", &read_cmd, "job", "--password=hunter2"]),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    let full = recorded(&[]);
+    assert!(full.starts_with("sh -c redis-cli"), "{full}");
+    assert!(full.ends_with("job --password=***"), "{full}");
+    assert!(!full.contains("hunter2"), "{full}");
+    assert_eq!(recorded(&["--hide-args"]), "sh");
+}
