@@ -61,6 +61,8 @@ pub struct LockState {
     pub ttl_left_ms: Option<u64>,
     /// Nodes on which the holder's token is the lock's value.
     pub nodes_present: usize,
+    /// Those nodes' URLs (passwords redacted).
+    pub present_on: Vec<String>,
     /// Nodes given (`--redis` × N), reachable or not.
     pub nodes: usize,
     /// Nodes given that did not answer (down at connect time or on this read).
@@ -86,9 +88,10 @@ fn of_nodes(present: usize, given: usize, unreachable: usize) -> String {
 async fn read(nodes: &[Node], given: usize, keys: &LockKeys) -> Result<LockState> {
     let call = invocation(&scripts::INSPECT, &[&keys.lock, &keys.meta]);
     let results = join_all(nodes.iter().map(|n| n.run::<Value>(&call))).await;
-    let mut holders: Vec<Holder> = Vec::new();
+    // (node URL, holder there), for the nodes where the key is a lock.
+    let mut holders: Vec<(String, Holder)> = Vec::new();
     let mut errors = Vec::new();
-    for result in results {
+    for (node, result) in nodes.iter().zip(results) {
         let items = match result {
             Ok(Value::Array(items)) => items,
             Ok(_) => return Err(Error::redis("unexpected reply from the inspect script")),
@@ -107,7 +110,8 @@ async fn read(nodes: &[Node], given: usize, keys: &LockKeys) -> Result<LockState
                     Some(Value::Int(n)) => n,
                     _ => -1,
                 };
-                holders.push(Holder::from_parts(token, pttl, &lease::pairs(it.next())));
+                let holder = Holder::from_parts(token, pttl, &lease::pairs(it.next()));
+                holders.push((node.url.to_string(), holder));
             }
             other => {
                 return Err(Error::redis(format!(
@@ -124,17 +128,23 @@ async fn read(nodes: &[Node], given: usize, keys: &LockKeys) -> Result<LockState
     }
     // The holder is the token present on the most nodes.
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for h in &holders {
+    for (_, h) in &holders {
         *counts.entry(h.token.as_str()).or_default() += 1;
     }
     let best = counts
         .iter()
         .max_by_key(|(_, n)| **n)
-        .map(|(t, n)| (t.to_string(), *n));
-    let (holder, present) = match best {
-        Some((token, n)) => (holders.into_iter().find(|h| h.token == token), n),
-        None => (None, 0),
-    };
+        .map(|(t, _)| t.to_string());
+    let present_on: Vec<String> = holders
+        .iter()
+        .filter(|(_, h)| Some(&h.token) == best.as_ref())
+        .map(|(url, _)| url.clone())
+        .collect();
+    let present = present_on.len();
+    let holder = holders
+        .into_iter()
+        .map(|(_, h)| h)
+        .find(|h| Some(&h.token) == best.as_ref());
     Ok(LockState {
         name: keys.display_name(),
         key: keys::display_bytes(&keys.lock),
@@ -145,6 +155,7 @@ async fn read(nodes: &[Node], given: usize, keys: &LockKeys) -> Result<LockState
             .map(|t| t.as_millis() as u64),
         holder,
         nodes_present: present,
+        present_on,
         nodes: given,
         nodes_unreachable: unreachable,
     })
@@ -186,8 +197,9 @@ pub fn describe(state: &LockState, now_ms: u64) -> String {
     ));
     if state.nodes > 1 {
         out.push_str(&format!(
-            "\n  nodes:   present on {}",
-            of_nodes(state.nodes_present, state.nodes, state.nodes_unreachable)
+            "\n  nodes:   present on {}: {}",
+            of_nodes(state.nodes_present, state.nodes, state.nodes_unreachable),
+            state.present_on.join(", ")
         ));
     }
     out

@@ -641,10 +641,22 @@ fn inspection_counts_nodes() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["nodes_present"], 2, "{json}");
     assert_eq!(json["nodes"], 3, "{json}");
+    // Which nodes: the two that still hold it, not the one whose key was deleted.
+    let on: Vec<String> = json["present_on"]
+        .as_array()
+        .expect("present_on")
+        .iter()
+        .map(|u| u.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(on, [nodes[1].url(), nodes[2].url()], "{json}");
     assert_eq!(json["holder"]["token"], token.as_str(), "{json}");
     let out = inspect(&nodes, &["status", name]);
     assert!(
-        stdout(&out).contains("present on 2 of 3 nodes"),
+        stdout(&out).contains(&format!(
+            "present on 2 of 3 nodes: {}, {}",
+            nodes[1].url(),
+            nodes[2].url()
+        )),
         "{}",
         stdout(&out)
     );
