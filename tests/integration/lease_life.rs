@@ -871,3 +871,47 @@ fn metadata_records_the_command_without_secrets() {
     assert!(!full.contains("hunter2"), "{full}");
     assert_eq!(recorded(&["--hide-args"]), "sh");
 }
+
+// The wrapper itself paused (a frozen VM, SIGSTOP) -----------------------------------------
+
+/// No lease lock can prevent the overlap while its holder is frozen; what the wrapper
+/// must do is act before anything else when it runs again: the lease is over, so the
+/// command is stopped at once and the run says the lock was lost.
+#[test]
+fn paused_wrapper_stops_its_command_as_soon_as_it_resumes() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (ready, cpid) = (s.path("ready"), s.path("cpid"));
+    let mut args = lock_args(&redis, "frozen");
+    args.extend(["--ttl".into(), "1s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "echo $$ > '{cpid}'; touch '{ready}'; exec sleep 1000",
+            cpid = cpid.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let child = read_pid(&cpid);
+    let wrapper = nix::unistd::Pid::from_raw(run.id() as i32);
+    nix::sys::signal::kill(wrapper, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Frozen past the lease: the key expires on the server meanwhile.
+    assert!(
+        eventually(Duration::from_secs(10), || !redis
+            .exists(&lock_key("frozen"))),
+        "the key outlived its ttl"
+    );
+    assert!(alive(child), "nothing should have stopped the command yet");
+    nix::sys::signal::kill(wrapper, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(child)),
+        "the command kept running after the wrapper resumed"
+    );
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, codes::LOST, "{err}");
+    assert_eq!(lost_lines(&err), 1, "{err}");
+    // The deadline acted, before any renewal could be sent after the resume.
+    assert!(err.contains("renewals failed"), "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
