@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use nix::sys::signal::{SigHandler, Signal, signal};
@@ -100,7 +100,7 @@ pub struct Started {
 
 /// Starts `argv` in its own process group with the lock's environment.
 pub fn spawn(
-    program: &PathBuf,
+    program: &Path,
     argv: &[OsString],
     envs: &[(&str, &OsStr)],
     terminal: Option<BorrowedFd<'static>>,

@@ -105,25 +105,13 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
         (env::TOKEN, OsStr::new(&lease.token)),
         (env::TTL_MS, OsStr::new(&ttl_ms)),
     ];
-    // Forked before the spawn so that the window in which a `kill -9` of the wrapper
-    // could leave the command's group unguarded is one write(2), not a fork.
-    let mut guard = GroupGuard::fork();
-    let started = match child::spawn(
-        &program,
-        &config.command,
-        &envs,
-        child::foreground_terminal(),
-    ) {
+    let (started, guard) = match start(&program, &config.command, &envs) {
         Ok(started) => started,
         Err(e) => {
-            drop(guard);
             release(&lease, None, acquired_at, report).await;
             return Err(e);
         }
     };
-    if let Some(guard) = guard.as_mut() {
-        guard.watch(started.pgid);
-    }
     let held = Held {
         lease: &lease,
         budget: config.budget,
@@ -143,6 +131,22 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
     }
     release(&lease, config.hold_min, acquired_at, report).await;
     Ok(code)
+}
+
+/// Starts the command with a [`GroupGuard`] watching its process group. The guard is
+/// forked before the spawn, so the window in which a `kill -9` of the wrapper could
+/// leave the group unguarded is one write(2), not a fork.
+fn start(
+    program: &std::path::Path,
+    argv: &[std::ffi::OsString],
+    envs: &[(&str, &OsStr)],
+) -> Result<(child::Started, Option<GroupGuard>)> {
+    let mut guard = GroupGuard::fork();
+    let started = child::spawn(program, argv, envs, child::foreground_terminal())?;
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.pgid);
+    }
+    Ok((started, guard))
 }
 
 /// Connects to every node in parallel. With one node its error is the run's error; with
@@ -184,7 +188,7 @@ pub async fn connect_all(
 async fn reentrant(
     config: &RunConfig,
     lease: &Lease,
-    program: &std::path::PathBuf,
+    program: &std::path::Path,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
 ) -> Result<Option<u8>> {
@@ -200,11 +204,7 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
-    let mut guard = GroupGuard::fork();
-    let started = child::spawn(program, &config.command, &[], child::foreground_terminal())?;
-    if let Some(guard) = guard.as_mut() {
-        guard.watch(started.pgid);
-    }
+    let (started, guard) = start(program, &config.command, &[])?;
     let outcome = supervise::supervise(started, None, signals, report).await;
     drop(guard);
     Ok(Some(child::exit_code(outcome.status)))
