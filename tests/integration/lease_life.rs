@@ -88,6 +88,51 @@ fn lost_lines(err: &str) -> usize {
 
 const READY: Duration = Duration::from_secs(20);
 
+/// A run holding a lock, its command parked until the test lets it end.
+struct Holding {
+    run: Child,
+    token: std::path::PathBuf,
+    go: std::path::PathBuf,
+    _scratch: Scratch,
+}
+
+impl Holding {
+    /// Starts `redlock-run <args>` with a command that records its token and waits for
+    /// the go-ahead; returns once the command runs.
+    fn start(args: &[String]) -> Holding {
+        let s = Scratch::new();
+        let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
+        let run = start_run(
+            args,
+            &format!(
+                "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
+                 while [ ! -e '{go}' ]; do sleep 0.02; done",
+                token = token.display(),
+                ready = ready.display(),
+                go = go.display()
+            ),
+        );
+        assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+        Holding {
+            run,
+            token,
+            go,
+            _scratch: s,
+        }
+    }
+
+    /// The holder's token, as its command saw it.
+    fn token(&self) -> String {
+        read_trimmed(&self.token)
+    }
+
+    /// Lets the command end; returns the run's (exit code, stderr).
+    fn finish(self) -> (i32, String) {
+        std::fs::write(&self.go, "").unwrap();
+        finish(self.run, Duration::from_secs(30))
+    }
+}
+
 // 1. Mutual exclusion ------------------------------------------------------------------
 
 #[test]
@@ -124,25 +169,12 @@ fn foreign_set_nx_lock_makes_us_busy_and_stays_untouched() {
 #[test]
 fn our_lock_excludes_a_plain_set_nx() {
     let redis = Redis::start();
-    let s = Scratch::new();
     let key = lock_key("interop2");
-    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
-    let run = start_run(
-        &lock_args(&redis, "interop2"),
-        &format!(
-            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
-             while [ ! -e '{go}' ]; do sleep 0.02; done",
-            token = token.display(),
-            ready = ready.display(),
-            go = go.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    let holding = Holding::start(&lock_args(&redis, "interop2"));
     let set: Option<String> = redis.cmd(&["SET", &key, "othertoken", "NX", "PX", "10000"]);
     assert_eq!(set, None, "SET NX succeeded on a held lock");
-    assert_eq!(get(&redis, &key), Some(read_trimmed(&token)));
-    std::fs::write(&go, "").unwrap();
-    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(get(&redis, &key), Some(holding.token()));
+    let (code, err) = holding.finish();
     assert_eq!(code, 0, "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
@@ -562,25 +594,13 @@ fn renewed_after_now(redis: &Redis, key: &str) -> bool {
 #[test]
 fn script_flush_during_a_hold_is_no_loss() {
     let redis = Redis::start();
-    let s = Scratch::new();
     let key = lock_key("flushed");
-    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
     // ttl 3 s: the reload after NOSCRIPT costs extra round trips inside one node
     // timeout (ttl/15), which a 1 s ttl makes tight on a loaded machine.
     let mut args = lock_args(&redis, "flushed");
     args.extend(["--ttl".into(), "3s".into()]);
-    let run = start_run(
-        &args,
-        &format!(
-            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
-             while [ ! -e '{go}' ]; do sleep 0.02; done",
-            token = token.display(),
-            ready = ready.display(),
-            go = go.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "child never got ready");
-    let ours = read_trimmed(&token);
+    let holding = Holding::start(&args);
+    let ours = holding.token();
     let renew_sha = redlock::scripts::RENEW.get_hash().to_string();
     for _ in 0..3 {
         let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
@@ -594,8 +614,7 @@ fn script_flush_during_a_hold_is_no_loss() {
     }
     // The release script must load itself too.
     let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
-    std::fs::write(&go, "").unwrap();
-    let (code, err) = finish(run, Duration::from_secs(30));
+    let (code, err) = holding.finish();
     assert_eq!(code, 0, "{err}");
     assert_eq!(lost_lines(&err), 0, "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
@@ -604,23 +623,11 @@ fn script_flush_during_a_hold_is_no_loss() {
 #[test]
 fn killed_connection_during_a_hold_reconnects() {
     let redis = Redis::start();
-    let s = Scratch::new();
     let key = lock_key("reset");
-    let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
     let mut args = lock_args(&redis, "reset");
     args.extend(["--ttl".into(), "2s".into()]);
-    let run = start_run(
-        &args,
-        &format!(
-            "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
-             while [ ! -e '{go}' ]; do sleep 0.02; done",
-            token = token.display(),
-            ready = ready.display(),
-            go = go.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "child never got ready");
-    let ours = read_trimmed(&token);
+    let holding = Holding::start(&args);
+    let ours = holding.token();
     for _ in 0..3 {
         // SKIPME defaults to yes: the test's own connection survives.
         let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
@@ -632,8 +639,7 @@ fn killed_connection_during_a_hold_reconnects() {
         assert_eq!(get(&redis, &key).as_deref(), Some(ours.as_str()));
     }
     let _: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
-    std::fs::write(&go, "").unwrap();
-    let (code, err) = finish(run, Duration::from_secs(30));
+    let (code, err) = holding.finish();
     assert_eq!(code, 0, "{err}");
     assert_eq!(lost_lines(&err), 0, "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
@@ -655,18 +661,10 @@ fn wait_for_waiter(redis: &Redis, name: &str) -> bool {
 fn waiter_takes_over_on_release_long_before_the_ttl() {
     let redis = Redis::start();
     let s = Scratch::new();
-    let (ready, go, ran) = (s.path("ready"), s.path("go"), s.path("ran"));
+    let ran = s.path("ran");
     let mut args = lock_args(&redis, "handover");
     args.extend(["--ttl".into(), "60s".into()]);
-    let holder = start_run(
-        &args,
-        &format!(
-            "touch '{ready}'; while [ ! -e '{go}' ]; do sleep 0.02; done",
-            ready = ready.display(),
-            go = go.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+    let holder = Holding::start(&args);
     let acquired_by = Instant::now();
 
     let mut wargs = lock_args(&redis, "handover");
@@ -678,8 +676,7 @@ fn waiter_takes_over_on_release_long_before_the_ttl() {
     );
     assert!(!ran.exists(), "waiter ran while the lock was held");
 
-    std::fs::write(&go, "").unwrap();
-    let (code, err) = finish(holder, Duration::from_secs(30));
+    let (code, err) = holder.finish();
     assert_eq!(code, 0, "{err}");
     let (code, err) = finish(waiter, Duration::from_secs(40));
     assert_eq!(code, 0, "{err}");
@@ -744,16 +741,8 @@ fn waiter_gets_the_lock_of_a_crashed_holder_after_expiry() {
 fn waiter_survives_killed_connections_while_waiting() {
     let redis = Redis::start();
     let s = Scratch::new();
-    let (ready, go, ran) = (s.path("ready"), s.path("go"), s.path("ran"));
-    let holder = start_run(
-        &lock_args(&redis, "patient"),
-        &format!(
-            "touch '{ready}'; while [ ! -e '{go}' ]; do sleep 0.02; done",
-            ready = ready.display(),
-            go = go.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
+    let ran = s.path("ran");
+    let holder = Holding::start(&lock_args(&redis, "patient"));
     let mut wargs = lock_args(&redis, "patient");
     wargs.extend(["--wait".into(), "30s".into()]);
     let mut waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
@@ -785,8 +774,7 @@ fn waiter_survives_killed_connections_while_waiting() {
         wait_for_waiter(&redis, "patient"),
         "the waiter did not subscribe again"
     );
-    std::fs::write(&go, "").unwrap();
-    let (code, err) = finish(holder, Duration::from_secs(30));
+    let (code, err) = holder.finish();
     assert_eq!(code, 0, "{err}");
     let (code, err) = finish(waiter, Duration::from_secs(40));
     assert_eq!(code, 0, "{err}");
