@@ -88,6 +88,19 @@ fn lost_lines(err: &str) -> usize {
 
 const READY: Duration = Duration::from_secs(20);
 
+/// A later run that waits up to 10 s gets the lock (it was freed or expired), and
+/// nothing is left in Redis after it.
+fn acquires_later_and_leaves_nothing(redis: &Redis, name: &str) {
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(redis, name))
+            .args(["--wait", "10s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
 /// A run holding a lock, its command parked until the test lets it end.
 struct Holding {
     run: Child,
@@ -400,14 +413,7 @@ fn blackholed_server_child_dies_before_server_expiry() {
     assert_eq!(lost_lines(&err), 1, "{err}");
 
     redis.resume();
-    let out = output_within(
-        redlock_run()
-            .args(lock_args(&redis, "blackhole"))
-            .args(["--wait", "10s", "--", "true"]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+    acquires_later_and_leaves_nothing(&redis, "blackhole");
 }
 
 // 7. kill -9 of the wrapper ------------------------------------------------------------
@@ -452,14 +458,7 @@ fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
     // Nobody released: the key is still ours until its ttl runs out.
     assert_eq!(get(&redis, &key), Some(ours));
 
-    let out = output_within(
-        redlock_run()
-            .args(lock_args(&redis, "orphan"))
-            .args(["--wait", "10s", "--", "true"]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+    acquires_later_and_leaves_nothing(&redis, "orphan");
 }
 
 // 8. --hold-min ------------------------------------------------------------------------
@@ -492,14 +491,7 @@ fn hold_min_keeps_the_key_after_a_short_job() {
     let (busy, err) = try_once(&lock_args(&redis, "cron"), "echo ran");
     assert_eq!(busy, codes::BUSY, "{err}");
 
-    let out = output_within(
-        redlock_run()
-            .args(lock_args(&redis, "cron"))
-            .args(["--wait", "10s", "--", "true"]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+    acquires_later_and_leaves_nothing(&redis, "cron");
 }
 
 // 9. Re-entrancy -----------------------------------------------------------------------
