@@ -138,7 +138,6 @@ pub fn spawn(
             Ok(())
         });
     }
-    let _ = parent;
     cmd.kill_on_drop(false);
     let child = cmd.spawn().map_err(|e| {
         let name = crate::keys::display_bytes(argv[0].as_bytes());

@@ -55,11 +55,12 @@ impl Error {
             // A server with a password answers a long first command (the acquire
             // script has more than 10 arguments) from a client that has not
             // authenticated with this protocol error and closes the connection,
-            // instead of NOAUTH.
-            "ERR" if detail.starts_with("Protocol error: unauthenticated") => Self::new(
+            // instead of NOAUTH. Matched on the text: how the client library carries
+            // it (a server error, or the message of a closed connection) varies.
+            _ if err.to_string().contains("Protocol error: unauthenticated") => Self::new(
                 Code::Auth,
                 format!(
-                    "{node}: the server requires a password (NOAUTH); put it in the URL or REDLOCK_REDIS_URL"
+                    "{node}: authentication required (NOAUTH); put the user and password in the URL (REDLOCK_REDIS_URL or --redis-url-file keep it out of ps)"
                 ),
             ),
             "READONLY" => Self::redis(format!(

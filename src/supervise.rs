@@ -134,12 +134,11 @@ pub async fn supervise(
         }
     };
     started.restore_terminal();
-    if let Ok(status) = &status {
+    if status.is_ok() {
         let kill_after = held
             .as_ref()
             .map_or(Duration::from_secs(5), |h| h.budget.kill_after);
         stop_stragglers(pgid, kill_after).await;
-        let _ = status;
     }
     let status = status.unwrap_or_else(|_| {
         std::os::unix::process::ExitStatusExt::from_raw(crate::exit::Code::Internal.value() as i32)

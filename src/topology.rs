@@ -166,16 +166,9 @@ pub fn error(url: &RedisUrl, err: &redis::RedisError) -> Error {
     let text = err.to_string();
     let detail = crate::error::one_line(&crate::url::redact(&text));
     let has = |needle: &str| text.contains(needle);
-    if has("unauthenticated") {
-        // Redis caps the request size of a client that has not authenticated, so a
-        // script call without a password fails this way rather than with NOAUTH.
-        mapped = Error::new(
-            crate::exit::Code::Auth,
-            format!(
-                "{url}: authentication required (NOAUTH); put the user and password in the URL (REDLOCK_REDIS_URL or --redis-url-file keep it out of ps)"
-            ),
-        );
-    } else if has("CertificateRequired") || (url.is_tls() && has("HandshakeFailure")) {
+    // (A missing password shows as "Protocol error: unauthenticated": mapped to the
+    // auth code by `Error::from_redis`.)
+    if has("CertificateRequired") || (url.is_tls() && has("HandshakeFailure")) {
         mapped = Error::unreachable(format!(
             "{url}: the server refused the TLS handshake ({detail}); it may require a client certificate: give --tls-cert and --tls-key"
         ));
