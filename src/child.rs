@@ -14,12 +14,17 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
-use nix::sys::signal::{SigHandler, Signal, signal};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{SigHandler, Signal, killpg, signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, setpgid, tcgetpgrp, tcsetpgrp};
 use tokio::process::{Child, Command};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::exit::{self, Code};
+use crate::report::printable;
 
 /// Environment variables given to the command.
 pub mod env {
@@ -36,7 +41,7 @@ pub mod env {
 /// Finds the program before any lock is taken, like the shell: a name with a slash is a
 /// path, anything else is looked up on PATH.
 pub fn resolve(program: &OsStr) -> Result<PathBuf> {
-    let shown = crate::keys::display_bytes(program.as_bytes());
+    let shown = printable(program.as_bytes());
     if program.as_bytes().contains(&b'/') {
         let path = PathBuf::from(program);
         let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
@@ -70,13 +75,13 @@ pub fn resolve(program: &OsStr) -> Result<PathBuf> {
 
 fn not_found(name: &str) -> Error {
     Error::new(
-        Code::NotFound,
+        Kind::NotFound,
         format!("command not found: {name}; check the name and PATH"),
     )
 }
 
 fn cannot_execute(name: &str, why: &str) -> Error {
-    Error::new(Code::CannotExecute, format!("cannot execute {name}: {why}"))
+    Error::new(Kind::CannotExecute, format!("cannot execute {name}: {why}"))
 }
 
 /// The terminal the command is handed, when stdin is a terminal whose foreground group
@@ -93,9 +98,88 @@ pub fn foreground_terminal() -> Option<BorrowedFd<'static>> {
 /// A started command.
 pub struct Started {
     pub child: Child,
-    /// The command's process group (its pid).
-    pub pgid: Pid,
+    pub group: ProcessGroup,
     terminal: Option<BorrowedFd<'static>>,
+}
+
+/// The command's process group, whose id is the command's pid.
+///
+/// A process group id cannot be reused while any process is in the group, whether or
+/// not its leader has been reaped. So signalling the group stays safe after the leader
+/// exits as long as the group is not empty — which is what [`ProcessGroup::stop_stragglers`]
+/// relies on: it looks (signal 0) before each signal and stops at the first ESRCH. The
+/// window left is a group that empties between the look and the signal *and* whose id
+/// a new process takes for a group of its own in that instant; the wrapper is the
+/// members' subreaper, so their pids are not released until it reaps them, which
+/// narrows it further. (process-wrap stops signalling at the reap instead; we must not,
+/// or a job's background processes would run on after the lock is released.)
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessGroup {
+    pgid: Pid,
+    leader_reaped: bool,
+}
+
+impl ProcessGroup {
+    pub fn id(&self) -> Pid {
+        self.pgid
+    }
+
+    /// Signals every process of the group (errors ignored: the group may be gone).
+    pub fn signal(&self, sig: Signal) {
+        let _ = killpg(self.pgid, sig);
+    }
+
+    /// SIGTERM, then SIGCONT so a stopped process can act on it.
+    pub fn terminate(&self) {
+        self.signal(Signal::SIGTERM);
+        self.signal(Signal::SIGCONT);
+    }
+
+    /// Notes that the leader (the command itself) was reaped.
+    pub fn leader_exited(&mut self) {
+        self.leader_reaped = true;
+    }
+
+    fn is_empty(&self) -> bool {
+        killpg(self.pgid, None) == Err(Errno::ESRCH)
+    }
+
+    /// After the command exits, anything it left in its process group is stopped
+    /// (SIGTERM, then SIGKILL after `kill_after`) before the lock is released, so no
+    /// part of the job outlives the lock. Orphans are reaped when the wrapper is their
+    /// subreaper.
+    pub async fn stop_stragglers(&self, kill_after: Duration) {
+        debug_assert!(self.leader_reaped, "only after the command itself exited");
+        if self.is_empty() {
+            return;
+        }
+        self.terminate();
+        let deadline = crate::clock::now() + kill_after;
+        let mut killed = false;
+        loop {
+            self.reap();
+            if self.is_empty() {
+                return;
+            }
+            if !killed && crate::clock::now() >= deadline {
+                self.signal(Signal::SIGKILL);
+                killed = true;
+            } else if killed && crate::clock::now() >= deadline + Duration::from_secs(1) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Reaps the members that exited (the wrapper is their subreaper).
+    fn reap(&self) {
+        let group = Pid::from_raw(-self.pgid.as_raw());
+        while let Ok(status) = waitpid(group, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+    }
 }
 
 /// Starts `argv` in its own process group with the lock's environment.
@@ -140,7 +224,7 @@ pub fn spawn(
     }
     cmd.kill_on_drop(false);
     let child = cmd.spawn().map_err(|e| {
-        let name = crate::keys::display_bytes(argv[0].as_bytes());
+        let name = printable(argv[0].as_bytes());
         match e.kind() {
             std::io::ErrorKind::NotFound => not_found(&name),
             _ => cannot_execute(&name, &e.to_string()),
@@ -154,7 +238,10 @@ pub fn spawn(
     }
     Ok(Started {
         child,
-        pgid,
+        group: ProcessGroup {
+            pgid,
+            leader_reaped: false,
+        },
         terminal,
     })
 }

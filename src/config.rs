@@ -1,16 +1,22 @@
-//! Raw arguments to a checked configuration. Every rule that spans flags lives here, and
-//! every mistake is a usage error (exit 64) that names the flag.
+//! Raw arguments to a checked configuration: the one conversion from what clap parsed
+//! (strings, as typed) to what the wrapper and the verbs run with (durations, URLs, keys,
+//! decided defaults). Every rule that spans flags lives here, and every mistake is a
+//! usage error (exit 64) that names the flag. Nothing after this module sees a raw
+//! argument: `run.rs` takes a [`RunConfig`], each verb its own `*Config`.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use crate::cli::{ConnArgs, OnLost, RunArgs};
+use crate::cli::{
+    AcquireArgs, ConnArgs, ExtendArgs, ListArgs, OnLost, ReleaseArgs, RunArgs, StatusArgs,
+};
 use crate::error::{Error, Result};
 use crate::exit::Code;
 use crate::keys::{DEFAULT_PREFIX, LockKeys};
+use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
+use crate::report::human;
 use crate::timing::{self, Budget, BudgetError};
-use crate::url::{DEFAULT_URL, RedisUrl};
 
 /// How long to wait for a busy lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +44,6 @@ pub struct RunConfig {
     pub on_lost: OnLost,
     pub hold_min: Option<Duration>,
     pub hide_args: bool,
-    pub quiet: bool,
-    pub verbose: bool,
     pub command: Vec<OsString>,
 }
 
@@ -48,7 +52,7 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
 /// Parses a duration given to `flag` ("30s", "1m30s", "250ms"); a bare number other
 /// than 0 is refused because its unit would be a guess.
-pub fn duration(flag: &str, raw: &str) -> Result<Duration> {
+fn duration(flag: &str, raw: &str) -> Result<Duration> {
     humantime::parse_duration(raw.trim()).map_err(|e| {
         let hint = if raw.trim().chars().all(|c| c.is_ascii_digit()) {
             " (add a unit: 30s, 5m, 250ms)".to_string()
@@ -60,7 +64,7 @@ pub fn duration(flag: &str, raw: &str) -> Result<Duration> {
 }
 
 /// A duration that must be positive.
-pub fn positive(flag: &str, raw: &str) -> Result<Duration> {
+fn positive(flag: &str, raw: &str) -> Result<Duration> {
     let d = duration(flag, raw)?;
     if d.is_zero() {
         return Err(Error::usage(format!("{flag} must be more than 0")));
@@ -74,7 +78,7 @@ pub fn positive(flag: &str, raw: &str) -> Result<Duration> {
 }
 
 /// `--wait`: 0 tries once, `forever` (or `inf`, `infinite`) waits without end.
-pub fn wait(raw: &str) -> Result<Wait> {
+fn wait(raw: &str) -> Result<Wait> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "forever" | "inf" | "infinite" | "infinity" => Ok(Wait::Forever),
         _ => duration("--wait", raw).map(Wait::For),
@@ -82,7 +86,7 @@ pub fn wait(raw: &str) -> Result<Wait> {
 }
 
 /// `--busy-exit-code`: 0–255.
-pub fn busy_code(raw: Option<&str>) -> Result<u8> {
+fn busy_code(raw: Option<&str>) -> Result<u8> {
     match raw {
         None => Ok(Code::Busy.value()),
         Some(raw) => raw.trim().parse::<u8>().map_err(|_| {
@@ -94,12 +98,12 @@ pub fn busy_code(raw: Option<&str>) -> Result<u8> {
 }
 
 /// The ttl from `--ttl` or its default.
-pub fn ttl(raw: Option<&str>) -> Result<Duration> {
+fn ttl(raw: Option<&str>) -> Result<Duration> {
     let ttl = raw.map_or(Ok(DEFAULT_TTL), |raw| positive("--ttl", raw))?;
     if ttl < MIN_TTL {
         return Err(Error::usage(format!(
             "--ttl {} is too short; it must be at least 100ms",
-            crate::holder::human(ttl)
+            human(ttl)
         )));
     }
     Ok(ttl)
@@ -114,48 +118,11 @@ impl Conn {
     pub fn from_args(args: &ConnArgs) -> Result<Conn> {
         let prefix = args.prefix.clone().unwrap_or_else(|| DEFAULT_PREFIX.into());
         crate::keys::check_prefix(&prefix)?;
-        // An explicitly empty URL (`--redis "$UNSET_VAR"`) must not silently become the
-        // local default: every host would then lock its own Redis.
-        if args.redis.iter().any(|s| s.trim().is_empty()) {
-            return Err(Error::usage(
-                "--redis (or REDLOCK_REDIS_URL) is empty; give a URL such as redis://host:6379",
-            ));
-        }
-        let mut raw: Vec<String> = args
-            .redis
-            .iter()
-            .flat_map(|s| crate::url::split_list(s))
-            .collect();
-        if raw.is_empty()
-            && let Some(path) = &args.redis_url_file
-        {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::usage(format!(
-                    "--redis-url-file {}: cannot read it: {e}",
-                    path.display()
-                ))
-            })?;
-            raw = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.starts_with('#'))
-                .flat_map(crate::url::split_list)
-                .collect();
-            if raw.is_empty() {
-                return Err(Error::usage(format!(
-                    "--redis-url-file {} holds no URL",
-                    path.display()
-                )));
-            }
-        }
-        if raw.is_empty() {
-            raw.push(DEFAULT_URL.to_string());
-        }
-        let mut urls = raw
+        let mut urls = raw_urls(args)?
             .iter()
             .map(|r| RedisUrl::parse(r))
             .collect::<Result<Vec<_>>>()?;
-        crate::url::apply_tls(&mut urls, tls_options(args)?)?;
+        apply_tls(&mut urls, tls_options(args)?)?;
         for (i, url) in urls.iter().enumerate() {
             if urls[..i].contains(url) {
                 return Err(Error::usage(format!(
@@ -201,8 +168,46 @@ impl Conn {
     }
 }
 
+/// The URL texts: from `--redis` (or REDLOCK_REDIS_URL), else the url-file, else the
+/// default.
+fn raw_urls(args: &ConnArgs) -> Result<Vec<String>> {
+    // An explicitly empty URL (`--redis "$UNSET_VAR"`) must not silently become the
+    // local default: every host would then lock its own Redis.
+    if args.redis.iter().any(|s| s.trim().is_empty()) {
+        return Err(Error::usage(
+            "--redis (or REDLOCK_REDIS_URL) is empty; give a URL such as redis://host:6379",
+        ));
+    }
+    let raw: Vec<String> = args.redis.iter().flat_map(|s| split_list(s)).collect();
+    if !raw.is_empty() {
+        return Ok(raw);
+    }
+    let Some(path) = &args.redis_url_file else {
+        return Ok(vec![DEFAULT_URL.to_string()]);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::usage(format!(
+            "--redis-url-file {}: cannot read it: {e}",
+            path.display()
+        ))
+    })?;
+    let raw: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .flat_map(split_list)
+        .collect();
+    if raw.is_empty() {
+        return Err(Error::usage(format!(
+            "--redis-url-file {} holds no URL",
+            path.display()
+        )));
+    }
+    Ok(raw)
+}
+
 /// The `--tls-*` options, with the files read (usage errors name the flag).
-fn tls_options(args: &ConnArgs) -> Result<crate::url::Tls> {
+fn tls_options(args: &ConnArgs) -> Result<Tls> {
     // The PEM block each file must hold, so that a swapped or empty file is a usage error
     // here rather than a baffling handshake failure later.
     let read = |flag: &str, path: &std::path::Path| {
@@ -230,7 +235,7 @@ fn tls_options(args: &ConnArgs) -> Result<crate::url::Tls> {
             ));
         }
     };
-    Ok(crate::url::Tls {
+    Ok(Tls {
         ca: args
             .tls_ca
             .as_deref()
@@ -284,15 +289,153 @@ impl RunConfig {
             on_lost: args.on_lost,
             hold_min,
             hide_args: args.hide_args,
-            quiet: args.quiet,
-            verbose: args.verbose,
             command: args.command,
         })
     }
 }
 
+/// A checked `redlock status`.
+#[derive(Debug, Clone)]
+pub struct StatusConfig {
+    pub conn: Conn,
+    pub keys: Vec<LockKeys>,
+    pub json: bool,
+}
+
+impl StatusConfig {
+    pub fn from_args(args: StatusArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = args
+            .keys
+            .iter()
+            .map(|k| conn.keys(k))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(StatusConfig {
+            conn,
+            keys,
+            json: args.json,
+        })
+    }
+}
+
+/// A checked `redlock list`.
+#[derive(Debug, Clone)]
+pub struct ListConfig {
+    pub conn: Conn,
+    /// The SCAN pattern of the lock keys whose names match the glob given.
+    pub matcher: Vec<u8>,
+    pub json: bool,
+}
+
+impl ListConfig {
+    pub fn from_args(args: ListArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let pattern = args.pattern.unwrap_or_else(|| OsString::from("*"));
+        let mut matcher = crate::keys::glob_escape(conn.prefix.as_bytes());
+        matcher.push(b'{');
+        matcher.extend_from_slice(pattern.as_bytes());
+        matcher.push(b'}');
+        Ok(ListConfig {
+            conn,
+            matcher,
+            json: args.json,
+        })
+    }
+}
+
+/// Whose lock `redlock release` may remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Whose {
+    /// Only this token's.
+    Token(String),
+    /// Whoever holds it (`--force`).
+    Anyone,
+}
+
+/// A checked `redlock release`.
+#[derive(Debug, Clone)]
+pub struct ReleaseConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub whose: Whose,
+    pub json: bool,
+}
+
+impl ReleaseConfig {
+    pub fn from_args(args: ReleaseArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        let whose = match (args.token, args.force) {
+            (Some(token), _) => Whose::Token(token),
+            (None, true) => Whose::Anyone,
+            (None, false) => {
+                return Err(Error::usage(format!(
+                    "refusing to release {} without --token TOKEN (that holder only) or --force (whoever holds it)",
+                    keys.display_name()
+                )));
+            }
+        };
+        Ok(ReleaseConfig {
+            conn,
+            keys,
+            whose,
+            json: args.json,
+        })
+    }
+}
+
+/// A checked `redlock acquire`.
+#[derive(Debug, Clone)]
+pub struct AcquireConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub ttl: Duration,
+    pub wait: Wait,
+    pub busy_code: u8,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+impl AcquireConfig {
+    pub fn from_args(args: AcquireArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        Ok(AcquireConfig {
+            ttl: ttl(args.ttl.as_deref())?,
+            wait: wait(&args.wait)?,
+            busy_code: busy_code(args.busy_exit_code.as_deref())?,
+            conn,
+            keys,
+            json: args.json,
+            quiet: args.quiet,
+        })
+    }
+}
+
+/// A checked `redlock extend`.
+#[derive(Debug, Clone)]
+pub struct ExtendConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub token: String,
+    pub ttl: Duration,
+}
+
+impl ExtendConfig {
+    pub fn from_args(args: ExtendArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        Ok(ExtendConfig {
+            ttl: ttl(args.ttl.as_deref())?,
+            conn,
+            keys,
+            token: args.token,
+        })
+    }
+}
+
 fn budget_error(b: &Budget, e: BudgetError) -> Error {
-    let h = crate::holder::human;
+    let h = human;
     match e {
         BudgetError::RenewNotBelowTtl => Error::usage(format!(
             "--renew-every {} must be shorter than --ttl {}",
@@ -325,8 +468,8 @@ mod tests {
 
     fn usage_message(args: &[&str]) -> String {
         let err = parse(args).expect_err("should be refused");
-        assert_eq!(err.code, Code::Usage, "{}", err.message);
-        err.message
+        assert_eq!(err.code(), Code::Usage, "{err}");
+        err.to_string()
     }
 
     #[test]

@@ -10,14 +10,56 @@ use clap_complete::Shell;
 
 use crate::cli::{Cli, RunCli};
 
-/// Every generated file as (relative path under its directory, contents); the first
-/// element says which directory ("man" or "completions").
-pub fn render() -> Vec<(&'static str, String, Vec<u8>)> {
+/// Which directory a generated file goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Man,
+    Completions,
+}
+
+impl Dir {
+    /// The directory's name in the repository.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Man => "man",
+            Dir::Completions => "completions",
+        }
+    }
+}
+
+/// One generated file.
+pub struct Generated {
+    pub dir: Dir,
+    /// File name inside the directory.
+    pub name: String,
+    pub contents: Vec<u8>,
+}
+
+impl Generated {
+    fn new(dir: Dir, name: String, contents: Vec<u8>) -> Self {
+        Generated {
+            dir,
+            name,
+            contents,
+        }
+    }
+}
+
+/// Every generated file.
+pub fn render() -> Vec<Generated> {
     let mut out = Vec::new();
     let run = RunCli::command();
     let redlock = Cli::command();
-    out.push(("man", "redlock-run.1".to_string(), man(run.clone())));
-    out.push(("man", "redlock.1".to_string(), man(redlock.clone())));
+    out.push(Generated::new(
+        Dir::Man,
+        "redlock-run.1".into(),
+        man(run.clone()),
+    ));
+    out.push(Generated::new(
+        Dir::Man,
+        "redlock.1".into(),
+        man(redlock.clone()),
+    ));
     // `redlock run` is documented by redlock-run(1), which has the same options.
     for sub in redlock
         .get_subcommands()
@@ -25,7 +67,7 @@ pub fn render() -> Vec<(&'static str, String, Vec<u8>)> {
     {
         let name = format!("redlock-{}", sub.get_name());
         let page = sub.clone().name(name.clone()).display_name(name.clone());
-        out.push(("man", format!("{name}.1"), man(page)));
+        out.push(Generated::new(Dir::Man, format!("{name}.1"), man(page)));
     }
     for shell in [
         Shell::Bash,
@@ -45,7 +87,7 @@ pub fn render() -> Vec<(&'static str, String, Vec<u8>)> {
                 Shell::Elvish => format!("{bin}.elv"),
                 _ => format!("_{bin}.ps1"),
             };
-            out.push(("completions", file, buf));
+            out.push(Generated::new(Dir::Completions, file, buf));
         }
     }
     out
@@ -78,16 +120,20 @@ fn man(cmd: clap::Command) -> Vec<u8> {
 fn roff_sections() -> String {
     let escape = |s: &str| s.replace('\\', "\\\\").replace('-', "\\-");
     let mut out = String::from(".SH \"EXIT STATUS\"\n");
-    for row in crate::exit::TABLE {
+    for row in crate::exit::table() {
         out.push_str(&format!(
             ".TP\n{}\n{}\n",
-            escape(row.status),
+            escape(&row.status),
             escape(row.meaning)
         ));
     }
     out.push_str(&format!(
-        ".TP\n0 / 1 (status)\n{}\n",
-        escape("redlock status: 0 when every named lock is held, 1 when one is free")
+        ".TP\n0 / {} (status)\n{}\n",
+        crate::exit::STATUS_FREE,
+        escape(&format!(
+            "redlock status: 0 when every named lock is held, {} when one is free",
+            crate::exit::STATUS_FREE
+        ))
     ));
     out.push_str(".SH ENVIRONMENT\n");
     for (name, meaning) in crate::cli::ENVIRONMENT {
@@ -100,13 +146,12 @@ fn roff_sections() -> String {
 pub fn generate(man_dir: &Path, completions_dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(man_dir)?;
     std::fs::create_dir_all(completions_dir)?;
-    for (dir, name, contents) in render() {
-        let base = if dir == "man" {
-            man_dir
-        } else {
-            completions_dir
+    for file in render() {
+        let base = match file.dir {
+            Dir::Man => man_dir,
+            Dir::Completions => completions_dir,
         };
-        std::fs::write(base.join(name), contents)?;
+        std::fs::write(base.join(&file.name), &file.contents)?;
     }
     Ok(())
 }

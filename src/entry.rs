@@ -1,30 +1,27 @@
 //! The entry points of both binaries: arguments in, exit status out. Clap's own errors
 //! are folded onto one line and exit with the usage code (64), not clap's 2, which
-//! would collide with a command's own status.
+//! would collide with a command's own status. Every error is printed here, once, as one
+//! line; its kind decides the status.
 
 use std::ffi::OsString;
 
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use crate::cli::{Cli, Command, RunCli};
-use crate::config::RunConfig;
+use crate::cli::{Cli, Command, RunArgs, RunCli};
+use crate::config::{
+    AcquireConfig, Conn, ExtendConfig, ListConfig, ReleaseConfig, RunConfig, StatusConfig,
+};
+use crate::error::{Error, Result};
 use crate::exit::Code;
 use crate::report::Reporter;
+use crate::verbs::{self, Verb};
 
 /// `redlock-run`.
 pub fn redlock_run(args: impl IntoIterator<Item = OsString>) -> u8 {
-    let cli = match RunCli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(e) => return clap_exit("redlock-run", e),
-    };
-    let report = Reporter::new("redlock-run", cli.run.quiet, cli.run.verbose);
-    match RunConfig::from_args(cli.run) {
-        Ok(config) => block_on(&report, crate::run::run(config, &report)),
-        Err(e) => {
-            report.error(&e.message);
-            e.code.value()
-        }
+    match RunCli::try_parse_from(args) {
+        Ok(cli) => wrapper("redlock-run", cli.run),
+        Err(e) => clap_exit("redlock-run", e),
     }
 }
 
@@ -34,46 +31,74 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
         Ok(cli) => cli,
         Err(e) => return clap_exit("redlock", e),
     };
-    match cli.command {
-        Command::Run(args) => {
-            let report = Reporter::new("redlock", args.quiet, args.verbose);
-            match RunConfig::from_args(args) {
-                Ok(config) => block_on(&report, crate::run::run(config, &report)),
-                Err(e) => {
-                    report.error(&e.message);
-                    e.code.value()
-                }
-            }
+    let verb = match cli.command {
+        Command::Run(args) => return wrapper("redlock", args),
+        Command::Generate(args) => return generate(&args),
+        Command::Status(args) => StatusConfig::from_args(args).map(Verb::Status),
+        Command::List(args) => ListConfig::from_args(args).map(Verb::List),
+        Command::Release(args) => ReleaseConfig::from_args(args).map(Verb::Release),
+        Command::Acquire(args) => AcquireConfig::from_args(args).map(Verb::Acquire),
+        Command::Extend(args) => ExtendConfig::from_args(args).map(Verb::Extend),
+    };
+    let report = Reporter::new("redlock", false, false);
+    let result = verb.and_then(|verb| {
+        warn_insecure(&report, verb.conn());
+        block_on(verbs::run(verb, &report))
+    });
+    finish(&report, result)
+}
+
+/// The wrapper, as `redlock-run` or `redlock run`.
+fn wrapper(program: &'static str, args: RunArgs) -> u8 {
+    let report = Reporter::new(program, args.quiet, args.verbose);
+    let result = RunConfig::from_args(args).and_then(|config| {
+        warn_insecure(&report, &config.conn);
+        block_on(crate::run::run(config, &report))
+    });
+    finish(&report, result)
+}
+
+/// `redlock generate`: man pages and completions.
+fn generate(args: &crate::cli::GenerateArgs) -> u8 {
+    match crate::docs::generate(&args.man, &args.completions) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("redlock: {e}");
+            Code::Internal.value()
         }
-        Command::Generate(args) => match crate::docs::generate(&args.man, &args.completions) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("redlock: {e}");
-                Code::Internal.value()
-            }
-        },
-        other => {
-            let report = Reporter::new("redlock", false, false);
-            block_on(&report, crate::inspect::dispatch(other, &report))
+    }
+}
+
+/// The exit status of a result; an error is printed as its one line.
+fn finish(report: &Reporter, result: Result<u8>) -> u8 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report.error(&e.to_string());
+            e.code().value()
         }
+    }
+}
+
+/// The loud warning for `--tls-insecure-skip-verify` / `#insecure`, once per URL.
+fn warn_insecure(report: &Reporter, conn: &Conn) {
+    for url in conn.urls.iter().filter(|u| u.insecure()) {
+        report.warn(&format!(
+            "TLS certificate verification is OFF for {url} (--tls-insecure-skip-verify): anyone on the network path can read the traffic, the password included, and impersonate the server"
+        ));
     }
 }
 
 /// Runs a future on a single-threaded runtime on this (the main) thread, so the
 /// command is forked by a thread that lives as long as the wrapper.
-fn block_on(report: &Reporter, fut: impl Future<Output = u8>) -> u8 {
+fn block_on(fut: impl Future<Output = Result<u8>>) -> Result<u8> {
     // rediss:// needs a process-wide crypto provider; ring is the one compiled in.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt.block_on(fut),
-        Err(e) => {
-            report.error(&format!("cannot start the runtime: {e}"));
-            Code::Internal.value()
-        }
-    }
+        .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?
+        .block_on(fut)
 }
 
 /// Clap's message without its usage block and tips, on one line.

@@ -1,6 +1,6 @@
 //! The exit-code table: the one place that defines what each exit status means.
 //!
-//! `--help`, the man pages and the README are made from [`TABLE`]; nothing else in the
+//! `--help`, the man pages and the README are made from [`table`]; nothing else in the
 //! crate writes a numeric exit status. Child codes pass through unchanged (0–255), a child
 //! killed by signal N gives 128+N, and the tool's own outcomes use the sysexits range so
 //! that they stay clear of the shell's 126/127 and of the signal range.
@@ -33,6 +33,19 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in the documented order (by value).
+    pub const ALL: [Code; 9] = [
+        Code::Usage,
+        Code::Unreachable,
+        Code::Internal,
+        Code::Busy,
+        Code::Redis,
+        Code::Auth,
+        Code::Lost,
+        Code::CannotExecute,
+        Code::NotFound,
+    ];
+
     /// The numeric status for this outcome.
     pub const fn value(self) -> u8 {
         match self {
@@ -47,66 +60,69 @@ impl Code {
             Code::NotFound => 127,
         }
     }
+
+    /// What the status means, for the documented table.
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            Code::Usage => {
+                "usage error: bad option, duration, key name, URL, or no command after --"
+            }
+            Code::Unreachable => {
+                "Redis unreachable: connection refused or timed out, or too few nodes answered"
+            }
+            Code::Internal => "internal error in redlock (please report it)",
+            Code::Busy => {
+                "busy: the lock was held by someone else for all of --wait (see --busy-exit-code)"
+            }
+            Code::Redis => {
+                "Redis error: read-only replica, out of memory, key is not a lock, protocol error"
+            }
+            Code::Auth => {
+                "authentication or permission refused by Redis (WRONGPASS, NOAUTH, NOPERM)"
+            }
+            Code::Lost => {
+                "the lock was lost while the command ran; the command was stopped (see --on-lost)"
+            }
+            Code::CannotExecute => "the command was found but cannot be executed",
+            Code::NotFound => "the command was not found",
+        }
+    }
 }
 
 /// One row of the documented table.
 pub struct Row {
-    pub status: &'static str,
+    pub status: String,
     pub meaning: &'static str,
 }
 
-/// The exit-status table of `redlock-run` / `redlock run`, in the order documented.
-pub const TABLE: &[Row] = &[
-    Row {
-        status: "0-255",
-        meaning: "the command's own exit status, passed through unchanged",
-    },
-    Row {
-        status: "128+N",
-        meaning: "the command was killed by signal N (e.g. 130 = SIGINT, 137 = SIGKILL, 143 = SIGTERM)",
-    },
-    Row {
-        status: "64",
-        meaning: "usage error: bad option, duration, key name, URL, or no command after --",
-    },
-    Row {
-        status: "69",
-        meaning: "Redis unreachable: connection refused or timed out, or too few nodes answered",
-    },
-    Row {
-        status: "70",
-        meaning: "internal error in redlock (please report it)",
-    },
-    Row {
-        status: "75",
-        meaning: "busy: the lock was held by someone else for all of --wait (see --busy-exit-code)",
-    },
-    Row {
-        status: "76",
-        meaning: "Redis error: read-only replica, out of memory, key is not a lock, protocol error",
-    },
-    Row {
-        status: "77",
-        meaning: "authentication or permission refused by Redis (WRONGPASS, NOAUTH, NOPERM)",
-    },
-    Row {
-        status: "79",
-        meaning: "the lock was lost while the command ran; the command was stopped (see --on-lost)",
-    },
-    Row {
-        status: "126",
-        meaning: "the command was found but cannot be executed",
-    },
-    Row {
-        status: "127",
-        meaning: "the command was not found",
-    },
-];
+/// The exit-status table of `redlock-run` / `redlock run`, in the order documented: the
+/// command's own statuses, then every [`Code`].
+pub fn table() -> Vec<Row> {
+    let passed_through = [
+        (
+            "0-255",
+            "the command's own exit status, passed through unchanged",
+        ),
+        (
+            "128+N",
+            "the command was killed by signal N (e.g. 130 = SIGINT, 137 = SIGKILL, 143 = SIGTERM)",
+        ),
+    ];
+    let own = passed_through.iter().map(|(status, meaning)| Row {
+        status: status.to_string(),
+        meaning,
+    });
+    let tool = Code::ALL.iter().map(|code| Row {
+        status: code.value().to_string(),
+        meaning: code.meaning(),
+    });
+    own.chain(tool).collect()
+}
 
 /// The table as aligned plain text (for `--help` and the man page).
 pub fn table_text() -> String {
     let mut out = String::new();
-    for row in TABLE {
+    for row in table() {
         let _ = writeln!(out, "  {:<6} {}", row.status, row.meaning);
     }
     out
@@ -115,13 +131,14 @@ pub fn table_text() -> String {
 /// The table in Markdown (for the README; a test keeps the README in step).
 pub fn table_markdown() -> String {
     let mut out = String::from("| status | meaning |\n| --- | --- |\n");
-    for row in TABLE {
+    for row in table() {
         let _ = writeln!(out, "| {} | {} |", row.status, row.meaning);
     }
     out
 }
 
-/// Exit status of `redlock status`: 0 when every key is held, 1 when one is free.
+/// Exit status of `redlock status` when a named lock is free, and of
+/// `redlock release --force` when there was nothing to remove (0 otherwise).
 pub const STATUS_FREE: u8 = 1;
 
 /// The status for a child killed by signal `signal`.
@@ -134,21 +151,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_code_is_in_the_table_once() {
-        let all = [
-            Code::Usage,
-            Code::Busy,
-            Code::Unreachable,
-            Code::Auth,
-            Code::Redis,
-            Code::Lost,
-            Code::Internal,
-            Code::CannotExecute,
-            Code::NotFound,
-        ];
-        for code in all {
+    fn every_code_is_in_the_table_once_in_order() {
+        let values: Vec<u8> = Code::ALL.iter().map(|c| c.value()).collect();
+        let mut sorted = values.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(values, sorted, "distinct and in order");
+        for code in Code::ALL {
             let text = code.value().to_string();
-            let rows = TABLE.iter().filter(|r| r.status == text).count();
+            let rows = table().iter().filter(|r| r.status == text).count();
             assert_eq!(rows, 1, "{code:?} ({text}) must have exactly one row");
         }
     }

@@ -9,6 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::redis::reply::Held;
+use crate::report::human;
+
 /// Who holds a lock, as read from Redis.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Holder {
@@ -29,9 +32,15 @@ pub struct Holder {
 
 impl Holder {
     /// Builds a holder from the lock value, its PTTL and the metadata hash's field/value
-    /// pairs; metadata of another token is ignored.
-    pub fn from_parts(token: Vec<u8>, pttl_ms: i64, pairs: &[(Vec<u8>, Vec<u8>)]) -> Self {
-        let token = String::from_utf8_lossy(&token).into_owned();
+    /// pairs as a script read them; metadata of another token is ignored.
+    pub fn from_held(held: &Held) -> Self {
+        let Held {
+            token,
+            pttl_ms,
+            meta: pairs,
+        } = held;
+        let pttl_ms = *pttl_ms;
+        let token = String::from_utf8_lossy(token).into_owned();
         let field = |name: &str| {
             pairs
                 .iter()
@@ -89,14 +98,6 @@ impl Holder {
     }
 }
 
-/// A duration for people, to the second (`3m 12s`, `250ms` under a second).
-pub fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        return format!("{}ms", d.as_millis());
-    }
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-}
-
 /// Now on the wall clock, Unix milliseconds (display only; never used for deadlines).
 pub fn wall_ms() -> u64 {
     SystemTime::now()
@@ -105,27 +106,56 @@ pub fn wall_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Metadata fields for a lock this process takes.
-pub fn local_fields(token: &str, cmd: &str, ttl: Duration) -> Vec<(&'static str, String)> {
-    let host = nix::unistd::gethostname()
-        .ok()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "?".into());
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| nix::unistd::getuid().to_string());
-    vec![
-        ("token", token.to_string()),
-        ("host", host),
-        ("pid", std::process::id().to_string()),
-        ("user", user),
-        ("cmd", cmd.to_string()),
-        ("since_ms", wall_ms().to_string()),
-        ("ttl_ms", ttl.as_millis().to_string()),
-    ]
+/// The metadata a lock this process takes is recorded with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    pub token: String,
+    pub host: String,
+    /// The process the lock belongs to (the wrapper, or the script that ran
+    /// `redlock acquire`).
+    pub pid: u32,
+    pub user: String,
+    pub cmd: String,
+    pub since_ms: u64,
+    pub ttl_ms: u64,
+}
+
+impl Meta {
+    /// Metadata of this process, for `token`, recording `cmd`.
+    pub fn local(token: &str, cmd: &str, ttl: Duration) -> Self {
+        let host = nix::unistd::gethostname()
+            .ok()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "?".into());
+        let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| nix::unistd::getuid().to_string());
+        Meta {
+            token: token.to_string(),
+            host,
+            pid: std::process::id(),
+            user,
+            cmd: cmd.to_string(),
+            since_ms: wall_ms(),
+            ttl_ms: ttl.as_millis() as u64,
+        }
+    }
+
+    /// The hash's field/value pairs, in the order written.
+    pub fn fields(&self) -> [(&'static str, String); 7] {
+        [
+            ("token", self.token.clone()),
+            ("host", self.host.clone()),
+            ("pid", self.pid.to_string()),
+            ("user", self.user.clone()),
+            ("cmd", self.cmd.clone()),
+            ("since_ms", self.since_ms.to_string()),
+            ("ttl_ms", self.ttl_ms.to_string()),
+        ]
+    }
 }
 
 /// The command line recorded in metadata: arguments joined by spaces, with values that
@@ -151,7 +181,7 @@ pub fn recorded_command(argv: &[String], program_only: bool) -> String {
         } else if let Some((name, _)) = arg.split_once('=').filter(|(n, _)| secretish(n)) {
             format!("{name}=***")
         } else if arg.contains("://") && arg.contains('@') {
-            crate::url::redact(arg)
+            crate::redis::redact(arg)
         } else {
             arg.clone()
         };
@@ -166,21 +196,25 @@ pub fn recorded_command(argv: &[String], program_only: bool) -> String {
 mod tests {
     use super::*;
 
-    fn pairs(items: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        items
-            .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect()
+    fn held(token: &str, pttl_ms: i64, items: &[(&str, &str)]) -> Held {
+        Held {
+            token: token.as_bytes().to_vec(),
+            pttl_ms,
+            meta: items
+                .iter()
+                .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+                .collect(),
+        }
     }
 
     #[test]
     fn metadata_of_another_token_is_ignored() {
-        let meta = pairs(&[("token", "t1"), ("host", "h"), ("pid", "7")]);
-        let known = Holder::from_parts(b"t1".to_vec(), 1500, &meta);
+        let meta = [("token", "t1"), ("host", "h"), ("pid", "7")];
+        let known = Holder::from_held(&held("t1", 1500, &meta));
         assert_eq!(known.host.as_deref(), Some("h"));
         assert_eq!(known.pid, Some(7));
         assert_eq!(known.ttl_left, Some(Duration::from_millis(1500)));
-        let foreign = Holder::from_parts(b"other".to_vec(), -1, &meta);
+        let foreign = Holder::from_held(&held("other", -1, &meta));
         assert!(!foreign.is_known());
         assert_eq!(foreign.ttl_left, None);
         assert!(foreign.describe(0).contains("unknown"));
@@ -188,14 +222,14 @@ mod tests {
 
     #[test]
     fn describe_names_host_pid_cmd_and_age() {
-        let meta = pairs(&[
+        let meta = [
             ("token", "t"),
             ("host", "web1"),
             ("pid", "42"),
             ("cmd", "./job.sh"),
             ("since_ms", "1000"),
-        ]);
-        let h = Holder::from_parts(b"t".to_vec(), 10, &meta);
+        ];
+        let h = Holder::from_held(&held("t", 10, &meta));
         assert_eq!(h.describe(193_000), "web1 pid 42 (./job.sh) for 3m 12s");
     }
 

@@ -14,6 +14,7 @@
 //! Names are bytes: anything non-empty is accepted.
 
 use crate::error::{Error, Result};
+use crate::report::printable;
 
 /// The default namespace prefix.
 pub const DEFAULT_PREFIX: &str = "redlock:";
@@ -68,7 +69,7 @@ impl LockKeys {
 
     /// The lock name for messages: UTF-8 shown as is, other bytes escaped, one line.
     pub fn display_name(&self) -> String {
-        display_bytes(&self.name)
+        printable(&self.name)
     }
 
     /// The lock name from a lock key under `prefix`, if the key is one of ours.
@@ -77,25 +78,6 @@ impl LockKeys {
         let inner = rest.strip_prefix(b"{")?.strip_suffix(b"}")?;
         (!inner.is_empty()).then(|| inner.to_vec())
     }
-}
-
-/// Bytes for a one-line message: valid UTF-8 as is (control characters escaped), other
-/// bytes as `\xNN`.
-pub fn display_bytes(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c.is_control() {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
 }
 
 /// Escapes glob metacharacters so that a literal string can be used in a SCAN pattern.
@@ -158,7 +140,7 @@ mod tests {
             if k.has_empty_hash_tag() {
                 continue;
             }
-            assert_eq!(slot(&k.lock), slot(&k.meta), "{}", display_bytes(&name));
+            assert_eq!(slot(&k.lock), slot(&k.meta), "{}", printable(&name));
             assert_eq!(
                 LockKeys::name_from_lock_key("p:", &k.lock).as_deref(),
                 Some(name.as_slice())
@@ -175,8 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn display_and_escape() {
-        assert_eq!(display_bytes(b"a\nb\xff"), "a\\nb\\xff");
+    fn glob_escapes() {
         assert_eq!(glob_escape(b"a*b?[c]\\"), b"a\\*b\\?\\[c\\]\\\\");
     }
 }

@@ -1,5 +1,5 @@
 //! The lease: acquire, renew and release one lock on one or more independent Redis
-//! masters. One server is the case N = 1 of the Redlock algorithm (quorum N/2+1):
+//! masters ([`Nodes`]; one server is the case N = 1 of the Redlock algorithm):
 //!
 //! - acquire: the same key and token on every node in parallel, each call bounded by
 //!   the node timeout; acquired when a quorum said yes and the validity
@@ -10,33 +10,31 @@
 //!   renewed, LOST as soon as so many nodes report "not ours" that a quorum can no
 //!   longer be renewed; anything else is unknown (retry until the deadline).
 //! - release: compare-and-delete (or keep for `--hold-min`) on every node.
-//!
-//! The quorum is a majority of the nodes *given* (`--redis` × N), not of those that
-//! answered the connect: a node left out because it was down at the start counts as a
-//! node that said no. Otherwise two clients that each reached a different 3 of 5 nodes
-//! would each need only 2 votes, and both could hold the lock.
 
+use std::fmt;
 use std::time::Duration;
 
-use futures_util::future::join_all;
 use redis::Value;
 
-use crate::error::{Error, Result};
-use crate::holder::Holder;
+use crate::error::{Error, Kind, Result, most_telling};
+use crate::holder::{Holder, Meta};
 use crate::keys::LockKeys;
-use crate::node::{Node, invocation};
-use crate::scripts;
+use crate::quorum::Nodes;
+use crate::redis::reply::{self, Acquired};
+use crate::redis::scripts::{self, invocation};
 use crate::timing::{self, Point};
 
-/// A lock on a set of nodes, with this run's token.
-#[derive(Clone)]
+/// A lock on a set of nodes, with one token.
 pub struct Lease {
-    pub nodes: Vec<Node>,
-    pub keys: LockKeys,
-    pub token: String,
-    pub ttl: Duration,
-    /// The Redlock N: how many nodes were given, reachable or not (≥ `nodes.len()`).
-    pub configured: usize,
+    nodes: Nodes,
+    keys: LockKeys,
+    token: String,
+    ttl: Duration,
+}
+
+/// A fresh token: a UUID v4 from the OS CSPRNG, new for every acquisition.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// What an acquire round gave.
@@ -54,10 +52,52 @@ pub enum Renew {
     Renewed {
         t_sent: Point,
     },
-    /// Definitely not ours any more (why).
-    Lost(String),
+    /// Definitely not ours any more.
+    Lost(Lost),
     /// No quorum answered; the lock may still be ours until the lease end.
     Unknown(Error),
+}
+
+/// Why a lock was lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// The key is gone or holds another token on `gone` of `given` nodes, and `missing`
+    /// more were unreachable since the start: no quorum can be renewed.
+    Gone {
+        gone: usize,
+        given: usize,
+        missing: usize,
+    },
+    /// No renewal succeeded before the lease was about to end.
+    Expiring { last_error: Option<Error> },
+}
+
+impl fmt::Display for Lost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Lost::Gone { given: 1, .. } => f.write_str("the key is gone or holds another token"),
+            Lost::Gone {
+                gone,
+                given,
+                missing: 0,
+            } => write!(f, "the key is gone or taken on {gone} of {given} nodes"),
+            Lost::Gone {
+                gone,
+                given,
+                missing,
+            } => write!(
+                f,
+                "the key is gone or taken on {gone} of {given} nodes ({missing} more unreachable since the start)"
+            ),
+            Lost::Expiring { last_error } => {
+                f.write_str("renewals failed until the lease was about to end (")?;
+                match last_error {
+                    Some(e) => write!(f, "{e})"),
+                    None => f.write_str("no answer)"),
+                }
+            }
+        }
+    }
 }
 
 /// What a release gave.
@@ -68,29 +108,19 @@ pub enum Release {
     NotHeld,
 }
 
-/// One node's answer to the acquire script.
-enum Vote {
-    Yes,
-    Busy(Holder),
-    NotALock(String),
+/// The votes of one acquire round.
+#[derive(Default)]
+struct Votes {
+    yes: usize,
+    busy: Option<Holder>,
+    not_a_lock: Option<String>,
+    errors: Vec<Error>,
 }
 
 impl Lease {
-    /// A new lease with a fresh random token (UUID v4 from the OS CSPRNG).
-    pub fn new(nodes: Vec<Node>, keys: LockKeys, ttl: Duration) -> Self {
+    /// The lease of `keys` on `nodes` with `token` (see [`new_token`]), renewed to `ttl`.
+    pub fn new(nodes: Nodes, keys: LockKeys, ttl: Duration, token: String) -> Self {
         Lease {
-            configured: nodes.len(),
-            nodes,
-            keys,
-            token: uuid::Uuid::new_v4().to_string(),
-            ttl,
-        }
-    }
-
-    /// A lease on an existing token (`redlock extend`, `release --token`).
-    pub fn with_token(nodes: Vec<Node>, keys: LockKeys, ttl: Duration, token: String) -> Self {
-        Lease {
-            configured: nodes.len(),
             nodes,
             keys,
             token,
@@ -98,21 +128,21 @@ impl Lease {
         }
     }
 
-    /// The lease over `configured` nodes in all, of which only `nodes` could be
-    /// reached (see [`crate::run::connect_all`]); the others count as votes against.
-    pub fn over(mut self, configured: usize) -> Self {
-        self.configured = configured.max(self.nodes.len());
-        self
+    pub fn keys(&self) -> &LockKeys {
+        &self.keys
     }
 
-    /// Votes needed: N/2 + 1 of the nodes given.
-    pub fn quorum(&self) -> usize {
-        self.configured / 2 + 1
+    pub fn token(&self) -> &str {
+        &self.token
     }
 
-    /// Nodes given but not connected: they can never vote yes.
-    fn missing(&self) -> usize {
-        self.configured - self.nodes.len()
+    pub fn nodes(&self) -> &Nodes {
+        &self.nodes
+    }
+
+    /// The ttl the lock is taken and renewed with.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -120,59 +150,72 @@ impl Lease {
     }
 
     /// One acquire round. Errors only when the nodes' errors (not a busy lock) kept the
-    /// round from a quorum; a key of another type is a Redis error naming its type.
-    pub async fn acquire(&self, meta: &[(&'static str, String)]) -> Result<Acquire> {
+    /// round from a quorum; a key of another type is an error naming its type.
+    pub async fn acquire(&self, meta: &Meta) -> Result<Acquire> {
         let t_sent = crate::clock::now();
-        let mut call = invocation(&scripts::ACQUIRE, &[&self.keys.lock, &self.keys.meta]);
-        call.arg(&self.token).arg(self.ttl_ms());
-        for (field, value) in meta {
-            call.arg(*field).arg(value);
-        }
-        let results = join_all(self.nodes.iter().map(|n| n.run::<Value>(&call))).await;
+        let votes = self.vote(meta).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
-        let mut yes = 0;
-        let mut busy: Option<Holder> = None;
-        let mut errors: Vec<Error> = Vec::new();
-        for result in results {
-            match result.and_then(parse_vote) {
-                Ok(Vote::Yes) => yes += 1,
-                Ok(Vote::Busy(holder)) => {
-                    busy.get_or_insert(holder);
-                }
-                Ok(Vote::NotALock(kind)) => {
-                    self.release_all(0).await.ok();
-                    return Err(Error::redis(format!(
-                        "key {} holds a {kind}, not a lock; choose another --key or --prefix",
-                        crate::keys::display_bytes(&self.keys.lock)
-                    )));
-                }
-                Err(e) => errors.push(e),
-            }
+        if let Some(kind) = votes.not_a_lock {
+            self.release_all(0).await.ok();
+            return Err(Error::new(
+                Kind::NotALock,
+                format!(
+                    "key {} holds a {kind}, not a lock; choose another --key or --prefix",
+                    crate::report::printable(&self.keys.lock)
+                ),
+            ));
         }
-        if yes >= self.quorum() && timing::validity(self.ttl, elapsed).is_some() {
+        if votes.yes >= self.nodes.quorum() && timing::validity(self.ttl, elapsed).is_some() {
             return Ok(Acquire::Acquired { t_sent });
         }
-        if yes > 0 || !errors.is_empty() {
+        if votes.yes > 0 || !votes.errors.is_empty() {
             // Ambiguous or partial: take our token back everywhere it may have landed.
             let _ = self.release_all(0).await;
         }
-        if let Some(holder) = busy.filter(|_| errors.len() + self.missing() < self.quorum()) {
+        let denied = votes.errors.len() + self.nodes.missing() < self.nodes.quorum();
+        if let Some(holder) = votes.busy.filter(|_| denied) {
             return Ok(Acquire::Busy(holder));
         }
-        match errors.into_iter().min_by_key(error_rank) {
-            Some(err) if self.configured == 1 => Err(err),
-            Some(err) => Err(Error::new(
-                err.code,
-                format!(
-                    "no quorum: {} of {} nodes needed; {}",
-                    self.quorum(),
-                    self.configured,
-                    err.message
-                ),
-            )),
+        match most_telling(votes.errors) {
+            Some(err) if self.nodes.given() == 1 => Err(err),
+            Some(err) => Err(err.context(format!(
+                "no quorum: {} of {} nodes needed",
+                self.nodes.quorum(),
+                self.nodes.given()
+            ))),
             // Every node said yes but the validity ran out while asking.
             None => Ok(Acquire::Busy(Holder::default())),
         }
+    }
+
+    /// Sends the acquire script to every node and counts the answers.
+    async fn vote(&self, meta: &Meta) -> Votes {
+        let mut call = invocation(&scripts::ACQUIRE, &[&self.keys.lock, &self.keys.meta]);
+        call.arg(&self.token).arg(self.ttl_ms());
+        for (field, value) in meta.fields() {
+            call.arg(field).arg(value);
+        }
+        let results = self.nodes.each(|n| n.run::<Value>(&call)).await;
+        let mut votes = Votes::default();
+        for (node, result) in self.nodes.iter().zip(results) {
+            let decoded = result.and_then(|v| {
+                reply::acquired(v).ok_or_else(|| {
+                    Error::new(
+                        Kind::BadReply,
+                        format!("{}: unexpected reply from the acquire script", node.url()),
+                    )
+                })
+            });
+            match decoded {
+                Ok(Acquired::Yes) => votes.yes += 1,
+                Ok(Acquired::Busy(held)) => {
+                    votes.busy.get_or_insert_with(|| Holder::from_held(&held));
+                }
+                Ok(Acquired::NotALock(kind)) => votes.not_a_lock = Some(kind),
+                Err(e) => votes.errors.push(e),
+            }
+        }
+        votes
     }
 
     /// One renewal round (compare-and-pexpire on every node).
@@ -180,7 +223,7 @@ impl Lease {
         let t_sent = crate::clock::now();
         let mut call = invocation(&scripts::RENEW, &[&self.keys.lock, &self.keys.meta]);
         call.arg(&self.token).arg(self.ttl_ms());
-        let results = join_all(self.nodes.iter().map(|n| n.run::<i64>(&call))).await;
+        let results = self.nodes.each(|n| n.run::<i64>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
         for result in results {
@@ -190,34 +233,29 @@ impl Lease {
                 Err(e) => last_error = Some(e),
             }
         }
-        let n = self.configured;
-        if renewed >= self.quorum() {
+        let (given, missing) = (self.nodes.given(), self.nodes.missing());
+        if renewed >= self.nodes.quorum() {
             Renew::Renewed { t_sent }
-        } else if gone + self.missing() > n - self.quorum() {
+        } else if gone + missing > given - self.nodes.quorum() {
             // Nodes not connected at the start never come back into this lease, so
             // they count like "not ours": a quorum can no longer be renewed.
-            Renew::Lost(if n == 1 {
-                "the key is gone or holds another token".to_string()
-            } else if self.missing() > 0 {
-                format!(
-                    "the key is gone or taken on {gone} of {n} nodes ({} more unreachable since the start)",
-                    self.missing()
-                )
-            } else {
-                format!("the key is gone or taken on {gone} of {n} nodes")
+            Renew::Lost(Lost::Gone {
+                gone,
+                given,
+                missing,
             })
         } else {
             Renew::Unknown(last_error.unwrap_or_else(|| {
-                Error::unreachable(format!("only {renewed} of {n} nodes renewed"))
+                Error::unreachable(format!("only {renewed} of {given} nodes renewed"))
             }))
         }
     }
 
-    /// Releases on every node; with `keep`, leaves the key ours for that long instead.
+    /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
     pub async fn release_all(&self, keep_ms: u64) -> Result<Release> {
         let mut call = invocation(&scripts::RELEASE, &[&self.keys.lock, &self.keys.meta]);
         call.arg(&self.token).arg(keep_ms).arg(&self.keys.channel);
-        let results = join_all(self.nodes.iter().map(|n| n.run::<i64>(&call))).await;
+        let results = self.nodes.each(|n| n.run::<i64>(&call)).await;
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
         for result in results {
@@ -240,7 +278,7 @@ impl Lease {
     /// A node that does not answer only matters when it could have made the difference.
     pub async fn held_by(&self, token: &str) -> Result<bool> {
         let cmd = redis::cmd("GET").arg(&self.keys.lock).clone();
-        let results = join_all(self.nodes.iter().map(|n| n.query::<Value>(&cmd))).await;
+        let results = self.nodes.each(|n| n.query::<Value>(&cmd)).await;
         let mut yes = 0;
         let mut errors = Vec::new();
         for result in results {
@@ -250,80 +288,39 @@ impl Lease {
                 Err(e) => errors.push(e),
             }
         }
-        if yes >= self.quorum() || yes + errors.len() < self.quorum() {
-            return Ok(yes >= self.quorum());
+        let quorum = self.nodes.quorum();
+        if yes >= quorum || yes + errors.len() < quorum {
+            return Ok(yes >= quorum);
         }
         Err(errors.remove(0))
     }
 }
 
-/// Prefer the error that tells the user the most: auth and Redis errors over timeouts.
-fn error_rank(e: &Error) -> u8 {
-    use crate::exit::Code;
-    match e.code {
-        Code::Auth => 0,
-        Code::Redis => 1,
-        Code::Usage => 2,
-        _ => 3,
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn parse_vote(value: Value) -> Result<Vote> {
-    let bad = || Error::redis("unexpected reply from the acquire script");
-    let Value::Array(items) = value else {
-        return Err(bad());
-    };
-    let mut items = items.into_iter();
-    let status = match items.next() {
-        Some(Value::Int(n)) => n,
-        _ => return Err(bad()),
-    };
-    match status {
-        1 | 2 => Ok(Vote::Yes),
-        -1 => Ok(Vote::NotALock(string(items.next()))),
-        0 => {
-            let token = bytes(items.next());
-            let pttl = match items.next() {
-                Some(Value::Int(n)) => n,
-                _ => -1,
-            };
-            let meta = pairs(items.next());
-            Ok(Vote::Busy(Holder::from_parts(token, pttl, &meta)))
-        }
-        _ => Err(bad()),
-    }
-}
-
-/// Bytes of a bulk or simple string reply (empty otherwise).
-pub fn bytes(value: Option<Value>) -> Vec<u8> {
-    match value {
-        Some(Value::BulkString(b)) => b,
-        Some(Value::SimpleString(s)) => s.into_bytes(),
-        Some(Value::Okay) => b"OK".to_vec(),
-        _ => Vec::new(),
-    }
-}
-
-/// A string reply, lossily decoded.
-pub fn string(value: Option<Value>) -> String {
-    String::from_utf8_lossy(&bytes(value)).into_owned()
-}
-
-/// Field/value pairs of an HGETALL reply (a flat array, or a map under RESP3).
-pub fn pairs(value: Option<Value>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    match value {
-        Some(Value::Array(items)) => {
-            let mut out = Vec::new();
-            let mut it = items.into_iter();
-            while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                out.push((bytes(Some(k)), bytes(Some(v))));
-            }
-            out
-        }
-        Some(Value::Map(entries)) => entries
-            .into_iter()
-            .map(|(k, v)| (bytes(Some(k)), bytes(Some(v))))
-            .collect(),
-        _ => Vec::new(),
+    #[test]
+    fn lost_reasons_read_as_one_phrase() {
+        let one = Lost::Gone {
+            gone: 1,
+            given: 1,
+            missing: 0,
+        };
+        assert_eq!(one.to_string(), "the key is gone or holds another token");
+        let some = Lost::Gone {
+            gone: 2,
+            given: 5,
+            missing: 1,
+        };
+        assert_eq!(
+            some.to_string(),
+            "the key is gone or taken on 2 of 5 nodes (1 more unreachable since the start)"
+        );
+        let expiring = Lost::Expiring { last_error: None };
+        assert_eq!(
+            expiring.to_string(),
+            "renewals failed until the lease was about to end (no answer)"
+        );
     }
 }

@@ -1,43 +1,45 @@
 //! redlock: run commands under a distributed lock held in Redis, and inspect or clear
 //! such locks.
 //!
-//! Module map:
-//! - [`cli`]: clap definitions (raw values) of `redlock-run` and `redlock`;
-//! - [`config`]: raw arguments to checked configuration (usage errors name the flag);
-//! - [`exit`]: THE exit-code table; [`error`]: typed errors mapped onto it;
-//! - [`timing`]: pure timing math (budget, validity, deadlines, backoff); [`clock`]: the
-//!   suspend-aware clock;
-//! - [`url`]: Redis URLs and their redacted display; [`keys`]: key layout and hash tags;
-//! - [`scripts`]: the Lua scripts; [`node`]: one Redis node (server, Cluster or
-//!   Sentinel master); [`topology`]: reaching a Cluster or a Sentinel master, and
-//!   connection error hints (TLS);
-//!   [`lease`]: acquire/renew/release over one or several nodes (Redlock quorum);
-//!   [`holder`]: holder metadata;
-//! - [`wait`]: waiting for a busy lock; [`child`]: starting the command;
-//!   [`signals`]: the signal rule; [`supervise`]: the supervisor loop;
-//! - [`run`]: the wrapper end to end; [`inspect`]: status, list, release, acquire,
-//!   extend; [`docs`]: man pages and completions; [`report`]: stderr messages;
-//! - [`entry`]: the entry points both binaries call.
+//! Module map, top down (each layer imports only from below it):
+//! - [`entry`]: the entry points both binaries call: arguments in, exit status out;
+//! - `run`: the wrapper end to end; `verbs/`: status, list, release, acquire, extend;
+//!   [`docs`]: man pages and completions;
+//! - `supervise`: the one supervisor loop; `wait`: waiting for a busy lock;
+//!   `child`: starting the command and its process group; `guard`: the group guard
+//!   for a wrapper killed outright; `signals`: the signal rule;
+//! - `lease`: acquire/renew/release of one lock; `quorum`: the nodes of a lock and
+//!   the majority that decides (Redlock); `holder`: holder metadata;
+//! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies, scripts);
+//! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
+//!   `keys`: key layout and hash tags;
+//! - the floor: [`exit`]: THE exit-code table; `error`: typed errors whose kind decides
+//!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
+//!   `report`: messages for people.
+//!
+//! Public are only what the binaries and the tests use: [`entry`], [`cli`], [`docs`],
+//! [`exit`] and the scripts (their SHA1s are checked against a server's script cache).
 
-pub mod child;
+mod child;
 pub mod cli;
-pub mod clock;
-pub mod config;
+mod clock;
+mod config;
 pub mod docs;
 pub mod entry;
-pub mod error;
+mod error;
 pub mod exit;
-pub mod holder;
-pub mod inspect;
-pub mod keys;
-pub mod lease;
-pub mod node;
-pub mod report;
-pub mod run;
-pub mod scripts;
-pub mod signals;
-pub mod supervise;
-pub mod timing;
-pub mod topology;
-pub mod url;
-pub mod wait;
+mod guard;
+mod holder;
+mod keys;
+mod lease;
+mod quorum;
+mod redis;
+mod report;
+mod run;
+mod signals;
+mod supervise;
+mod timing;
+mod verbs;
+mod wait;
+
+pub use redis::scripts;

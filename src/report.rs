@@ -1,8 +1,10 @@
 //! Messages for people on stderr, one line each, prefixed with the program name.
 //! `--quiet` keeps only errors; `--verbose` adds the lease's life (acquire, renewals,
-//! release). Progress notes while waiting are shown only on a terminal.
+//! release). Progress notes while waiting are shown only on a terminal. Also the
+//! formatting for people that every message shares: durations and raw bytes.
 
 use std::io::IsTerminal;
+use std::time::Duration;
 
 /// Where and how much to say.
 #[derive(Debug, Clone)]
@@ -28,6 +30,11 @@ impl Reporter {
         eprintln!("{}: {message}", self.program);
     }
 
+    /// A warning that `--quiet` does not silence (a safety setting turned off).
+    pub fn warn(&self, message: &str) {
+        eprintln!("{}: WARNING: {message}", self.program);
+    }
+
     /// A warning or an outcome worth knowing (busy, hold-min): hidden by `--quiet`.
     pub fn note(&self, message: &str) {
         if !self.quiet {
@@ -47,5 +54,44 @@ impl Reporter {
         if self.verbose {
             eprintln!("{}: {}", self.program, message());
         }
+    }
+}
+
+/// A duration for people, to the second (`3m 12s`, `250ms` under a second).
+pub fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// Bytes for a one-line message: valid UTF-8 as is (control characters escaped), other
+/// bytes as `\xNN`.
+pub fn printable(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_bytes_for_people() {
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_millis(192_400)), "3m 12s");
+        assert_eq!(printable(b"a\nb\xff"), "a\\nb\\xff");
     }
 }

@@ -3,10 +3,10 @@
 //! the supervisor, release, and report. A run that does not start its command leaves no
 //! lock behind.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
-use futures_util::future::join_all;
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -14,113 +14,56 @@ use crate::child::{self, env};
 use crate::config::RunConfig;
 use crate::error::{Error, Result};
 use crate::exit::{self, Code};
-use crate::holder::{self, wall_ms};
-use crate::lease::{Lease, Release};
-use crate::node::Node;
-use crate::report::Reporter;
-use crate::supervise::{self, GroupGuard, Held};
-use crate::timing;
+use crate::guard::GroupGuard;
+use crate::holder::{self, Meta, wall_ms};
+use crate::lease::{Lease, Release, new_token};
+use crate::quorum::Nodes;
+use crate::report::{Reporter, human};
+use crate::supervise::{self, Held};
+use crate::timing::{self, Point};
 use crate::wait::{self, Waited};
 
+type Signals = UnboundedReceiver<Signal>;
+
 /// Runs the wrapper; returns the exit status.
-pub async fn run(config: RunConfig, report: &Reporter) -> u8 {
-    match run_inner(config, report).await {
-        Ok(code) => code,
-        Err(e) => {
-            report.error(&e.message);
-            e.code.value()
-        }
-    }
-}
-
-async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
+pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     let program = child::resolve(&config.command[0])?;
-    let mut signals = crate::signals::listen()
-        .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let _ = nix::sys::prctl::set_child_subreaper(true);
-
-    let nodes = connect_all(&config.conn.urls, config.budget.node_timeout).await?;
-    let lease =
-        Lease::new(nodes, config.keys.clone(), config.budget.ttl).over(config.conn.urls.len());
-
+    let mut signals = listen()?;
+    let nodes = Nodes::connect(&config.conn.urls, config.budget.node_timeout).await?;
+    let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token());
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
     }
-
-    let argv: Vec<String> = config
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let cmdline = holder::recorded_command(&argv, config.hide_args);
-    let meta = holder::local_fields(&lease.token, &cmdline, config.budget.ttl);
-    let waited = wait::acquire(&lease, &meta, config.wait, &mut signals, report).await?;
-    let t_sent = match waited {
-        Waited::Acquired { t_sent } => t_sent,
-        Waited::Busy(holder) => {
-            report.note(&format!(
-                "lock {} is busy: held by {}{}",
-                lease.keys.display_name(),
-                holder.describe(wall_ms()),
-                holder
-                    .ttl_left
-                    .map(|t| format!(", expires in {}", holder::human(t)))
-                    .unwrap_or_default()
-            ));
-            return Ok(config.busy_code);
-        }
-        Waited::Interrupted(sig) => {
-            report.note(&format!(
-                "interrupted by {sig} while waiting; nothing was run"
-            ));
-            return Ok(exit::from_signal(sig as i32));
-        }
+    let t_sent = match take(&config, &lease, &mut signals, report).await? {
+        Ok(t_sent) => t_sent,
+        Err(code) => return Ok(code),
     };
     let acquired_at = crate::clock::now();
-    // A signal that arrived while connecting or during the last acquire round ends the
-    // run before the command starts, as it would have ended the wait.
-    while let Ok(sig) = signals.try_recv() {
-        if crate::signals::ends_wait(sig) {
-            release(&lease, None, acquired_at, report).await;
-            report.note(&format!(
-                "interrupted by {sig} before the command started; nothing was run"
-            ));
-            return Ok(exit::from_signal(sig as i32));
-        }
+    if let Some(code) = interrupted_before_start(&lease, &mut signals, acquired_at, report).await {
+        return Ok(code);
     }
     report.verbose(|| {
         format!(
             "acquired {} (token {}, ttl {})",
-            lease.keys.display_name(),
-            &lease.token[..8],
-            holder::human(config.budget.ttl)
+            lease.keys().display_name(),
+            &lease.token()[..8],
+            human(config.budget.ttl)
         )
     });
-
-    let ttl_ms = config.budget.ttl.as_millis().to_string();
-    let envs: Vec<(&str, &OsStr)> = vec![
-        (env::KEY, OsStr::from_bytes(&lease.keys.lock)),
-        (env::NAME, OsStr::from_bytes(&lease.keys.name)),
-        (env::TOKEN, OsStr::new(&lease.token)),
-        (env::TTL_MS, OsStr::new(&ttl_ms)),
-    ];
-    let (started, guard) = match start(&program, &config.command, &envs) {
-        Ok(started) => started,
-        Err(e) => {
-            release(&lease, None, acquired_at, report).await;
-            return Err(e);
-        }
-    };
     let held = Held {
         lease: &lease,
         budget: config.budget,
         on_lost: config.on_lost,
         t_sent,
     };
-    let outcome = supervise::supervise(started, Some(held), &mut signals, report).await;
-    // The group is stopped by now: stand the guard down before the release.
-    drop(guard);
+    let outcome =
+        match run_command(&program, &config.command, Some(held), &mut signals, report).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                release(&lease, None, acquired_at, report).await;
+                return Err(e);
+            }
+        };
     let code = child::exit_code(outcome.status);
     if outcome.lost.is_some() {
         // The key may still hold our token (a renewal that reached a paused server):
@@ -133,52 +76,106 @@ async fn run_inner(config: RunConfig, report: &Reporter) -> Result<u8> {
     Ok(code)
 }
 
-/// Starts the command with a [`GroupGuard`] watching its process group. The guard is
-/// forked before the spawn, so the window in which a `kill -9` of the wrapper could
-/// leave the group unguarded is one write(2), not a fork.
-fn start(
-    program: &std::path::Path,
-    argv: &[std::ffi::OsString],
-    envs: &[(&str, &OsStr)],
-) -> Result<(child::Started, Option<GroupGuard>)> {
-    let mut guard = GroupGuard::fork();
-    let started = child::spawn(program, argv, envs, child::foreground_terminal())?;
-    if let Some(guard) = guard.as_mut() {
-        guard.watch(started.pgid);
-    }
-    Ok((started, guard))
+/// Takes over the forwarded signals, and makes the wrapper the subreaper of what the
+/// command leaves behind.
+fn listen() -> Result<Signals> {
+    let signals = crate::signals::listen()
+        .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    Ok(signals)
 }
 
-/// Connects to every node in parallel. With one node its error is the run's error; with
-/// several, the run goes on while a quorum is reachable. The nodes left out still count
-/// in the quorum: build the lease with [`Lease::over`]`(urls.len())`.
-pub async fn connect_all(
-    urls: &[crate::url::RedisUrl],
-    timeout: std::time::Duration,
-) -> Result<Vec<Node>> {
-    let results = join_all(urls.iter().map(|u| Node::connect(u, timeout))).await;
-    let quorum = urls.len() / 2 + 1;
-    let mut nodes = Vec::new();
-    let mut errors = Vec::new();
-    for result in results {
-        match result {
-            Ok(node) => nodes.push(node),
-            Err(e) => errors.push(e),
+/// Takes the lock, waiting as configured: `Ok(t_sent)` when held, `Err(code)` for the
+/// exit status of a run that ends here (busy, interrupted), nothing having run.
+async fn take(
+    config: &RunConfig,
+    lease: &Lease,
+    signals: &mut Signals,
+    report: &Reporter,
+) -> Result<std::result::Result<Point, u8>> {
+    let argv: Vec<String> = config
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cmdline = holder::recorded_command(&argv, config.hide_args);
+    let meta = Meta::local(lease.token(), &cmdline, config.budget.ttl);
+    Ok(
+        match wait::acquire(lease, &meta, config.wait, signals, report).await? {
+            Waited::Acquired { t_sent } => Ok(t_sent),
+            Waited::Busy(holder) => {
+                report.note(&format!(
+                    "lock {} is busy: held by {}{}",
+                    lease.keys().display_name(),
+                    holder.describe(wall_ms()),
+                    holder
+                        .ttl_left
+                        .map(|t| format!(", expires in {}", human(t)))
+                        .unwrap_or_default()
+                ));
+                Err(config.busy_code)
+            }
+            Waited::Interrupted(sig) => {
+                report.note(&format!(
+                    "interrupted by {sig} while waiting; nothing was run"
+                ));
+                Err(exit::from_signal(sig as i32))
+            }
+        },
+    )
+}
+
+/// A signal that arrived while connecting or during the last acquire round ends the
+/// run before the command starts, as it would have ended the wait; returns its status.
+async fn interrupted_before_start(
+    lease: &Lease,
+    signals: &mut Signals,
+    acquired_at: Point,
+    report: &Reporter,
+) -> Option<u8> {
+    while let Ok(sig) = signals.try_recv() {
+        if crate::signals::ends_wait(sig) {
+            release(lease, None, acquired_at, report).await;
+            report.note(&format!(
+                "interrupted by {sig} before the command started; nothing was run"
+            ));
+            return Some(exit::from_signal(sig as i32));
         }
     }
-    if nodes.len() >= quorum {
-        return Ok(nodes);
+    None
+}
+
+/// Starts the command with the lock's environment (when `held`) and a [`GroupGuard`]
+/// watching its process group, and supervises it to the end. The guard is forked before
+/// the spawn, so the window in which a `kill -9` of the wrapper could leave the group
+/// unguarded is one write(2), not a fork.
+async fn run_command(
+    program: &Path,
+    argv: &[OsString],
+    held: Option<Held<'_>>,
+    signals: &mut Signals,
+    report: &Reporter,
+) -> Result<supervise::Outcome> {
+    let ttl_ms = held.as_ref().map(|h| h.budget.ttl.as_millis().to_string());
+    let envs: Vec<(&str, &OsStr)> = match (&held, &ttl_ms) {
+        (Some(h), Some(ttl_ms)) => vec![
+            (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
+            (env::NAME, OsStr::from_bytes(&h.lease.keys().name)),
+            (env::TOKEN, OsStr::new(h.lease.token())),
+            (env::TTL_MS, OsStr::new(ttl_ms)),
+        ],
+        _ => Vec::new(),
+    };
+    let mut guard = GroupGuard::fork();
+    let started = child::spawn(program, argv, &envs, child::foreground_terminal())?;
+    if let Some(guard) = guard.as_mut() {
+        guard.watch(started.group.id());
     }
-    let mut err = errors.remove(0);
-    if urls.len() > 1 {
-        err.message = format!(
-            "only {} of {} Redis nodes reachable, {quorum} needed; {}",
-            nodes.len(),
-            urls.len(),
-            err.message
-        );
-    }
-    Err(err)
+    let outcome = supervise::supervise(started, held, signals, report).await;
+    // The group is stopped by now: stand the guard down before the release.
+    drop(guard);
+    Ok(outcome)
 }
 
 /// Runs the command at once when this process already holds the lock (a nested
@@ -188,15 +185,15 @@ pub async fn connect_all(
 async fn reentrant(
     config: &RunConfig,
     lease: &Lease,
-    program: &std::path::Path,
-    signals: &mut UnboundedReceiver<Signal>,
+    program: &Path,
+    signals: &mut Signals,
     report: &Reporter,
 ) -> Result<Option<u8>> {
     let (Some(key), Some(token)) = (std::env::var_os(env::KEY), std::env::var(env::TOKEN).ok())
     else {
         return Ok(None);
     };
-    if key.as_bytes() != lease.keys.lock.as_slice() {
+    if key.as_bytes() != lease.keys().lock.as_slice() {
         return Ok(None);
     }
     if !lease.held_by(&token).await? {
@@ -204,9 +201,7 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
-    let (started, guard) = start(program, &config.command, &[])?;
-    let outcome = supervise::supervise(started, None, signals, report).await;
-    drop(guard);
+    let outcome = run_command(program, &config.command, None, signals, report).await?;
     Ok(Some(child::exit_code(outcome.status)))
 }
 
@@ -214,7 +209,7 @@ async fn reentrant(
 async fn release(
     lease: &Lease,
     hold_min: Option<std::time::Duration>,
-    acquired_at: timing::Point,
+    acquired_at: Point,
     report: &Reporter,
 ) {
     let held_for = crate::clock::now().saturating_sub(acquired_at);
@@ -226,28 +221,26 @@ async fn release(
     // release is compare-and-delete, so a second try cannot remove anyone else's lock.
     let mut result = lease.release_all(keep_ms).await;
     if let Err(e) = &result
-        && e.code == Code::Unreachable
+        && e.is_transient()
     {
         report.verbose(|| format!("release failed, retrying: {e}"));
         result = lease.release_all(keep_ms).await;
     }
+    let name = lease.keys().display_name();
     match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
         Ok(Release::Kept) => report.verbose(|| {
             format!(
                 "kept for {} more (--hold-min)",
-                holder::human(keep.unwrap_or_default())
+                human(keep.unwrap_or_default())
             )
         }),
         Ok(Release::NotHeld) => report.note(&format!(
-            "lock {} was no longer ours at release (expired or removed)",
-            lease.keys.display_name()
+            "lock {name} was no longer ours at release (expired or removed)"
         )),
         Err(e) => report.note(&format!(
-            "could not release {} ({}); it expires by itself within {}",
-            lease.keys.display_name(),
-            e.message,
-            holder::human(lease.ttl)
+            "could not release {name} ({e}); it expires by itself within {}",
+            human(lease.ttl())
         )),
     }
 }

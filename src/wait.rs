@@ -18,10 +18,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::Wait;
 use crate::error::{Error, Result};
-use crate::exit::Code;
-use crate::holder::{Holder, wall_ms};
+use crate::holder::{Holder, Meta, wall_ms};
 use crate::lease::{Acquire, Lease};
-use crate::report::Reporter;
+use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
 
 /// How waiting ended.
@@ -35,7 +34,7 @@ pub enum Waited {
 /// Acquires `lease`, waiting up to `wait` while it is busy.
 pub async fn acquire(
     lease: &Lease,
-    meta: &[(&'static str, String)],
+    meta: &Meta,
     wait: Wait,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
@@ -54,87 +53,148 @@ pub async fn acquire(
     }
     report.progress(&format!(
         "waiting for {}: held by {}",
-        lease.keys.display_name(),
+        lease.keys().display_name(),
         holder.describe(wall_ms())
     ));
-    let mut releases = subscribe(lease, report).await;
-    let mut resubscribe = false;
-    let mut last = holder;
-    let mut attempt: u32 = 0;
-    loop {
-        if resubscribe {
-            // A subscription connection closed (server restart, CLIENT KILL): subscribe
-            // again before the next try, so a release after it is not missed either.
-            report.verbose(|| "release subscription lost; subscribing again".to_string());
-            releases = subscribe(lease, report).await;
-            resubscribe = false;
+    let waiter = Waiter {
+        releases: subscribe(lease, report).await,
+        lease,
+        meta,
+        report,
+        started,
+        deadline,
+        resubscribe: false,
+        last: holder,
+        attempt: 0,
+    };
+    waiter.wait(signals).await
+}
+
+/// A waiter between tries.
+struct Waiter<'a> {
+    lease: &'a Lease,
+    meta: &'a Meta,
+    report: &'a Reporter,
+    started: Point,
+    /// `None`: wait forever.
+    deadline: Option<Point>,
+    /// Release messages (see [`subscribe`]).
+    releases: BoxStream<'static, bool>,
+    /// A subscription ended: subscribe again before the next try.
+    resubscribe: bool,
+    /// The holder seen last.
+    last: Holder,
+    /// Tries since the last release message (the poll delay grows with it).
+    attempt: u32,
+}
+
+/// What one try gave.
+enum Tried {
+    Acquired(Point),
+    Busy,
+    /// A transient failure (dropped connection, timeout): busy for all we know.
+    Failed(Error),
+}
+
+impl Waiter<'_> {
+    async fn wait(mut self, signals: &mut UnboundedReceiver<Signal>) -> Result<Waited> {
+        loop {
+            if self.resubscribe {
+                // A subscription connection closed (server restart, CLIENT KILL):
+                // subscribe again before the next try, so a release after it is not
+                // missed either.
+                self.report
+                    .verbose(|| "release subscription lost; subscribing again".to_string());
+                self.releases = subscribe(self.lease, self.report).await;
+                self.resubscribe = false;
+            }
+            let failure = match self.try_once().await? {
+                Tried::Acquired(t_sent) => return Ok(Waited::Acquired { t_sent }),
+                Tried::Busy => None,
+                Tried::Failed(e) => Some(e),
+            };
+            let Some(left) = self.time_left() else {
+                // Whether the lock is busy is unknown when the last try failed: say why.
+                return match failure {
+                    Some(e) => Err(e),
+                    None => Ok(Waited::Busy(self.last)),
+                };
+            };
+            if let Some(sig) = self.nap(left, signals).await {
+                return Ok(Waited::Interrupted(sig));
+            }
         }
-        let mut transient: Option<Error> = None;
-        let attempt_result = match lease.acquire(meta).await {
-            Ok(result) => result,
-            // A dropped connection (CLIENT KILL, a restart, a proxy reset) fails the
-            // next request at once and only then reconnects; an overloaded or briefly
-            // unreachable server is the same kind of trouble. While the wait lasts these
-            // are retried like a busy lock; other errors (auth, a key of another type)
-            // cannot heal by waiting and end the wait.
-            Err(e) if e.code == Code::Unreachable => {
-                report.verbose(|| format!("acquire failed, retrying: {e}"));
-                transient = Some(e);
-                Acquire::Busy(last.clone())
+    }
+
+    /// One acquire attempt. A dropped connection (CLIENT KILL, a restart, a proxy reset)
+    /// fails the next request at once and only then reconnects; an overloaded or
+    /// briefly unreachable server is the same kind of trouble. While the wait lasts these
+    /// are retried like a busy lock; other errors (auth, a key of another type) cannot
+    /// heal by waiting and end the wait.
+    async fn try_once(&mut self) -> Result<Tried> {
+        let holder = match self.lease.acquire(self.meta).await {
+            Ok(Acquire::Acquired { t_sent }) => {
+                self.report.verbose(|| {
+                    format!(
+                        "acquired after waiting {}",
+                        human(crate::clock::now().saturating_sub(self.started))
+                    )
+                });
+                return Ok(Tried::Acquired(t_sent));
+            }
+            Ok(Acquire::Busy(holder)) => holder,
+            Err(e) if e.is_transient() => {
+                self.report
+                    .verbose(|| format!("acquire failed, retrying: {e}"));
+                return Ok(Tried::Failed(e));
             }
             Err(e) => return Err(e),
         };
-        match attempt_result {
-            Acquire::Acquired { t_sent } => {
-                report.verbose(|| {
-                    format!(
-                        "acquired after waiting {}",
-                        crate::holder::human(crate::clock::now().saturating_sub(started))
-                    )
-                });
-                return Ok(Waited::Acquired { t_sent });
-            }
-            Acquire::Busy(holder) => {
-                if holder.token != last.token {
-                    report.progress(&format!(
-                        "still waiting for {}: now held by {}",
-                        lease.keys.display_name(),
-                        holder.describe(wall_ms())
-                    ));
-                }
-                last = holder;
-            }
+        if holder.token != self.last.token {
+            self.report.progress(&format!(
+                "still waiting for {}: now held by {}",
+                self.lease.keys().display_name(),
+                holder.describe(wall_ms())
+            ));
         }
-        let now = crate::clock::now();
-        let left = match deadline {
-            Some(d) if now >= d => {
-                // Whether the lock is busy is unknown when the last try failed: say why.
-                return match transient {
-                    Some(e) => Err(e),
-                    None => Ok(Waited::Busy(last)),
-                };
-            }
-            Some(d) => d - now,
-            None => Duration::MAX,
-        };
-        let nap = timing::poll_delay(attempt, last.ttl_left, fastrand::f64()).min(left);
-        attempt = attempt.saturating_add(1);
+        self.last = holder;
+        Ok(Tried::Busy)
+    }
+
+    /// Time left of the wait; `None` when it is over.
+    fn time_left(&self) -> Option<Duration> {
+        match self.deadline {
+            Some(d) => d.checked_sub(crate::clock::now()).filter(|l| !l.is_zero()),
+            None => Some(Duration::MAX),
+        }
+    }
+
+    /// Sleeps until a release message, the poll delay or the end of the wait; returns a
+    /// signal that ends the wait.
+    async fn nap(
+        &mut self,
+        left: Duration,
+        signals: &mut UnboundedReceiver<Signal>,
+    ) -> Option<Signal> {
+        let nap = timing::poll_delay(self.attempt, self.last.ttl_left, fastrand::f64()).min(left);
+        self.attempt = self.attempt.saturating_add(1);
         tokio::select! {
             _ = tokio::time::sleep(nap) => {}
-            Some(message) = releases.next() => {
+            Some(message) = self.releases.next() => {
                 if message {
-                    report.verbose(|| "release message received".to_string());
-                    attempt = 0;
+                    self.report.verbose(|| "release message received".to_string());
+                    self.attempt = 0;
                 } else {
-                    resubscribe = true;
+                    self.resubscribe = true;
                 }
             }
             Some(sig) = signals.recv() => {
                 if crate::signals::ends_wait(sig) {
-                    return Ok(Waited::Interrupted(sig));
+                    return Some(sig);
                 }
             }
         }
+        None
     }
 }
 
@@ -142,13 +202,8 @@ pub async fn acquire(
 /// `false` when one of those subscriptions ends; with none, a stream that never yields
 /// (polling alone then finds the release).
 async fn subscribe(lease: &Lease, report: &Reporter) -> BoxStream<'static, bool> {
-    let subs = futures_util::future::join_all(
-        lease
-            .nodes
-            .iter()
-            .map(|node| node.subscribe(&lease.keys.channel)),
-    )
-    .await;
+    let channel = &lease.keys().channel;
+    let subs = lease.nodes().each(|node| node.subscribe(channel)).await;
     let mut streams = Vec::new();
     for sub in subs {
         match sub {

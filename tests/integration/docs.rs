@@ -7,14 +7,15 @@ use std::path::Path;
 fn man_pages_and_completions_are_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut stale = Vec::new();
-    for (dir, name, want) in redlock::docs::render() {
-        let path = root.join(dir).join(&name);
-        if std::fs::read(&path).ok().as_deref() != Some(want.as_slice()) {
+    for file in redlock::docs::render() {
+        let dir = file.dir.name();
+        let path = root.join(dir).join(&file.name);
+        if std::fs::read(&path).ok().as_deref() != Some(file.contents.as_slice()) {
             // Leave what the code generates beside the build output, for a diff.
             let fresh = root.join("target").join("generated").join(dir);
             let _ = std::fs::create_dir_all(&fresh);
-            let _ = std::fs::write(fresh.join(&name), &want);
-            stale.push(format!("{dir}/{name}"));
+            let _ = std::fs::write(fresh.join(&file.name), &file.contents);
+            stale.push(format!("{dir}/{}", file.name));
         }
     }
     assert!(
@@ -46,9 +47,9 @@ fn man_page_documents_exit_statuses_and_environment() {
     let pages = redlock::docs::render();
     let run = pages
         .iter()
-        .find(|(_, name, _)| name == "redlock-run.1")
+        .find(|file| file.name == "redlock-run.1")
         .expect("redlock-run.1");
-    let text = String::from_utf8_lossy(&run.2);
+    let text = String::from_utf8_lossy(&run.contents);
     for needle in ["EXIT STATUS", "REDLOCK_REDIS_URL", "79", "REDLOCK_TOKEN"] {
         assert!(text.contains(needle), "redlock-run.1 lacks {needle}");
     }

@@ -5,11 +5,11 @@
 //! - single server: a `ConnectionManager`, which reconnects after a dropped connection
 //!   (restart, `CLIENT KILL`, network reset) so that a later renewal can succeed;
 //! - Cluster: the client library's cluster connection, which routes EVALSHA by the
-//!   slot of its first key (all keys of a lock share a slot, see [`crate::keys`]),
+//!   slot of its first key (all keys of a lock share a slot, see `keys.rs`),
 //!   follows MOVED and ASK and refreshes its slot map; SCRIPT LOAD after NOSCRIPT goes
 //!   to every node;
 //! - Sentinel: the master is asked of the sentinels at connect (see
-//!   [`crate::topology`]), then used like a single server. A failover during a run
+//!   [`super::connect`]), then used like a single server. A failover during a run
 //!   shows as errors (READONLY from the demoted master, a dropped connection) that the
 //!   lease treats like any other failed renewal, and that start a new lookup in the
 //!   background, so that the next renewal goes to the new master.
@@ -21,14 +21,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSub};
+use redis::aio::{ConnectionManager, PubSub};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use redis::{FromRedisValue, ScriptInvocation, Value};
 use tokio::time::error::Elapsed;
 
+use super::connect::{self, Timeouts};
+use super::errors::{bad_reply, from_redis};
+use super::url::{RedisUrl, Topology};
 use crate::error::{Error, Result};
-use crate::url::{RedisUrl, Topology};
+use crate::report::human;
 
 /// The shortest connect timeout, whatever `--node-timeout` says.
 pub const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -36,7 +39,7 @@ pub const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// A connected Redis node (one server, one cluster, or one sentinel-managed master).
 #[derive(Clone)]
 pub struct Node {
-    pub url: RedisUrl,
+    url: RedisUrl,
     link: Link,
     /// Servers a waiter may subscribe on, in order of preference: the server itself, a
     /// cluster's seeds (a PUBLISH in a cluster reaches every node), or the master found.
@@ -95,8 +98,7 @@ struct Failover {
     url: RedisUrl,
     conn: Mutex<ConnectionManager>,
     busy: AtomicBool,
-    connect_timeout: Duration,
-    timeout: Duration,
+    timeouts: Timeouts,
 }
 
 impl Failover {
@@ -114,12 +116,10 @@ impl Failover {
             let Topology::Sentinel(target) = me.url.topology() else {
                 return;
             };
-            let limit = (me.connect_timeout + me.timeout) * 2;
+            let limit = me.timeouts.round() * 2;
             let work = async {
-                let client =
-                    crate::topology::discover(&me.url, target, me.connect_timeout, me.timeout)
-                        .await?;
-                manager(&me.url, &client, me.connect_timeout, me.timeout).await
+                let client = connect::discover(&me.url, target, me.timeouts).await?;
+                connect::manager(&me.url, &client, me.timeouts).await
             };
             if let Ok(Ok(conn)) = tokio::time::timeout(limit, work).await {
                 *me.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
@@ -146,49 +146,23 @@ impl Failover {
 
 impl Node {
     /// Connects (and authenticates) within `max(timeout, MIN_CONNECT_TIMEOUT)` plus the
-    /// node timeout (twice that through Sentinel: the sentinels, then the master).
+    /// node timeout (twice that through Cluster or Sentinel: the seeds or sentinels,
+    /// then the master).
     pub async fn connect(url: &RedisUrl, timeout: Duration) -> Result<Node> {
-        if url.insecure() {
-            crate::topology::warn_insecure(url);
-        }
-        let connect_timeout = timeout.max(MIN_CONNECT_TIMEOUT);
-        let mut limit = connect_timeout + timeout;
-        let work = async {
-            match url.topology() {
-                Topology::Single => {
-                    let client = url.client_for(url.secret()).map_err(|e| bad_url(url, &e))?;
-                    let conn = manager(url, &client, connect_timeout, timeout).await?;
-                    Ok((Link::Single(conn), vec![client]))
-                }
-                Topology::Cluster { seeds } => {
-                    let (conn, subscribers) =
-                        crate::topology::cluster(url, seeds, connect_timeout, timeout).await?;
-                    Ok((Link::Cluster(conn), subscribers))
-                }
-                Topology::Sentinel(target) => {
-                    let client =
-                        crate::topology::discover(url, target, connect_timeout, timeout).await?;
-                    let conn = manager(url, &client, connect_timeout, timeout).await?;
-                    let failover = Failover {
-                        url: url.clone(),
-                        conn: Mutex::new(conn),
-                        busy: AtomicBool::new(false),
-                        connect_timeout,
-                        timeout,
-                    };
-                    Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
-                }
-            }
+        let timeouts = Timeouts {
+            connect: timeout.max(MIN_CONNECT_TIMEOUT),
+            response: timeout,
         };
-        if !matches!(url.topology(), Topology::Single) {
-            limit *= 2;
-        }
-        let (link, subscribers) = match tokio::time::timeout(limit, work).await {
+        let limit = match url.topology() {
+            Topology::Single => timeouts.round(),
+            _ => timeouts.round() * 2,
+        };
+        let (link, subscribers) = match tokio::time::timeout(limit, link(url, timeouts)).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(Error::unreachable(format!(
                     "{url}: cannot reach Redis (connect timed out after {}); is the server running and the URL right?",
-                    crate::holder::human(limit)
+                    human(limit)
                 )));
             }
         };
@@ -200,9 +174,9 @@ impl Node {
         })
     }
 
-    /// Whether this node is a Redis Cluster.
-    pub fn is_cluster(&self) -> bool {
-        matches!(self.link, Link::Cluster(_))
+    /// The URL this node was reached by (`Display` redacts it).
+    pub fn url(&self) -> &RedisUrl {
+        &self.url
     }
 
     /// Runs a script invocation, bounded by the node timeout.
@@ -278,14 +252,12 @@ impl Node {
         let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
         let reply = tokio::time::timeout(self.timeout, conn.route_command(cmd, routing)).await;
         let value: Value = self.finish(reply)?;
-        T::from_redis_value(value)
-            .map_err(|e| Error::redis(format!("{}: unexpected reply: {e}", self.url)))
+        T::from_redis_value(value).map_err(|e| bad_reply(&self.url, &e.to_string()))
     }
 
     /// A pub/sub connection subscribed to `channel` on the first server that accepts,
     /// or an error within the timeout (per server tried).
     pub async fn subscribe(&self, channel: &[u8]) -> Result<PubSub> {
-        let node = self.url.to_string();
         let mut last = None;
         for client in &self.subscribers {
             let work = async {
@@ -295,7 +267,7 @@ impl Node {
             };
             match tokio::time::timeout(self.timeout.max(MIN_CONNECT_TIMEOUT), work).await {
                 Ok(Ok(pubsub)) => return Ok(pubsub),
-                Ok(Err(e)) => last = Some(Error::from_redis(&node, &e)),
+                Ok(Err(e)) => last = Some(from_redis(&self.url, &e)),
                 Err(_) => last = Some(self.timed_out()),
             }
         }
@@ -310,7 +282,7 @@ impl Node {
         }
         match result {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(crate::topology::error(&self.url, &e)),
+            Ok(Err(e)) => Err(from_redis(&self.url, &e)),
             Err(_) => Err(self.timed_out()),
         }
     }
@@ -319,26 +291,35 @@ impl Node {
         Error::unreachable(format!(
             "{}: no answer within the node timeout ({}); is the server overloaded or unreachable?",
             self.url,
-            crate::holder::human(self.timeout)
+            human(self.timeout)
         ))
     }
 }
 
-/// A reconnecting connection to one server, with the node's timeouts and no retries
-/// (the lease decides when to try again).
-async fn manager(
-    url: &RedisUrl,
-    client: &redis::Client,
-    connect_timeout: Duration,
-    timeout: Duration,
-) -> Result<ConnectionManager> {
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(connect_timeout))
-        .set_response_timeout(Some(timeout))
-        .set_number_of_retries(0);
-    ConnectionManager::new_with_config(client.clone(), config)
-        .await
-        .map_err(|e| crate::topology::connect_error(url, &e))
+/// The link to the node behind `url`, and the servers a waiter may subscribe on.
+async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, Vec<redis::Client>)> {
+    match url.topology() {
+        Topology::Single => {
+            let client = connect::client(url, url.secret())?;
+            let conn = connect::manager(url, &client, timeouts).await?;
+            Ok((Link::Single(conn), vec![client]))
+        }
+        Topology::Cluster { seeds } => {
+            let (conn, subscribers) = connect::cluster(url, seeds, timeouts).await?;
+            Ok((Link::Cluster(conn), subscribers))
+        }
+        Topology::Sentinel(target) => {
+            let client = connect::discover(url, target, timeouts).await?;
+            let conn = connect::manager(url, &client, timeouts).await?;
+            let failover = Failover {
+                url: url.clone(),
+                conn: Mutex::new(conn),
+                busy: AtomicBool::new(false),
+                timeouts,
+            };
+            Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
+        }
+    }
 }
 
 /// One slot of each master in a `CLUSTER SLOTS` reply (the first of its first range).
@@ -361,21 +342,4 @@ fn master_slots(reply: Value) -> Vec<u16> {
         }
     }
     slots
-}
-
-fn bad_url(url: &RedisUrl, e: &redis::RedisError) -> Error {
-    Error::usage(format!("invalid Redis URL {url}: {}", short(e)))
-}
-
-/// A script invocation with the given keys.
-pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a> {
-    let mut call = script.prepare_invoke();
-    for key in keys {
-        call.key(*key);
-    }
-    call
-}
-
-fn short(e: &redis::RedisError) -> String {
-    crate::error::one_line(&crate::url::redact(&e.to_string()))
 }

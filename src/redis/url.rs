@@ -1,4 +1,5 @@
 //! Redis URLs: parsing, checking and a display form that never shows the password.
+//! Data only: the clients are built in [`super::connect`].
 //!
 //! Accepted forms (one `--redis` value each; several values = Redlock over them):
 //!
@@ -91,23 +92,6 @@ impl Tls {
     pub fn is_set(&self) -> bool {
         self.ca.is_some() || self.client.is_some() || self.insecure
     }
-
-    /// The certificates for the client library, when a CA or a client cert was given.
-    pub fn certificates(&self) -> Option<redis::TlsCertificates> {
-        if self.ca.is_none() && self.client.is_none() {
-            return None;
-        }
-        Some(redis::TlsCertificates {
-            client_tls: self
-                .client
-                .as_ref()
-                .map(|(cert, key)| redis::ClientTlsConfig {
-                    client_cert: cert.clone(),
-                    client_key: key.clone(),
-                }),
-            root_cert: self.ca.clone(),
-        })
-    }
 }
 
 /// A checked Redis URL. `Display` and `Debug` redact the password.
@@ -184,38 +168,6 @@ impl RedisUrl {
     /// The TLS settings attached by [`apply_tls`].
     pub fn tls(&self) -> &Tls {
         &self.tls
-    }
-
-    /// A client for one server URL (the URL itself, a cluster seed, a sentinel or a
-    /// discovered master), with the TLS settings applied.
-    pub fn client_for(&self, url: &str) -> redis::RedisResult<redis::Client> {
-        let info = self.connection_info(url)?;
-        match self.tls.certificates() {
-            Some(certs) if self.is_tls() => redis::Client::build_with_tls(info, certs),
-            _ => redis::Client::open(info),
-        }
-    }
-
-    /// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
-    pub fn connection_info(&self, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
-        let info = url.into_connection_info()?;
-        if !self.insecure() {
-            return Ok(info);
-        }
-        match info.addr().clone() {
-            redis::ConnectionAddr::TcpTls {
-                host,
-                port,
-                tls_params,
-                ..
-            } => Ok(info.set_addr(redis::ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: true,
-                tls_params,
-            })),
-            _ => Ok(info),
-        }
     }
 }
 
@@ -594,9 +546,10 @@ mod tests {
             "redis+cluster://:sekrit@h1:1#insecure",
         ] {
             let err = RedisUrl::parse(raw).expect_err(raw);
-            assert_eq!(err.code, crate::exit::Code::Usage, "{raw}");
-            assert!(!err.message.contains("sekrit"), "{}", err.message);
-            assert!(!err.message.contains('\n'));
+            assert_eq!(err.kind(), crate::error::Kind::Usage, "{raw}");
+            let message = err.to_string();
+            assert!(!message.contains("sekrit"), "{message}");
+            assert!(!message.contains('\n'));
         }
     }
 
@@ -693,7 +646,7 @@ mod tests {
         };
         let mut plain = vec![RedisUrl::parse("redis://h:1").unwrap()];
         let err = apply_tls(&mut plain, tls.clone()).unwrap_err();
-        assert_eq!(err.code, crate::exit::Code::Usage);
+        assert_eq!(err.kind(), crate::error::Kind::Usage);
         let mut mixed = vec![
             RedisUrl::parse("redis://h:1").unwrap(),
             RedisUrl::parse("rediss://h:2").unwrap(),

@@ -4,11 +4,20 @@
 //! script text), and every script touches only the keys of one lock, which share a hash
 //! slot. Scripts run by EVALSHA; on NOSCRIPT (the cache empties on restart, failover,
 //! SCRIPT FLUSH or eviction) the client library loads the script and retries once
-//! (`redis::Script::invoke_async`).
+//! (`redis::Script::invoke_async`). The reply shapes are decoded in [`super::reply`].
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::{Script, ScriptInvocation};
+
+/// A call of `script` on the keys of one lock (ARGV is added by the caller).
+pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a> {
+    let mut call = script.prepare_invoke();
+    for key in keys {
+        call.key(*key);
+    }
+    call
+}
 
 /// Acquire. KEYS: lock, meta. ARGV: token, ttl ms, meta field/value pairs.
 /// Returns `{1}` acquired, `{2}` already ours (ttl refreshed), `{-1, type}` not a lock,

@@ -1,0 +1,257 @@
+//! Clients for the servers behind a URL: one server, a Redis Cluster through its seeds,
+//! a Sentinel-managed master through its sentinels; each with the URL's TLS settings and
+//! bounded timeouts.
+//!
+//! - Cluster: the seeds go to the client library's cluster client, which reads the slot
+//!   map (`CLUSTER SLOTS`) and routes by slot. Its retries are few and short, because
+//!   every call is bounded by the node timeout anyway.
+//! - Sentinel: every sentinel is asked `SENTINEL GET-MASTER-ADDR-BY-NAME` in parallel,
+//!   each within the connect + node timeout (a blackholed sentinel costs that, not a
+//!   hang); the answers are tried in the URL's order, and an address is used only when
+//!   the server there says `ROLE` master (sentinels can lag behind a failover). This is
+//!   done here rather than through `redis::sentinel`, whose calls carry no timeout.
+//!
+//! During a run, a failed call on a Sentinel master starts a new lookup in the
+//! background ([`super::node`]); the failed call itself is not retried.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, IntoConnectionInfo, RedisResult};
+
+use super::errors::{bad_url, connect_error};
+use super::reply;
+use super::url::{RedisUrl, SentinelTarget, Tls};
+use crate::error::{Error, Kind, Result, most_telling};
+use crate::report::human;
+
+/// The timeouts every connection of a node is made with.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub response: Duration,
+}
+
+impl Timeouts {
+    /// One connect and one request.
+    pub fn round(&self) -> Duration {
+        self.connect + self.response
+    }
+}
+
+/// A client for one server URL of `url` (the URL itself, a cluster seed, a sentinel or
+/// a discovered master), with the TLS settings applied.
+pub fn client(url: &RedisUrl, server: &str) -> Result<redis::Client> {
+    let built = connection_info(url, server).and_then(|info| match certificates(url.tls()) {
+        Some(certs) if url.is_tls() => redis::Client::build_with_tls(info, certs),
+        _ => redis::Client::open(info),
+    });
+    built.map_err(|e| bad_url(url, &e))
+}
+
+/// A reconnecting connection to one server, with the node's timeouts and no retries
+/// (the lease decides when to try again).
+pub async fn manager(
+    url: &RedisUrl,
+    client: &redis::Client,
+    timeouts: Timeouts,
+) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
+        .set_number_of_retries(0);
+    ConnectionManager::new_with_config(client.clone(), config)
+        .await
+        .map_err(|e| connect_error(url, &e))
+}
+
+/// Connects to a cluster through its seeds; returns the connection and a client per
+/// seed for pub/sub (a PUBLISH in a cluster is forwarded to every node).
+pub async fn cluster(
+    url: &RedisUrl,
+    seeds: &[String],
+    timeouts: Timeouts,
+) -> Result<(ClusterConnection, Vec<redis::Client>)> {
+    let infos = seeds
+        .iter()
+        .map(|s| connection_info(url, s))
+        .collect::<RedisResult<Vec<_>>>()
+        .map_err(|e| bad_url(url, &e))?;
+    let mut builder = ClusterClientBuilder::new(infos)
+        .connection_timeout(timeouts.connect)
+        .response_timeout(timeouts.response)
+        .retries(3)
+        .min_retry_wait(10)
+        .max_retry_wait(200);
+    if url.is_tls()
+        && let Some(certs) = certificates(url.tls())
+    {
+        builder = builder.certs(certs);
+    }
+    let cluster = builder.build().map_err(|e| bad_url(url, &e))?;
+    let conn = cluster
+        .get_async_connection()
+        .await
+        .map_err(|e| connect_error(url, &e))?;
+    let subscribers = seeds
+        .iter()
+        .map(|s| client(url, s))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((conn, subscribers))
+}
+
+/// Asks the sentinels where the master is and checks that it is one; returns a client
+/// for it.
+pub async fn discover(
+    url: &RedisUrl,
+    target: &SentinelTarget,
+    timeouts: Timeouts,
+) -> Result<redis::Client> {
+    let answers = join_all(
+        target
+            .sentinels
+            .iter()
+            .map(|s| ask(url, target, s, timeouts)),
+    )
+    .await;
+    let mut tried: Vec<(String, u16)> = Vec::new();
+    let mut errors: Vec<Error> = Vec::new();
+    let mut unknown = 0;
+    for answer in answers {
+        let addr = match answer {
+            Ok(Some(addr)) => addr,
+            Ok(None) => {
+                unknown += 1;
+                continue;
+            }
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if tried.contains(&addr) {
+            continue;
+        }
+        tried.push(addr.clone());
+        match master(url, target, &addr, timeouts).await {
+            Ok(client) => return Ok(client),
+            Err(e) => errors.push(e),
+        }
+    }
+    if tried.is_empty() && unknown > 0 {
+        return Err(Error::new(
+            Kind::Server,
+            format!(
+                "{url}: the sentinels know no master named {:?}; check the name after the host list",
+                target.master_name
+            ),
+        ));
+    }
+    Err(most_telling(errors)
+        .unwrap_or_else(|| Error::unreachable(format!("{url}: no sentinel answered"))))
+}
+
+/// One sentinel's answer: the master's address, or `None` when it knows no such master.
+async fn ask(
+    url: &RedisUrl,
+    target: &SentinelTarget,
+    sentinel: &str,
+    timeouts: Timeouts,
+) -> Result<Option<(String, u16)>> {
+    let client = client(url, sentinel)?;
+    let ask = async {
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config(timeouts))
+            .await?;
+        redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&target.master_name)
+            .query_async::<Option<(String, u16)>>(&mut conn)
+            .await
+    };
+    match tokio::time::timeout(timeouts.round(), ask).await {
+        Ok(Ok(addr)) => Ok(addr),
+        Ok(Err(e)) => Err(connect_error(url, &e)),
+        Err(_) => Err(Error::unreachable(format!(
+            "{url}: a sentinel did not answer within {}",
+            human(timeouts.round())
+        ))),
+    }
+}
+
+/// A client for the server at `addr` if it says it is a master.
+async fn master(
+    url: &RedisUrl,
+    target: &SentinelTarget,
+    (host, port): &(String, u16),
+    timeouts: Timeouts,
+) -> Result<redis::Client> {
+    let client = client(url, &target.master_url(host, *port))?;
+    let check = async {
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config(timeouts))
+            .await?;
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+        Ok::<_, redis::RedisError>(reply::role(role))
+    };
+    match tokio::time::timeout(timeouts.round(), check).await {
+        Ok(Ok(role)) if role == "master" => Ok(client),
+        Ok(Ok(role)) => Err(Error::unreachable(format!(
+            "{url}: the sentinels named {host}:{port} as master {:?} but it is a {role}; a failover may be in progress, try again",
+            target.master_name
+        ))),
+        Ok(Err(e)) => Err(connect_error(url, &e)),
+        Err(_) => Err(Error::unreachable(format!(
+            "{url}: master {host}:{port} did not answer within {}",
+            human(timeouts.round())
+        ))),
+    }
+}
+
+fn config(timeouts: Timeouts) -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
+}
+
+/// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
+fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::ConnectionInfo> {
+    let info = server.into_connection_info()?;
+    if !url.insecure() {
+        return Ok(info);
+    }
+    match info.addr().clone() {
+        redis::ConnectionAddr::TcpTls {
+            host,
+            port,
+            tls_params,
+            ..
+        } => Ok(info.set_addr(redis::ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: true,
+            tls_params,
+        })),
+        _ => Ok(info),
+    }
+}
+
+/// The certificates for the client library, when a CA or a client cert was given.
+fn certificates(tls: &Tls) -> Option<redis::TlsCertificates> {
+    if tls.ca.is_none() && tls.client.is_none() {
+        return None;
+    }
+    Some(redis::TlsCertificates {
+        client_tls: tls
+            .client
+            .as_ref()
+            .map(|(cert, key)| redis::ClientTlsConfig {
+                client_cert: cert.clone(),
+                client_key: key.clone(),
+            }),
+        root_cert: tls.ca.clone(),
+    })
+}

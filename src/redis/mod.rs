@@ -1,0 +1,31 @@
+//! The Redis layer: everything that talks to Redis, below the lock's semantics.
+//!
+//! What it hides from the layers above:
+//! - where the server is: one server, a Redis Cluster (slot routing, MOVED/ASK), or a
+//!   Sentinel-managed master (discovery, failover), all behind one [`Node`];
+//! - how long a call may take: every call is bounded by the node timeout;
+//! - the script cache: scripts run by EVALSHA, NOSCRIPT is handled ([`scripts`]);
+//! - TLS: certificates, client certificates and `--tls-insecure-skip-verify`;
+//! - the client library's errors: mapped, with hints, onto typed errors in one place
+//!   (`errors.rs`), and its replies decoded into plain parts ([`reply`]).
+//!
+//! What it does not know: tokens, quorums, holders, waiting. Those are the lease's
+//! (`lease.rs`, `quorum.rs`) and the verbs'. Nothing in this folder imports from above
+//! it: only the crate's floor (`error`, `exit`, `report`).
+//!
+//! - `url.rs`: parse, check and redact URLs (data only);
+//! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
+//! - `node.rs`: one node: run, query, scan, subscribe under the node timeout;
+//! - `errors.rs`: THE map from a client error to ours;
+//! - `reply.rs`: script replies as plain parts;
+//! - `scripts.rs`: the Lua scripts and how they are invoked.
+
+mod connect;
+mod errors;
+mod node;
+pub(crate) mod reply;
+pub mod scripts;
+mod url;
+
+pub(crate) use node::Node;
+pub(crate) use url::{DEFAULT_URL, RedisUrl, Tls, apply_tls, redact, split_list};

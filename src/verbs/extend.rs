@@ -1,0 +1,23 @@
+//! `redlock extend NAME --token T`: renew a lock taken with `redlock acquire`; 79 when
+//! the token no longer holds it.
+
+use super::open;
+use crate::config::ExtendConfig;
+use crate::error::{Error, Kind, Result};
+use crate::lease::{Lease, Renew};
+
+pub async fn run(config: ExtendConfig) -> Result<u8> {
+    let nodes = open(&config.conn, config.ttl).await?;
+    let lease = Lease::new(nodes, config.keys, config.ttl, config.token);
+    match lease.renew().await {
+        Renew::Renewed { .. } => Ok(0),
+        Renew::Lost(_) => Err(Error::new(
+            Kind::Lost,
+            format!(
+                "{} is not held by that token (expired, released or taken by another holder)",
+                lease.keys().display_name()
+            ),
+        )),
+        Renew::Unknown(err) => Err(err),
+    }
+}

@@ -1,0 +1,65 @@
+//! `redlock list [PATTERN]`: the held locks under the prefix, found with SCAN (never
+//! KEYS) on every node, one line each (tab-separated) or one JSON object each.
+
+use super::state::{LockState, read};
+use super::{open, print_json, print_line};
+use crate::config::{DEFAULT_TTL, ListConfig};
+use crate::error::{Kind, Result};
+use crate::holder::wall_ms;
+use crate::keys::LockKeys;
+use crate::quorum::Nodes;
+use crate::report::human;
+
+pub async fn run(config: ListConfig) -> Result<u8> {
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let names = names(&nodes, &config).await?;
+    let now = wall_ms();
+    for name in names {
+        let keys = LockKeys::new(&config.conn.prefix, &name)?;
+        let state = match read(&nodes, &keys).await {
+            Ok(state) if state.holder.is_some() => state,
+            Ok(_) => continue, // expired between SCAN and read
+            Err(e) if e.kind() == Kind::NotALock => continue, // not one of our locks
+            Err(e) => return Err(e),
+        };
+        if config.json {
+            print_json(&state)?;
+        } else {
+            print_line(&line(&state, now));
+        }
+    }
+    Ok(0)
+}
+
+/// The names of the lock keys matching the pattern, on any node, sorted, once each.
+async fn names(nodes: &Nodes, config: &ListConfig) -> Result<Vec<Vec<u8>>> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for node in nodes.iter() {
+        for key in node.scan(&config.matcher).await? {
+            if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, &key) {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// `name<TAB>holder<TAB>ttl …[<TAB>on N of M nodes]`.
+fn line(state: &LockState, now_ms: u64) -> String {
+    let Some(h) = &state.holder else {
+        return format!("{}\tfree", state.name);
+    };
+    let mut line = format!(
+        "{}\t{}\tttl {}",
+        state.name,
+        h.describe(now_ms),
+        h.ttl_left.map_or("none".into(), human)
+    );
+    if state.nodes > 1 {
+        line.push_str("\ton ");
+        line.push_str(&state.spread());
+    }
+    line
+}

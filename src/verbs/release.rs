@@ -1,0 +1,184 @@
+//! `redlock release NAME`: with `--token T`, that holder's lock only (79 when the token
+//! no longer holds it); with `--force`, whoever holds it, saying whose lock it removed
+//! (0 removed, 1 it was free). A key of another type is never deleted.
+
+use redis::Value;
+use serde::Serialize;
+
+use super::state::{of_nodes, rfc3339};
+use super::{open, print_json, print_line};
+use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
+use crate::error::{Error, Kind, Result};
+use crate::exit;
+use crate::holder::{Holder, wall_ms};
+use crate::keys::LockKeys;
+use crate::lease::{Lease, Release};
+use crate::quorum::Nodes;
+use crate::redis::reply::{self, ForceReleased};
+use crate::redis::scripts::{self, invocation};
+use crate::report::printable;
+
+/// What a release did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    /// The token's own lock was released.
+    Released,
+    /// A holder's lock was removed by force.
+    Removed,
+    /// Nothing was there.
+    Free,
+}
+
+/// Over several nodes: where the lock was removed.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Spread {
+    nodes_removed: usize,
+    nodes: usize,
+    nodes_unreachable: usize,
+}
+
+/// The result of a release (its JSON shape).
+#[derive(Debug, Serialize)]
+struct Released {
+    name: String,
+    result: Outcome,
+    holder: Option<Holder>,
+    #[serde(flatten)]
+    spread: Option<Spread>,
+}
+
+pub async fn run(config: ReleaseConfig) -> Result<u8> {
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let name = config.keys.display_name();
+    let (released, code) = match config.whose {
+        Whose::Token(token) => by_token(nodes, config.keys, token).await?,
+        Whose::Anyone => by_force(&nodes, &config.keys).await?,
+    };
+    let released = Released { name, ..released };
+    if config.json {
+        print_json(&released)?;
+    } else {
+        print_line(&released.describe());
+    }
+    Ok(code)
+}
+
+/// Compare-and-delete with the token given.
+async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Released, u8)> {
+    let lease = Lease::new(nodes, keys, DEFAULT_TTL, token);
+    match lease.release_all(0).await? {
+        Release::Deleted | Release::Kept => Ok((Released::new(Outcome::Released), 0)),
+        Release::NotHeld => Err(Error::new(
+            Kind::Lost,
+            format!(
+                "{} is not held by that token (expired, released or taken by another holder); nothing released",
+                lease.keys().display_name()
+            ),
+        )),
+    }
+}
+
+/// Deletes the lock and its metadata on every node whoever holds it; names the holder
+/// whose token was removed from the most nodes.
+async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
+    let mut call = invocation(&scripts::FORCE_RELEASE, &[&keys.lock, &keys.meta]);
+    call.arg(&keys.channel);
+    let results = nodes.each(|n| n.run::<Value>(&call)).await;
+    let mut removed: Vec<Holder> = Vec::new();
+    let mut first_error = None;
+    let mut unreachable = nodes.missing();
+    for result in results {
+        match result.map(reply::force_released) {
+            Ok(Some(ForceReleased::Removed(held))) => removed.push(Holder::from_held(&held)),
+            Ok(Some(ForceReleased::NotALock(kind))) => {
+                return Err(Error::new(
+                    Kind::NotALock,
+                    format!(
+                        "key {} holds a {kind}, not a lock; refusing to delete it",
+                        printable(&keys.lock)
+                    ),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+                unreachable += 1;
+            }
+        }
+    }
+    let count = |t: &str| removed.iter().filter(|h| h.token == t).count();
+    let holder = removed.iter().max_by_key(|h| count(&h.token)).cloned();
+    let spread = (nodes.given() > 1).then_some(Spread {
+        nodes_removed: removed.len(),
+        nodes: nodes.given(),
+        nodes_unreachable: unreachable,
+    });
+    match (holder, first_error) {
+        (Some(holder), _) => Ok((
+            Released {
+                holder: Some(holder),
+                spread,
+                ..Released::new(Outcome::Removed)
+            },
+            0,
+        )),
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok((
+            Released {
+                spread,
+                ..Released::new(Outcome::Free)
+            },
+            exit::STATUS_FREE,
+        )),
+    }
+}
+
+impl Released {
+    fn new(result: Outcome) -> Self {
+        Released {
+            name: String::new(),
+            result,
+            holder: None,
+            spread: None,
+        }
+    }
+
+    /// The line for people.
+    fn describe(&self) -> String {
+        let name = &self.name;
+        let from = self
+            .spread
+            .map(|s| {
+                format!(
+                    " from {}",
+                    of_nodes(s.nodes_removed, s.nodes, s.nodes_unreachable)
+                )
+            })
+            .unwrap_or_default();
+        match (self.result, &self.holder) {
+            (Outcome::Removed, Some(h)) => {
+                let since = h
+                    .since_ms
+                    .map(|s| format!(", since {}", rfc3339(s)))
+                    .unwrap_or_default();
+                format!(
+                    "removed {name}{from}: it was held by {}{since} (token {}…)",
+                    h.describe(wall_ms()),
+                    h.token_prefix()
+                )
+            }
+            (Outcome::Free, _) => format!(
+                "{name} was free{}; nothing removed",
+                self.spread
+                    .filter(|s| s.nodes_unreachable > 0)
+                    .map(|s| format!(
+                        " on the reachable nodes ({} of {} unreachable)",
+                        s.nodes_unreachable, s.nodes
+                    ))
+                    .unwrap_or_default()
+            ),
+            _ => format!("released {name}"),
+        }
+    }
+}

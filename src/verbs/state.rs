@@ -1,0 +1,198 @@
+//! What one lock looks like across its nodes, read without changing anything, and how
+//! that reads for people (`status`) and scripts (`--json`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use redis::Value;
+use serde::Serialize;
+
+use crate::error::{Error, Kind, Result};
+use crate::holder::Holder;
+use crate::keys::LockKeys;
+use crate::quorum::Nodes;
+use crate::redis::reply::{self, Inspected};
+use crate::redis::scripts::{self, invocation};
+use crate::report::{human, printable};
+
+/// Held or free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Held,
+    Free,
+}
+
+/// One lock across the nodes (the JSON of `status` and `list`).
+#[derive(Debug, Serialize)]
+pub struct LockState {
+    pub name: String,
+    pub key: String,
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_left_ms: Option<u64>,
+    /// Nodes on which the holder's token is the lock's value.
+    pub nodes_present: usize,
+    /// Those nodes' URLs (passwords redacted).
+    pub present_on: Vec<String>,
+    /// Nodes given (`--redis` × N), reachable or not.
+    pub nodes: usize,
+    /// Nodes given that did not answer (down at connect time or on this read).
+    pub nodes_unreachable: usize,
+}
+
+/// Reads one lock on every node. The holder is the token present on the most nodes.
+pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
+    let call = invocation(&scripts::INSPECT, &[&keys.lock, &keys.meta]);
+    let results = nodes.each(|n| n.run::<Value>(&call)).await;
+    // (node URL, holder there), for the nodes where the key is a lock.
+    let mut holders: Vec<(String, Holder)> = Vec::new();
+    let mut errors = Vec::new();
+    for (node, result) in nodes.iter().zip(results) {
+        let value = match result {
+            Ok(value) => value,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        match reply::inspected(value) {
+            Some(Inspected::Free) => {}
+            Some(Inspected::Held(held)) => {
+                holders.push((node.url().to_string(), Holder::from_held(&held)));
+            }
+            Some(Inspected::NotALock(kind)) => {
+                return Err(Error::new(
+                    Kind::NotALock,
+                    format!("key {} holds a {kind}, not a lock", printable(&keys.lock)),
+                ));
+            }
+            None => {
+                return Err(Error::new(
+                    Kind::BadReply,
+                    "unexpected reply from the inspect script",
+                ));
+            }
+        }
+    }
+    let unreachable = nodes.missing() + errors.len();
+    if nodes.given() - unreachable < nodes.quorum() {
+        // Too few answers to tell a held lock from a free one.
+        return Err(errors.remove(0));
+    }
+    Ok(LockState::from_holders(
+        keys,
+        holders,
+        nodes.given(),
+        unreachable,
+    ))
+}
+
+impl LockState {
+    /// The state from each answering node's holder: the token on the most nodes wins.
+    fn from_holders(
+        keys: &LockKeys,
+        holders: Vec<(String, Holder)>,
+        given: usize,
+        unreachable: usize,
+    ) -> Self {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, h) in &holders {
+            *counts.entry(h.token.as_str()).or_default() += 1;
+        }
+        let best = counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(t, _)| t.to_string());
+        let present_on: Vec<String> = holders
+            .iter()
+            .filter(|(_, h)| Some(&h.token) == best.as_ref())
+            .map(|(url, _)| url.clone())
+            .collect();
+        let holder = holders
+            .into_iter()
+            .map(|(_, h)| h)
+            .find(|h| Some(&h.token) == best.as_ref());
+        LockState {
+            name: keys.display_name(),
+            key: printable(&keys.lock),
+            state: if holder.is_some() {
+                State::Held
+            } else {
+                State::Free
+            },
+            ttl_left_ms: holder
+                .as_ref()
+                .and_then(|h| h.ttl_left)
+                .map(|t| t.as_millis() as u64),
+            holder,
+            nodes_present: present_on.len(),
+            present_on,
+            nodes: given,
+            nodes_unreachable: unreachable,
+        }
+    }
+
+    /// "2 of 3 nodes (1 unreachable)".
+    pub fn spread(&self) -> String {
+        of_nodes(self.nodes_present, self.nodes, self.nodes_unreachable)
+    }
+
+    /// Human lines for `status`.
+    pub fn describe(&self, now_ms: u64) -> String {
+        let Some(h) = &self.holder else {
+            return format!("{}: free", self.name);
+        };
+        let mut out = if h.is_known() {
+            format!(
+                "{}: held by {} pid {} user {}\n  command: {}",
+                self.name,
+                h.host.as_deref().unwrap_or("?"),
+                h.pid.map_or("?".into(), |p| p.to_string()),
+                h.user.as_deref().unwrap_or("?"),
+                h.cmd.as_deref().unwrap_or("?"),
+            )
+        } else {
+            format!(
+                "{}: held by an unknown holder (no redlock metadata)",
+                self.name
+            )
+        };
+        if let (Some(since), Some(held)) = (h.since_ms, h.held_for(now_ms)) {
+            out.push_str(&format!(
+                "\n  since:   {} (for {})",
+                rfc3339(since),
+                human(held)
+            ));
+        }
+        out.push_str(&format!(
+            "\n  ttl:     {}\n  token:   {}…",
+            h.ttl_left.map_or("none (never expires)".into(), human),
+            h.token_prefix()
+        ));
+        if self.nodes > 1 {
+            out.push_str(&format!(
+                "\n  nodes:   present on {}: {}",
+                self.spread(),
+                self.present_on.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// "2 of 3 nodes (1 unreachable)".
+pub fn of_nodes(present: usize, given: usize, unreachable: usize) -> String {
+    let mut out = format!("{present} of {given} nodes");
+    if unreachable > 0 {
+        out.push_str(&format!(" ({unreachable} unreachable)"));
+    }
+    out
+}
+
+/// A wall-clock time in Unix milliseconds as RFC 3339, to the second.
+pub fn rfc3339(unix_ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(unix_ms)).to_string()
+}
