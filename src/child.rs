@@ -200,28 +200,7 @@ pub fn spawn(
         // SAFETY: setting a signal disposition to SIG_IGN.
         unsafe { signal(Signal::SIGTTOU, SigHandler::SigIgn) }.ok();
     }
-    let parent = getpid();
-    let tty_raw = terminal.map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
-            if let Some(raw) = tty_raw {
-                let fd = BorrowedFd::borrow_raw(raw);
-                let _ = tcsetpgrp(fd, getpid());
-                signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
-            }
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                if nix::unistd::getppid() != parent {
-                    // The wrapper died before the parent-death signal was armed.
-                    nix::libc::_exit(exit::from_signal(Signal::SIGKILL as i32) as i32);
-                }
-            }
-            Ok(())
-        });
-    }
+    in_the_child(&mut cmd, terminal);
     cmd.kill_on_drop(false);
     let child = cmd.spawn().map_err(|e| {
         let name = printable(argv[0].as_bytes());
@@ -252,6 +231,34 @@ impl Started {
         if let Some(fd) = self.terminal {
             let _ = tcsetpgrp(fd.as_fd(), getpgrp());
         }
+    }
+}
+
+/// What the child does between fork and exec: a process group of its own, the
+/// terminal's foreground (when handed one), and the parent-death signal, re-checking the
+/// parent afterwards in case the wrapper died before it was armed.
+fn in_the_child(cmd: &mut Command, terminal: Option<BorrowedFd<'static>>) {
+    let parent = getpid();
+    let tty_raw = terminal.map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
+            if let Some(raw) = tty_raw {
+                let fd = BorrowedFd::borrow_raw(raw);
+                let _ = tcsetpgrp(fd, getpid());
+                signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
+            }
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                if nix::unistd::getppid() != parent {
+                    // The wrapper died before the parent-death signal was armed.
+                    nix::libc::_exit(exit::from_signal(Signal::SIGKILL as i32) as i32);
+                }
+            }
+            Ok(())
+        });
     }
 }
 

@@ -47,7 +47,8 @@ pub fn bad_reply(url: &RedisUrl, what: &str) -> Error {
     Error::new(Kind::BadReply, format!("{url}: unexpected reply {what}"))
 }
 
-/// Maps by the server's error code, then by the client's error class.
+/// Maps by the server's error code, then by the client's error class. (Long because it
+/// is a table: one arm per code, each with its message.)
 fn by_code(url: &RedisUrl, err: &RedisError) -> Error {
     let code = err.code().unwrap_or("");
     let detail = one_line(&redact(err.detail().unwrap_or("")));

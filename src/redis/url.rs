@@ -370,6 +370,25 @@ fn parse_sentinel(raw: &str) -> std::result::Result<Topology, String> {
             .filter(|d| *d >= 0)
             .ok_or_else(|| format!("database {d:?} is not a number"))?,
     };
+    let sentinels = sentinel_urls(&m)?;
+    let target = SentinelTarget {
+        sentinels,
+        master_name,
+        scheme: m.base,
+        userinfo: m.userinfo.to_string(),
+        db,
+        fragment: m.fragment.to_string(),
+    };
+    target
+        .master_url("127.0.0.1", 1)
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| crate::error::one_line(&e.to_string()))?;
+    Ok(Topology::Sentinel(target))
+}
+
+/// Each sentinel's URL, with the sentinel credentials from the query.
+fn sentinel_urls(m: &MultiHost<'_>) -> std::result::Result<Vec<String>, String> {
     let (mut s_user, mut s_pass) = (None, None);
     for (k, v) in url::form_urlencoded::parse(m.query.as_bytes()) {
         match k.as_ref() {
@@ -399,20 +418,7 @@ fn parse_sentinel(raw: &str) -> std::result::Result<Topology, String> {
             .map_err(|e| crate::error::one_line(&e.to_string()))?;
         sentinels.push(url);
     }
-    let target = SentinelTarget {
-        sentinels,
-        master_name,
-        scheme: m.base,
-        userinfo: m.userinfo.to_string(),
-        db,
-        fragment: m.fragment.to_string(),
-    };
-    target
-        .master_url("127.0.0.1", 1)
-        .as_str()
-        .into_connection_info()
-        .map_err(|e| crate::error::one_line(&e.to_string()))?;
-    Ok(Topology::Sentinel(target))
+    Ok(sentinels)
 }
 
 impl fmt::Display for RedisUrl {

@@ -1,7 +1,6 @@
-//! The life of a lease against real redis-server processes: mutual exclusion under
-//! contention, interoperability with plain `SET NX PX` clients, renewal, loss, a
-//! blackholed server, a killed wrapper, `--hold-min`, re-entrancy, script-cache flushes,
-//! dropped connections and waiters' wake-up.
+//! The life of a lease against real redis-server processes: renewal, loss, a
+//! blackholed server, a killed or paused wrapper, `--hold-min`, re-entrancy,
+//! script-cache flushes, dropped connections, `--on-lost keep` and the metadata.
 //!
 //! Rules these tests keep: children signal readiness with marker files (no fixed sleeps
 //! before acting), and time is only ever compared as an order of events with wide
@@ -9,8 +8,7 @@
 //! duration threshold on a small number.
 
 use std::io::Read;
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -18,199 +16,7 @@ use nix::unistd::Pid;
 
 use crate::harness::*;
 
-/// `--key NAME --redis URL` for `redis`.
-fn lock_args(redis: &Redis, name: &str) -> Vec<String> {
-    vec!["--key".into(), name.into(), "--redis".into(), redis.url()]
-}
-
-/// The lock key of `name` under the default prefix.
-fn lock_key(name: &str) -> String {
-    format!("redlock:{{{name}}}")
-}
-
-/// Starts `redlock-run <args> -- sh -c <script>` in the background, stderr captured.
-fn start_run(args: &[String], script: &str) -> Child {
-    redlock_run()
-        .args(args)
-        .args(["--", "sh", "-c", script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redlock-run")
-}
-
-/// Waits for a background run and returns (exit code, stderr).
-fn finish(mut child: Child, limit: Duration) -> (i32, String) {
-    let status = wait_child(&mut child, limit);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr piped")
-        .read_to_string(&mut err)
-        .ok();
-    let code = status
-        .code()
-        .unwrap_or_else(|| panic!("wrapper killed by a signal: {status:?}; stderr: {err}"));
-    (code, err)
-}
-
-/// `redlock-run <args> --wait 0 -- sh -c <script>` to completion: (code, stderr).
-fn try_once(args: &[String], script: &str) -> (i32, String) {
-    let out = output_within(
-        redlock_run()
-            .args(args)
-            .args(["--wait", "0", "--", "sh", "-c", script]),
-        Duration::from_secs(30),
-    );
-    (code(&out), stderr(&out))
-}
-
-fn read_trimmed(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .trim()
-        .to_string()
-}
-
-fn pttl(redis: &Redis, key: &str) -> i64 {
-    redis.cmd(&["PTTL", key])
-}
-
-fn get(redis: &Redis, key: &str) -> Option<String> {
-    redis.cmd(&["GET", key])
-}
-
-/// Lines of a wrapper's stderr that report a lost lock.
-fn lost_lines(err: &str) -> usize {
-    err.lines().filter(|l| l.contains("lost")).count()
-}
-
-const READY: Duration = Duration::from_secs(20);
-
-/// A later run that waits up to 10 s gets the lock (it was freed or expired), and
-/// nothing is left in Redis after it.
-fn acquires_later_and_leaves_nothing(redis: &Redis, name: &str) {
-    let out = output_within(
-        redlock_run()
-            .args(lock_args(redis, name))
-            .args(["--wait", "10s", "--", "true"]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-/// A run holding a lock, its command parked until the test lets it end.
-struct Holding {
-    run: Child,
-    token: std::path::PathBuf,
-    go: std::path::PathBuf,
-    _scratch: Scratch,
-}
-
-impl Holding {
-    /// Starts `redlock-run <args>` with a command that records its token and waits for
-    /// the go-ahead; returns once the command runs.
-    fn start(args: &[String]) -> Holding {
-        let s = Scratch::new();
-        let (ready, go, token) = (s.path("ready"), s.path("go"), s.path("token"));
-        let run = start_run(
-            args,
-            &format!(
-                "echo \"$REDLOCK_TOKEN\" > '{token}'; touch '{ready}'
-                 while [ ! -e '{go}' ]; do sleep 0.02; done",
-                token = token.display(),
-                ready = ready.display(),
-                go = go.display()
-            ),
-        );
-        assert!(wait_for_file(&ready, "", READY), "holder never got ready");
-        Holding {
-            run,
-            token,
-            go,
-            _scratch: s,
-        }
-    }
-
-    /// The holder's token, as its command saw it.
-    fn token(&self) -> String {
-        read_trimmed(&self.token)
-    }
-
-    /// Lets the command end; returns the run's (exit code, stderr).
-    fn finish(self) -> (i32, String) {
-        std::fs::write(&self.go, "").unwrap();
-        finish(self.run, Duration::from_secs(30))
-    }
-}
-
-// 1. Mutual exclusion ------------------------------------------------------------------
-
-#[test]
-fn mutual_exclusion_16_procs_50_rounds() {
-    let redis = Redis::start();
-    let (procs, rounds) = (16, 50);
-    let c = contend(&lock_args(&redis, "mutex"), procs, rounds);
-    eprintln!("contention: {c:?}");
-    assert!(c.failures.is_empty(), "{c:?}");
-    assert_eq!(c.sections, procs * rounds, "{c:?}");
-    assert_eq!(c.overlaps, 0, "{c:?}");
-    assert_eq!(c.duplicate_tokens, 0, "{c:?}");
-    assert_eq!(c.counter, c.sections, "lost updates: {c:?}");
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-// 2. Interoperability with plain SET NX PX clients -------------------------------------
-
-#[test]
-fn foreign_set_nx_lock_makes_us_busy_and_stays_untouched() {
-    let redis = Redis::start();
-    let key = lock_key("interop");
-    let set: Option<String> = redis.cmd(&["SET", &key, "othertoken", "NX", "PX", "10000"]);
-    assert_eq!(set.as_deref(), Some("OK"));
-
-    let (busy, err) = try_once(&lock_args(&redis, "interop"), "echo ran");
-    assert_eq!(busy, codes::BUSY, "{err}");
-    assert_eq!(get(&redis, &key).as_deref(), Some("othertoken"));
-    let left = pttl(&redis, &key);
-    assert!(0 < left && left <= 10_000, "pttl {left}");
-    assert_eq!(redis.keys(), vec![key], "nothing of ours was written");
-}
-
-#[test]
-fn our_lock_excludes_a_plain_set_nx() {
-    let redis = Redis::start();
-    let key = lock_key("interop2");
-    let holding = Holding::start(&lock_args(&redis, "interop2"));
-    let set: Option<String> = redis.cmd(&["SET", &key, "othertoken", "NX", "PX", "10000"]);
-    assert_eq!(set, None, "SET NX succeeded on a held lock");
-    assert_eq!(get(&redis, &key), Some(holding.token()));
-    let (code, err) = holding.finish();
-    assert_eq!(code, 0, "{err}");
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-// 3. A key that is not a lock ----------------------------------------------------------
-
-#[test]
-fn a_hash_under_the_lock_key_is_not_a_lock() {
-    let redis = Redis::start();
-    let key = lock_key("hashed");
-    let _: i64 = redis.cmd(&["HSET", &key, "f", "v"]);
-
-    let (code, err) = try_once(&lock_args(&redis, "hashed"), "echo ran");
-    assert_eq!(code, codes::REDIS, "{err}");
-    assert!(err.contains("not a lock"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    let fields: Vec<String> = redis.cmd(&["HGETALL", &key]);
-    assert_eq!(fields, vec!["f", "v"]);
-    assert_eq!(pttl(&redis, &key), -1, "no ttl was put on the hash");
-    assert_eq!(redis.keys(), vec![key], "nothing of ours was written");
-}
-
-// 4. Renewal ---------------------------------------------------------------------------
+// Renewal ---------------------------------------------------------------------------
 
 #[test]
 fn renewal_keeps_the_lock_past_its_ttl() {
@@ -267,7 +73,7 @@ fn renewal_keeps_the_lock_past_its_ttl() {
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
 
-// 5. Lost lock -------------------------------------------------------------------------
+// Lost lock -------------------------------------------------------------------------
 
 /// A holder whose child starts a grandchild in its process group and writes both pids;
 /// returns (wrapper, child pid, grandchild pid, token).
@@ -335,7 +141,7 @@ fn replaced_key_is_lost_and_the_new_value_survives_release() {
     assert_eq!(redis.keys(), vec![key], "our metadata stayed behind");
 }
 
-// 6. Blackholed server -----------------------------------------------------------------
+// Blackholed server -----------------------------------------------------------------
 
 #[test]
 fn blackholed_server_child_dies_before_server_expiry() {
@@ -416,7 +222,7 @@ fn blackholed_server_child_dies_before_server_expiry() {
     acquires_later_and_leaves_nothing(&redis, "blackhole");
 }
 
-// 7. kill -9 of the wrapper ------------------------------------------------------------
+// kill -9 of the wrapper ------------------------------------------------------------
 
 #[test]
 fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
@@ -461,7 +267,7 @@ fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
     acquires_later_and_leaves_nothing(&redis, "orphan");
 }
 
-// 8. --hold-min ------------------------------------------------------------------------
+// --hold-min ------------------------------------------------------------------------
 
 #[test]
 fn hold_min_keeps_the_key_after_a_short_job() {
@@ -494,7 +300,7 @@ fn hold_min_keeps_the_key_after_a_short_job() {
     acquires_later_and_leaves_nothing(&redis, "cron");
 }
 
-// 9. Re-entrancy -----------------------------------------------------------------------
+// Re-entrancy -----------------------------------------------------------------------
 
 #[test]
 fn nested_run_with_our_token_runs_at_once_and_a_forged_one_does_not() {
@@ -571,7 +377,7 @@ fn stale_token_of_a_finished_run_gets_no_bypass() {
     assert_eq!(get(&redis, &key).as_deref(), Some("othertoken"));
 }
 
-// 10. Script cache flushed, connection killed ------------------------------------------
+// Script cache flushed, connection killed ------------------------------------------
 
 /// Waits until a renewal lands after now. The test shortens the key's ttl to half of
 /// what is left; only a renewal can raise it again. (Comparing with an earlier PTTL
@@ -635,153 +441,6 @@ fn killed_connection_during_a_hold_reconnects() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(lost_lines(&err), 0, "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-// 11. Waiters --------------------------------------------------------------------------
-
-/// Waits until someone is subscribed to the lock's release channel (a waiter is in
-/// its wait loop).
-fn wait_for_waiter(redis: &Redis, name: &str) -> bool {
-    let channel = format!("{}:released", lock_key(name));
-    eventually(READY, || {
-        let reply: (String, i64) = redis.cmd(&["PUBSUB", "NUMSUB", &channel]);
-        reply.1 >= 1
-    })
-}
-
-#[test]
-fn waiter_takes_over_on_release_long_before_the_ttl() {
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let ran = s.path("ran");
-    let mut args = lock_args(&redis, "handover");
-    args.extend(["--ttl".into(), "60s".into()]);
-    let holder = Holding::start(&args);
-    let acquired_by = Instant::now();
-
-    let mut wargs = lock_args(&redis, "handover");
-    wargs.extend(["--wait".into(), "30s".into()]);
-    let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
-    assert!(
-        wait_for_waiter(&redis, "handover"),
-        "waiter never subscribed"
-    );
-    assert!(!ran.exists(), "waiter ran while the lock was held");
-
-    let (code, err) = holder.finish();
-    assert_eq!(code, 0, "{err}");
-    let (code, err) = finish(waiter, Duration::from_secs(40));
-    assert_eq!(code, 0, "{err}");
-    assert!(ran.exists());
-    // Order, not duration: the waiter was done before the holder's key would have
-    // expired on its own (60 s after it was taken), so the release woke it.
-    assert!(
-        Instant::now() < acquired_by + Duration::from_secs(60),
-        "the waiter only got in after the holder's ttl"
-    );
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-#[test]
-fn waiter_gets_the_lock_of_a_crashed_holder_after_expiry() {
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let key = lock_key("crashed");
-    let (ready, cpid, ran) = (s.path("ready"), s.path("cpid"), s.path("ran"));
-    let mut args = lock_args(&redis, "crashed");
-    args.extend(["--ttl".into(), "2s".into()]);
-    let mut holder = start_run(
-        &args,
-        &format!(
-            "echo $$ > '{cpid}'; touch '{ready}'; exec sleep 1000",
-            cpid = cpid.display(),
-            ready = ready.display()
-        ),
-    );
-    assert!(wait_for_file(&ready, "", READY), "holder never got ready");
-    let child = read_pid(&cpid);
-
-    let mut wargs = lock_args(&redis, "crashed");
-    wargs.extend(["--wait".into(), "30s".into()]);
-    let waiter = start_run(
-        &wargs,
-        // The old child must be gone (or a zombie) by the time the waiter's command
-        // starts; 98 says it was not.
-        &format!(
-            "if kill -0 {child} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{child}/status
-             then exit 98; fi
-             touch '{ran}'",
-            ran = ran.display()
-        ),
-    );
-    assert!(
-        wait_for_waiter(&redis, "crashed"),
-        "waiter never subscribed"
-    );
-    holder.kill().expect("kill -9 the holder");
-    holder.wait().ok();
-    assert!(redis.exists(&key), "a crashed holder released its lock");
-
-    let (code, err) = finish(waiter, Duration::from_secs(40));
-    assert_eq!(code, 0, "{err}");
-    assert!(ran.exists());
-    assert!(!alive(child), "the crashed holder's child still runs");
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-#[test]
-fn waiter_survives_killed_connections_while_waiting() {
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let ran = s.path("ran");
-    let holder = Holding::start(&lock_args(&redis, "patient"));
-    let mut wargs = lock_args(&redis, "patient");
-    wargs.extend(["--wait".into(), "30s".into()]);
-    let mut waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
-    assert!(
-        wait_for_waiter(&redis, "patient"),
-        "waiter never subscribed"
-    );
-    // Both the waiter's command connection and its subscription go; the holder's
-    // command connection too. Neither may turn into an error or a missed release.
-    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
-    assert!(killed >= 2, "killed {killed}");
-    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
-    assert!(killed >= 1, "killed {killed}");
-    // The waiter polls again within its backoff cap (2 s): once an EVALSHA reached the
-    // server after the kill, the waiter has been through its broken connection.
-    let n0 = evalsha_calls(&redis);
-    assert!(
-        eventually(READY, || evalsha_calls(&redis) > n0
-            || matches!(waiter.try_wait(), Ok(Some(_)))),
-        "nobody tried again"
-    );
-    assert!(
-        matches!(waiter.try_wait(), Ok(None)),
-        "the waiter gave up after its connection was killed"
-    );
-    assert!(!ran.exists(), "waiter ran while the lock was held");
-    // It subscribes again, so the release below wakes it by message, not by polling.
-    assert!(
-        wait_for_waiter(&redis, "patient"),
-        "the waiter did not subscribe again"
-    );
-    let (code, err) = holder.finish();
-    assert_eq!(code, 0, "{err}");
-    let (code, err) = finish(waiter, Duration::from_secs(40));
-    assert_eq!(code, 0, "{err}");
-    assert!(ran.exists());
-    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
-}
-
-/// How many EVALSHA calls the server has run (INFO commandstats).
-fn evalsha_calls(redis: &Redis) -> u64 {
-    let info: String = redis.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 // --on-lost keep, and what the metadata records ------------------------------------------

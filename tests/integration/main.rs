@@ -5,8 +5,12 @@ mod harness;
 
 mod basics;
 mod docs;
+mod exclusion;
+mod exit_status;
 mod lease_life;
 mod quorum;
-mod signals_exit;
+mod signals;
 mod topology;
+mod user_errors;
 mod verbs;
+mod waiting;

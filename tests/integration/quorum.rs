@@ -3,7 +3,7 @@
 //! run, the quorum table over every pre-locked subset, mutual exclusion, a majority
 //! losing the key, and what `status`/`list`/`release --force` say about the nodes.
 
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
@@ -22,22 +22,6 @@ fn redis_args(nodes: &[Redis]) -> Vec<String> {
         .collect()
 }
 
-fn lock_key(name: &str) -> String {
-    format!("redlock:{{{name}}}")
-}
-
-fn meta_key(name: &str) -> String {
-    format!("redlock:{{{name}}}:meta")
-}
-
-fn get(node: &Redis, key: &str) -> Option<String> {
-    node.cmd(&["GET", key])
-}
-
-fn pttl(node: &Redis, key: &str) -> i64 {
-    node.cmd(&["PTTL", key])
-}
-
 /// Leftover keys on every server in `nodes` (each must be running).
 fn leftovers(nodes: &[&Redis]) -> Vec<(u16, Vec<String>)> {
     nodes
@@ -47,78 +31,11 @@ fn leftovers(nodes: &[&Redis]) -> Vec<(u16, Vec<String>)> {
         .collect()
 }
 
-/// A `redlock-run` whose command records its pid and token, says it is ready, and
-/// exits with `exit` once the test creates the `go` file.
-struct Holder {
-    child: Child,
-    scratch: Scratch,
-}
-
-impl Holder {
-    fn spawn(args: &[String], exit: i32) -> Holder {
-        let scratch = Scratch::new();
-        let script = scratch.script(
-            "holder",
-            &format!(
-                "echo $$ > '{pid}'\n\
-                 echo \"$REDLOCK_TOKEN\" > '{token}.tmp' && mv '{token}.tmp' '{token}'\n\
-                 while [ ! -e '{go}' ]; do sleep 0.02; done\n\
-                 exit {exit}",
-                pid = scratch.path("pid").display(),
-                token = scratch.path("token").display(),
-                go = scratch.path("go").display(),
-            ),
-        );
-        let child = redlock_run()
-            .args(args)
-            .args(["--verbose", "--"])
-            .arg(script)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn redlock-run");
-        Holder { child, scratch }
-    }
-
-    /// Waits until the command runs (it holds the lock); returns its token.
-    fn ready(&mut self) -> String {
-        let token = self.scratch.path("token");
-        let start = Instant::now();
-        while !token.exists() {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                panic!("wrapper ended before its command ran: {status}");
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "never ready");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::fs::read_to_string(token).unwrap().trim().to_string()
-    }
-
-    fn pid(&self) -> i32 {
-        read_pid(&self.scratch.path("pid"))
-    }
-
-    fn go(&self) {
-        std::fs::write(self.scratch.path("go"), "").unwrap();
-    }
-
-    /// Waits for the wrapper to exit; returns its status and stderr.
-    fn finish(mut self) -> Output {
-        let status = wait_child(&mut self.child, Duration::from_secs(60));
-        let mut stderr = Vec::new();
-        use std::io::Read;
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_end(&mut stderr)
-            .ok();
-        Output {
-            status,
-            stdout: Vec::new(),
-            stderr,
-        }
-    }
+/// A holder over `args` with `--verbose`, whose command exits with `exit` when let go.
+fn hold(args: &[String], exit: i32) -> Holding {
+    let mut args = args.to_vec();
+    args.push("--verbose".into());
+    Holding::start_exiting(&args, exit)
 }
 
 /// Shortens each key's ttl to two thirds of `ttl_ms` on every node, then waits until
@@ -174,8 +91,8 @@ fn lock_lives_on_every_node(n: usize) {
     let mut args = vec!["--key".to_string(), name.clone()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 7);
-    let token = holder.ready();
+    let holder = hold(&args, 7);
+    let token = holder.token();
     let (lock, meta) = (lock_key(&name), meta_key(&name));
     for node in &nodes {
         assert_eq!(get(node, &lock).as_deref(), Some(token.as_str()));
@@ -185,8 +102,8 @@ fn lock_lives_on_every_node(n: usize) {
         assert!(t > 0 && t <= 3000, "pttl {t}");
     }
     wait_renewed(&all(&nodes), &[&lock, &meta], 3000);
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     assert_eq!(code(&out), 7, "{}", stderr(&out));
     assert_eq!(leftovers(&all(&nodes)), vec![]);
 }
@@ -212,16 +129,16 @@ fn minority_down_before(n: usize, down: usize) {
     let mut args = vec!["--key".to_string(), name.clone()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 5);
-    let token = holder.ready();
+    let holder = hold(&args, 5);
+    let token = holder.token();
     let live: Vec<&Redis> = nodes[down..].iter().collect();
     let lock = lock_key(&name);
     for node in &live {
         assert_eq!(get(node, &lock).as_deref(), Some(token.as_str()));
     }
     wait_renewed(&live, &[&lock], 3000);
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     assert_eq!(leftovers(&live), vec![]);
 }
@@ -242,8 +159,8 @@ fn minority_down_during(n: usize, down: usize) {
     let mut args = vec!["--key".to_string(), name.clone()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 6);
-    let token = holder.ready();
+    let holder = hold(&args, 6);
+    let token = holder.token();
     for node in nodes.iter_mut().take(down) {
         node.stop();
     }
@@ -257,8 +174,8 @@ fn minority_down_during(n: usize, down: usize) {
         assert_eq!(get(node, &lock).as_deref(), Some(token.as_str()));
     }
     assert!(alive(holder.pid()), "the command was stopped");
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     assert_eq!(code(&out), 6, "{}", stderr(&out));
     assert_eq!(leftovers(&live), vec![]);
 }
@@ -431,13 +348,13 @@ fn hanging_node_before_the_run() {
     args.extend(redis_args(&nodes));
     args.extend(["--node-timeout", "200ms", "--ttl", "30s"].map(String::from));
     let start = Instant::now();
-    let mut holder = Holder::spawn(&args, 3);
-    let token = holder.ready();
+    let holder = hold(&args, 3);
+    let token = holder.token();
     for node in &nodes[1..] {
         assert_eq!(get(node, &lock_key(name)).as_deref(), Some(token.as_str()));
     }
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     let took = start.elapsed();
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     // A connect costs at most 1 s (the floor) + the node timeout; all of it well
@@ -467,15 +384,15 @@ fn hanging_node_during_the_run() {
         ]
         .map(String::from),
     );
-    let mut holder = Holder::spawn(&args, 4);
-    let token = holder.ready();
+    let holder = hold(&args, 4);
+    let token = holder.token();
     nodes[2].pause();
     let live: Vec<&Redis> = nodes[..2].iter().collect();
     // Renewals go on while one node hangs.
     wait_renewed(&live, &[&lock], 30_000);
     let start = Instant::now();
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     let took = start.elapsed();
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(took < Duration::from_secs(15), "release took {took:?}");
@@ -525,12 +442,12 @@ fn majority_losing_the_key_is_lost() {
     let mut args = vec!["--key".to_string(), name.to_string()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 0);
-    let token = holder.ready();
+    let holder = hold(&args, 0);
+    let token = holder.token();
     let pid = holder.pid();
     nodes[0].cmd::<i64>(&["DEL", &lock]);
     nodes[1].cmd::<i64>(&["DEL", &lock]);
-    let out = holder.finish();
+    let out = holder.wait();
     let err = stderr(&out);
     assert_eq!(code(&out), codes::LOST, "{err}");
     assert!(
@@ -553,11 +470,11 @@ fn nodes_down_since_the_start_count_when_renewing() {
     let mut args = vec!["--key".to_string(), name.to_string()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 0);
-    let token = holder.ready();
+    let holder = hold(&args, 0);
+    let token = holder.token();
     let pid = holder.pid();
     nodes[0].cmd::<i64>(&["DEL", &lock_key(name)]);
-    let out = holder.finish();
+    let out = holder.wait();
     let err = stderr(&out);
     assert_eq!(code(&out), codes::LOST, "{err}");
     assert!(err.contains("1 of 5 nodes (2 more unreachable"), "{err}");
@@ -575,12 +492,11 @@ fn majority_down_during_the_run_is_lost() {
     let mut args = vec!["--key".to_string(), name.to_string()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 0);
-    holder.ready();
+    let holder = hold(&args, 0);
     let pid = holder.pid();
     nodes[0].stop();
     nodes[1].stop();
-    let out = holder.finish();
+    let out = holder.wait();
     let err = stderr(&out);
     assert_eq!(code(&out), codes::LOST, "{err}");
     assert!(err.contains("renewals failed"), "{err}");
@@ -596,8 +512,8 @@ fn minority_losing_the_key_is_not_lost() {
     let mut args = vec!["--key".to_string(), name.to_string()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 9);
-    let token = holder.ready();
+    let holder = hold(&args, 9);
+    let token = holder.token();
     nodes[0].cmd::<i64>(&["DEL", &lock]);
     let live: Vec<&Redis> = nodes[1..].iter().collect();
     for _ in 0..2 {
@@ -605,8 +521,8 @@ fn minority_losing_the_key_is_not_lost() {
     }
     // Renewals never re-create a missing key.
     assert!(!nodes[0].exists(&lock));
-    holder.go();
-    let out = holder.finish();
+    holder.let_go();
+    let out = holder.wait();
     assert_eq!(code(&out), 9, "{}", stderr(&out));
     only_our_metadata_expiring(&all(&nodes), name, &token, Duration::from_secs(3));
 }
@@ -625,8 +541,8 @@ fn inspection_counts_nodes() {
     let mut args = vec!["--key".to_string(), name.to_string()];
     args.extend(redis_args(&nodes));
     args.extend(["--ttl", "3s", "--renew-every", "300ms"].map(String::from));
-    let mut holder = Holder::spawn(&args, 0);
-    let token = holder.ready();
+    let holder = hold(&args, 0);
+    let token = holder.token();
 
     let out = inspect(&nodes, &["status", name]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -677,7 +593,7 @@ fn inspection_counts_nodes() {
     assert!(said.contains(&token[..8]), "{said}");
 
     // The holder finds the key gone everywhere: lost.
-    let out = holder.finish();
+    let out = holder.wait();
     assert_eq!(code(&out), codes::LOST, "{}", stderr(&out));
     only_our_metadata_expiring(&all(&nodes), name, &token, Duration::from_secs(3));
     let out = inspect(&nodes, &["status", name]);

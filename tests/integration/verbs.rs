@@ -15,39 +15,14 @@ fn json(out: &std::process::Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(out)))
 }
 
-/// Holds `name` with a `sleep` child until the returned process is killed.
-fn hold(redis: &Redis, name: &str, scratch: &Scratch) -> std::process::Child {
-    let ready = scratch.path(&format!("{name}.ready"));
-    let child = redlock_run()
-        .args(["--key", name, "--redis", &redis.url(), "--"])
-        .args([
-            "sh",
-            "-c",
-            &format!("touch '{}'; exec sleep 60", ready.display()),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn holder");
-    assert!(
-        wait_for_file(&ready, "", Duration::from_secs(20)),
-        "holder not ready"
-    );
-    child
-}
-
-fn stop(mut child: std::process::Child) {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    wait_child(&mut child, Duration::from_secs(20));
+/// Holds `name` on `redis` until the test stops the holder.
+fn hold(redis: &Redis, name: &str) -> Holding {
+    Holding::start(&["--key".into(), name.into(), "--redis".into(), redis.url()])
 }
 
 #[test]
 fn status_free_held_foreign_expired() {
     let redis = Redis::start();
-    let scratch = Scratch::new();
 
     let free = verb(&redis, &["status", "job"]);
     assert_eq!(code(&free), 1, "{}", stderr(&free));
@@ -57,13 +32,13 @@ fn status_free_held_foreign_expired() {
         "free"
     );
 
-    let holder = hold(&redis, "job", &scratch);
+    let holder = hold(&redis, "job");
     let held = verb(&redis, &["status", "job"]);
     assert_eq!(code(&held), 0, "{}", stderr(&held));
     let text = stdout(&held);
     assert!(text.starts_with("job: held by "), "{text}");
     for needle in [
-        format!("pid {}", holder.id()),
+        format!("pid {}", holder.wrapper_pid()),
         "command: sh -c".to_string(),
         "since:".to_string(),
         "ttl:".to_string(),
@@ -74,7 +49,7 @@ fn status_free_held_foreign_expired() {
     let j = json(&verb(&redis, &["status", "job", "--json"]));
     assert_eq!(j["state"], "held");
     assert_eq!(j["key"], "redlock:{job}");
-    assert_eq!(j["holder"]["pid"], holder.id());
+    assert_eq!(j["holder"]["pid"], holder.wrapper_pid());
     assert!(j["ttl_left_ms"].as_u64().unwrap() > 0);
     assert_eq!(j["holder"]["token"].as_str().unwrap().len(), 36);
 
@@ -88,7 +63,7 @@ fn status_free_held_foreign_expired() {
             .count(),
         2
     );
-    stop(holder);
+    holder.stop();
 
     redis.cmd::<String>(&["SET", "redlock:{foreign}", "tok", "PX", "60000"]);
     let foreign = verb(&redis, &["status", "foreign"]);
@@ -147,7 +122,6 @@ fn list_with_patterns_and_glob_characters() {
 #[test]
 fn release_by_token_force_and_refusals() {
     let redis = Redis::start();
-    let scratch = Scratch::new();
     let acquired = verb(&redis, &["acquire", "job", "--ttl", "1m"]);
     assert_eq!(code(&acquired), 0, "{}", stderr(&acquired));
     let token = stdout(&acquired).trim().to_string();
@@ -168,17 +142,20 @@ fn release_by_token_force_and_refusals() {
     let again = verb(&redis, &["release", "job", "--token", &token]);
     assert_eq!(code(&again), codes::LOST);
 
-    let holder = hold(&redis, "stuck", &scratch);
+    let holder = hold(&redis, "stuck");
     let forced = verb(&redis, &["release", "stuck", "--force"]);
     assert_eq!(code(&forced), 0, "{}", stderr(&forced));
     let said = stdout(&forced);
     assert!(said.contains("removed stuck"), "{said}");
-    assert!(said.contains(&format!("pid {}", holder.id())), "{said}");
+    assert!(
+        said.contains(&format!("pid {}", holder.wrapper_pid())),
+        "{said}"
+    );
     assert!(said.contains("since"), "{said}");
     assert!(!redis.exists("redlock:{stuck}"));
     assert!(!redis.exists("redlock:{stuck}:meta"));
     // The holder finds out at its next renewal; stop it now.
-    stop(holder);
+    holder.stop();
 
     let free = verb(&redis, &["release", "stuck", "--force"]);
     assert_eq!(code(&free), 1);

@@ -1,0 +1,176 @@
+//! A Redis Cluster of real cluster-enabled servers joined by `redis-cli --cluster
+//! create` (plain or TLS-only), with slot look-ups and a slot move for MOVED/ASK.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::eventually;
+use super::server::Redis;
+use super::tls::Certs;
+
+/// Runs `redis-cli` with arguments (killed after 60 s: `--cluster create` waits
+/// without end for a bus that never joins); panics with its output when it fails.
+pub fn redis_cli(args: &[&str]) -> String {
+    let out = Command::new("timeout")
+        .args(["60", "redis-cli"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+/// A Redis Cluster of `masters` cluster-enabled servers, no replicas, all 16384 slots
+/// assigned by `redis-cli --cluster create`.
+pub struct Cluster {
+    pub nodes: Vec<Redis>,
+}
+
+impl Cluster {
+    pub fn start(masters: usize) -> Cluster {
+        let nodes: Vec<Redis> = (0..masters)
+            .map(|_| {
+                Redis::start_with(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let mut args = vec!["--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli(&args);
+        let cluster = Cluster { nodes };
+        let ready = eventually(Duration::from_secs(30), || {
+            cluster.nodes.iter().all(|n| {
+                let info: String = n.cmd(&["CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+            })
+        });
+        assert!(ready, "cluster did not reach cluster_state:ok");
+        cluster
+    }
+
+    /// `redis+cluster://` with every node as a seed.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    /// Index in `nodes` of the master that owns `key`'s slot.
+    pub fn owner(&self, key: &str) -> usize {
+        let slot: i64 = self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key]);
+        let ranges: redis::Value = self.nodes[0].cmd(&["CLUSTER", "SLOTS"]);
+        let redis::Value::Array(ranges) = ranges else {
+            panic!("CLUSTER SLOTS: {ranges:?}")
+        };
+        for range in ranges {
+            let redis::Value::Array(items) = range else {
+                continue;
+            };
+            let (redis::Value::Int(start), redis::Value::Int(end)) = (&items[0], &items[1]) else {
+                continue;
+            };
+            let redis::Value::Array(master) = &items[2] else {
+                continue;
+            };
+            let redis::Value::Int(port) = master[1] else {
+                continue;
+            };
+            if (*start..=*end).contains(&slot) {
+                return self
+                    .nodes
+                    .iter()
+                    .position(|n| i64::from(n.port) == port)
+                    .expect("owner is one of ours");
+            }
+        }
+        panic!("no owner for slot {slot}");
+    }
+
+    /// Every key on every node.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.nodes.iter().flat_map(Redis::keys).collect();
+        keys.sort();
+        keys
+    }
+
+    /// Moves `key`'s slot from its owner to node `to` the way `redis-cli --cluster
+    /// reshard` does: IMPORTING/MIGRATING, MIGRATE of the slot's keys, then SETSLOT NODE
+    /// on every node. `between` runs after the keys moved and before the slot changed
+    /// owner (the window in which the old owner answers ASK).
+    pub fn move_slot_of(&self, key: &str, to: usize, between: impl FnOnce()) {
+        let from = self.owner(key);
+        assert_ne!(from, to);
+        let slot: i64 = self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key]);
+        let slot = slot.to_string();
+        let from_id: String = self.nodes[from].cmd(&["CLUSTER", "MYID"]);
+        let to_id: String = self.nodes[to].cmd(&["CLUSTER", "MYID"]);
+        let _: () = self.nodes[to].cmd(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        let _: () = self.nodes[from].cmd(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        let keys: Vec<String> = self.nodes[from].cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+        if !keys.is_empty() {
+            let port = self.nodes[to].port.to_string();
+            let mut args = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+            args.extend(keys.iter().map(String::as_str));
+            let _: () = self.nodes[from].cmd(&args);
+        }
+        between();
+        for node in &self.nodes {
+            let _: () = node.cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+    }
+
+    /// A cluster of TLS-only nodes (`--tls-cluster yes`: the bus is TLS too), created
+    /// with `redis-cli --tls`.
+    pub fn start_tls(masters: usize, certs: &Certs) -> Cluster {
+        let nodes: Vec<Redis> = (0..masters)
+            .map(|_| {
+                Redis::start_tls_with(
+                    certs,
+                    "server",
+                    false,
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--tls-cluster",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "5000",
+                    ],
+                )
+            })
+            .collect();
+        let ca = certs.arg("ca.crt");
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let mut args = vec!["--tls", "--cacert", &ca, "--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli(&args);
+        let ready = eventually(Duration::from_secs(30), || {
+            nodes.iter().all(|n| {
+                let port = n.port.to_string();
+                let info = redis_cli(&["--tls", "--cacert", &ca, "-p", &port, "CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+            })
+        });
+        assert!(ready, "TLS cluster did not reach cluster_state:ok");
+        Cluster { nodes }
+    }
+}

@@ -1,0 +1,284 @@
+//! Test harness: real servers and the built binaries, by fixture:
+//!
+//! - `server`: a throwaway `redis-server` (plain, password, TLS) and the one
+//!   start-and-retry loop every server process goes through;
+//! - `cluster`: a Redis Cluster joined by `redis-cli --cluster create`;
+//! - `sentinel`: a redis-server in sentinel mode;
+//! - `tls`: certificates made with `openssl`;
+//! - `workload`: the mutual-exclusion workload and its checker;
+//! - `holding`: a run holding a lock, its command parked until the test lets it go;
+//! - here: the binaries under test with a clean `REDLOCK_*` environment, running them,
+//!   waiting without fixed sleeps, scratch dirs, the exit codes and the key layout.
+
+mod cluster;
+mod holding;
+mod sentinel;
+mod server;
+mod terminal;
+mod tls;
+mod workload;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+pub use cluster::Cluster;
+pub use holding::Holding;
+pub use sentinel::Sentinel;
+pub use server::{Redis, free_port};
+pub use terminal::*;
+pub use tls::Certs;
+pub use workload::contend;
+
+pub const RUN: &str = env!("CARGO_BIN_EXE_redlock-run");
+pub const REDLOCK: &str = env!("CARGO_BIN_EXE_redlock");
+
+/// The lock key of `name` under the default prefix.
+pub fn lock_key(name: &str) -> String {
+    format!("redlock:{{{name}}}")
+}
+
+/// The metadata key of `name` under the default prefix.
+pub fn meta_key(name: &str) -> String {
+    format!("redlock:{{{name}}}:meta")
+}
+
+/// The value of a string key on `redis`.
+pub fn get(redis: &Redis, key: &str) -> Option<String> {
+    redis.get(key)
+}
+
+/// A key's time to live on `redis`, in milliseconds.
+pub fn pttl(redis: &Redis, key: &str) -> i64 {
+    redis.pttl(key)
+}
+
+fn clean(mut cmd: Command) -> Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("REDLOCK_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// `redlock-run` with a clean environment.
+pub fn redlock_run() -> Command {
+    clean(Command::new(RUN))
+}
+
+/// `redlock` with a clean environment.
+pub fn redlock() -> Command {
+    clean(Command::new(REDLOCK))
+}
+
+/// Runs a command to completion within `limit`, killing it past that (then panics).
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut stdout = Vec::new();
+            let mut stderr = Vec::new();
+            child.stdout.take().unwrap().read_to_end(&mut stdout).ok();
+            child.stderr.take().unwrap().read_to_end(&mut stderr).ok();
+            return Output {
+                status,
+                stdout,
+                stderr,
+            };
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs a command with a 60 s limit.
+pub fn output(cmd: &mut Command) -> Output {
+    output_within(cmd, Duration::from_secs(60))
+}
+
+/// The exit code of an output (panics when killed by a signal).
+pub fn code(out: &Output) -> i32 {
+    out.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {out:?}"))
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits until `check` holds, polling, up to `limit`; returns whether it held.
+pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check()
+}
+
+/// Waits until a file exists and contains `needle` (a child's ready marker).
+pub fn wait_for_file(path: &Path, needle: &str, limit: Duration) -> bool {
+    eventually(limit, || {
+        std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle))
+    })
+}
+
+/// Whether a process exists (not yet reaped by anyone).
+pub fn alive(pid: i32) -> bool {
+    kill(Pid::from_raw(pid), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
+}
+
+/// Reads a pid written by a test child.
+pub fn read_pid(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid")
+}
+
+/// A temp dir with a helper path builder.
+pub struct Scratch {
+    pub dir: TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// Writes an executable shell script and returns its path.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+/// Exit statuses from the documented table, as the tests compare them.
+pub mod codes {
+    use redlock::exit::Code;
+
+    pub const USAGE: i32 = Code::Usage.value() as i32;
+    pub const UNREACHABLE: i32 = Code::Unreachable.value() as i32;
+    pub const BUSY: i32 = Code::Busy.value() as i32;
+    pub const REDIS: i32 = Code::Redis.value() as i32;
+    pub const AUTH: i32 = Code::Auth.value() as i32;
+    pub const LOST: i32 = Code::Lost.value() as i32;
+    pub const CANNOT_EXECUTE: i32 = Code::CannotExecute.value() as i32;
+    pub const NOT_FOUND: i32 = Code::NotFound.value() as i32;
+}
+
+/// Waits for a child process with a limit; returns its status.
+pub fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("child still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `--key NAME --redis URL` for `redis`.
+pub fn lock_args(redis: &Redis, name: &str) -> Vec<String> {
+    vec!["--key".into(), name.into(), "--redis".into(), redis.url()]
+}
+
+/// Starts `redlock-run <args> -- sh -c <script>` in the background, stderr captured.
+pub fn start_run(args: &[String], script: &str) -> Child {
+    redlock_run()
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redlock-run")
+}
+
+/// Waits for a background run and returns (exit code, stderr).
+pub fn finish(mut child: Child, limit: Duration) -> (i32, String) {
+    let status = wait_child(&mut child, limit);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut err)
+        .ok();
+    let code = status
+        .code()
+        .unwrap_or_else(|| panic!("wrapper killed by a signal: {status:?}; stderr: {err}"));
+    (code, err)
+}
+
+/// `redlock-run <args> --wait 0 -- sh -c <script>` to completion: (code, stderr).
+pub fn try_once(args: &[String], script: &str) -> (i32, String) {
+    let out = output_within(
+        redlock_run()
+            .args(args)
+            .args(["--wait", "0", "--", "sh", "-c", script]),
+        Duration::from_secs(30),
+    );
+    (code(&out), stderr(&out))
+}
+
+pub fn read_trimmed(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+/// Lines of a wrapper's stderr that report a lost lock.
+pub fn lost_lines(err: &str) -> usize {
+    err.lines().filter(|l| l.contains("lost")).count()
+}
+
+/// How long a background run may take to get ready before the test calls it a hang.
+pub const READY: Duration = Duration::from_secs(20);
+
+/// A later run that waits up to 10 s gets the lock (it was freed or expired), and
+/// nothing is left in Redis after it.
+pub fn acquires_later_and_leaves_nothing(redis: &Redis, name: &str) {
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(redis, name))
+            .args(["--wait", "10s", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}

@@ -1,0 +1,278 @@
+//! A throwaway `redis-server`: its own temp dir and loopback port, no persistence,
+//! waited for until it answers, its log printed when the test panics, killed on drop.
+//! Plain, password-protected or TLS-only; [`launch`] is the one start-and-retry loop
+//! every server process of the harness (sentinels too) starts through.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+use super::eventually;
+use super::tls::Certs;
+
+/// A redis-server started for one test.
+pub struct Redis {
+    pub port: u16,
+    pub dir: TempDir,
+    child: Child,
+    pub password: Option<String>,
+}
+
+impl Redis {
+    /// A plain server.
+    pub fn start() -> Redis {
+        Redis::start_with(&[])
+    }
+
+    /// A server with extra `redis-server` arguments (e.g. `["--maxmemory", "1mb"]`).
+    pub fn start_with(extra: &[&str]) -> Redis {
+        let launched = launch(
+            "redis",
+            |dir, port, log| {
+                let mut cmd = redis_server(dir, log);
+                cmd.args(["--port", &port.to_string()])
+                    .args(["--enable-debug-command", "local"])
+                    .args(extra);
+                cmd
+            },
+            |server| {
+                ping(&format!(
+                    "redis://{}127.0.0.1:{}",
+                    password_part(extra),
+                    server.port
+                ))
+            },
+        );
+        Redis::from(launched, password_of(extra))
+    }
+
+    /// A TLS-only server (`--port 0 --tls-port P`) with the certificates from `certs`;
+    /// `auth_clients` asks for a client certificate (mutual TLS). The test's own
+    /// plain-text helpers (`cmd`, `keys`) do not work on it.
+    pub fn start_tls(certs: &Certs, auth_clients: bool) -> Redis {
+        Redis::start_tls_as(certs, "server", auth_clients)
+    }
+
+    /// [`Redis::start_tls`] with the certificate `<name>.crt` (e.g. `wrong-name`).
+    pub fn start_tls_as(certs: &Certs, name: &str, auth_clients: bool) -> Redis {
+        Redis::start_tls_with(certs, name, auth_clients, &[])
+    }
+
+    /// [`Redis::start_tls_as`] with extra `redis-server` arguments.
+    pub fn start_tls_with(certs: &Certs, name: &str, auth_clients: bool, extra: &[&str]) -> Redis {
+        let launched = launch(
+            "redis",
+            |dir, port, log| {
+                let mut cmd = redis_server(dir, log);
+                cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+                    .args(["--tls-cert-file", &certs.arg(&format!("{name}.crt"))])
+                    .args(["--tls-key-file", &certs.arg(&format!("{name}.key"))])
+                    .args(["--tls-ca-cert-file", &certs.arg("ca.crt")])
+                    .args([
+                        "--tls-auth-clients",
+                        if auth_clients { "yes" } else { "no" },
+                    ])
+                    .args(extra);
+                cmd
+            },
+            |server| server.log().contains("Ready to accept connections"),
+        );
+        Redis::from(launched, None)
+    }
+
+    fn from(launched: Launched, password: Option<String>) -> Redis {
+        Redis {
+            port: launched.port,
+            dir: launched.dir,
+            child: launched.child,
+            password,
+        }
+    }
+
+    /// The URL the binaries use (with the password, if any).
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("client")
+    }
+
+    /// A synchronous connection for the test's own checks.
+    pub fn conn(&self) -> redis::Connection {
+        let conn = self.client().get_connection().expect("connect");
+        conn.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        conn
+    }
+
+    /// The value of a string key.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.cmd(&["GET", key])
+    }
+
+    /// A key's time to live in milliseconds (-2: no key, -1: no expiry).
+    pub fn pttl(&self, key: &str) -> i64 {
+        self.cmd(&["PTTL", key])
+    }
+
+    /// Runs one command and returns its reply.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut self.conn())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// Whether a key exists.
+    pub fn exists(&self, key: &str) -> bool {
+        self.cmd::<i64>(&["EXISTS", key]) == 1
+    }
+
+    /// All keys (for leftover checks).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
+        keys.sort();
+        keys
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// SIGSTOP: the server keeps its sockets but answers nothing (a blackhole).
+    pub fn pause(&self) {
+        kill(self.pid(), Signal::SIGSTOP).expect("SIGSTOP redis");
+    }
+
+    pub fn resume(&self) {
+        kill(self.pid(), Signal::SIGCONT).expect("SIGCONT redis");
+    }
+
+    /// Kills the server for good (the port then refuses connections).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = kill(self.pid(), Signal::SIGCONT);
+        if std::thread::panicking() {
+            eprintln!(
+                "--- redis-server log (port {}) ---\n{}",
+                self.port,
+                self.log()
+            );
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A server process that started and answered.
+pub struct Launched {
+    pub port: u16,
+    pub dir: TempDir,
+    pub child: Child,
+    log: PathBuf,
+}
+
+impl Launched {
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Starts a server process up to five times, each with a fresh temp dir and port (a
+/// port taken between choosing and binding fails a start), until `ready` holds within
+/// 10 s; panics with the last log. `command` gets the dir, the port and the log path
+/// (`<what>.log` in the dir).
+pub fn launch(
+    what: &str,
+    mut command: impl FnMut(&Path, u16, &Path) -> Command,
+    ready: impl Fn(&Launched) -> bool,
+) -> Launched {
+    let mut last_log = String::new();
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let log = dir.path().join(format!("{what}.log"));
+        let child = command(dir.path(), port, &log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (see .ci/run)");
+        let mut launched = Launched {
+            port,
+            dir,
+            child,
+            log,
+        };
+        let up = eventually(Duration::from_secs(10), || {
+            matches!(launched.child.try_wait(), Ok(None)) && ready(&launched)
+        });
+        if up {
+            return launched;
+        }
+        last_log = launched.log();
+        let _ = launched.child.kill();
+        let _ = launched.child.wait();
+    }
+    panic!("{what} did not start; last log:\n{last_log}");
+}
+
+/// `redis-server` on loopback, without persistence, in `dir`, logging to `log`.
+fn redis_server(dir: &Path, log: &Path) -> Command {
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(log);
+    cmd
+}
+
+/// Whether a server at `url` answers PING.
+pub fn ping(url: &str) -> bool {
+    redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}
+
+/// The `--requirepass` among a server's arguments.
+fn password_of(extra: &[&str]) -> Option<String> {
+    extra
+        .iter()
+        .position(|a| *a == "--requirepass")
+        .map(|i| extra[i + 1].to_string())
+}
+
+/// `:password@` for a URL, or nothing.
+fn password_part(extra: &[&str]) -> String {
+    password_of(extra).map_or(String::new(), |pw| format!(":{pw}@"))
+}

@@ -1,0 +1,394 @@
+//! Signals of `redlock-run`, against real redis-server processes, through a pipe and
+//! on a real pseudo-terminal:
+//!
+//! - forwarded signals: each of INT TERM HUP QUIT USR1 USR2 WINCH sent to the wrapper
+//!   reaches the command exactly once (stdin from /dev/null, and on a pty);
+//! - Ctrl-C typed at a pty reaches the command exactly once, many times in a row; an
+//!   interactive command reads the terminal and the shell gets it back afterwards;
+//! - the command starts with the same blocked and ignored signals as one started
+//!   directly.
+//!
+//! Children print a ready marker before the test signals them; nothing sleeps a fixed
+//! time. Time limits only bound "does not hang".
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::IntoRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+
+use crate::harness::*;
+
+/// The signals the wrapper forwards, with the names `trap` knows them by.
+const FORWARDED: [(Signal, &str); 7] = [
+    (Signal::SIGINT, "INT"),
+    (Signal::SIGTERM, "TERM"),
+    (Signal::SIGHUP, "HUP"),
+    (Signal::SIGQUIT, "QUIT"),
+    (Signal::SIGUSR1, "USR1"),
+    (Signal::SIGUSR2, "USR2"),
+    (Signal::SIGWINCH, "WINCH"),
+];
+
+// ---------------------------------------------------------------------------------
+// The counting child.
+//
+// A shell `trap` cannot count deliveries: dash's handler only sets a flag, so a second
+// signal that arrives before the trap action ran is merged into the first, and a
+// doubled signal goes unseen. The counting child is this test binary run again as
+// `helper_signal_counter`: its handler appends one line per delivery with write(2).
+// (The kernel still merges a second signal sent before the first was delivered; any
+// that arrives once the handler has started is counted.)
+
+/// The directory of the counting child (`log`, `ready`, `stop`); also its switch.
+const COUNTER_DIR: &str = "SIGNALS_COUNTER_DIR";
+/// The counting child's exit code.
+const COUNTER_EXIT: &str = "SIGNALS_COUNTER_EXIT";
+
+static COUNTER_LOG: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn count_signal(sig: nix::libc::c_int) {
+    let line: &[u8] = match Signal::try_from(sig) {
+        Ok(Signal::SIGINT) => b"INT\n",
+        Ok(Signal::SIGTERM) => b"TERM\n",
+        Ok(Signal::SIGHUP) => b"HUP\n",
+        Ok(Signal::SIGQUIT) => b"QUIT\n",
+        Ok(Signal::SIGUSR1) => b"USR1\n",
+        Ok(Signal::SIGUSR2) => b"USR2\n",
+        Ok(Signal::SIGWINCH) => b"WINCH\n",
+        _ => b"OTHER\n",
+    };
+    // SAFETY: write(2) is async-signal-safe; the fd stays open for the process's life.
+    unsafe {
+        nix::libc::write(
+            COUNTER_LOG.load(Ordering::Relaxed),
+            line.as_ptr().cast(),
+            line.len(),
+        )
+    };
+}
+
+/// Not a test: the counting child, run by the signal tests through `redlock-run`
+/// (ignored, and a no-op without its environment).
+#[test]
+#[ignore = "helper: the counting child of the signal tests"]
+fn helper_signal_counter() {
+    let Some(dir) = std::env::var_os(COUNTER_DIR).map(PathBuf::from) else {
+        return;
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("log"))
+        .expect("log");
+    COUNTER_LOG.store(log.into_raw_fd(), Ordering::Relaxed);
+    let action = SigAction::new(
+        SigHandler::Handler(count_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for (sig, _) in FORWARDED {
+        // SAFETY: the handler only calls write(2).
+        unsafe { sigaction(sig, &action) }.expect("sigaction");
+    }
+    std::fs::write(dir.join("ready"), "ready\n").unwrap();
+    while !dir.join("stop").exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let code = std::env::var(COUNTER_EXIT)
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    std::process::exit(code);
+}
+
+/// `redlock-run --key KEY --redis URL -- <counting child>`, logging into `dir`, which
+/// exits with `exit_code` once `dir/stop` exists.
+fn counter_run(redis: &Redis, key: &str, dir: &Path, exit_code: i32) -> Command {
+    std::fs::create_dir_all(dir).unwrap();
+    let me = std::env::current_exe().expect("test binary");
+    let mut cmd = run_cmd(
+        redis,
+        key,
+        &[
+            me.as_os_str(),
+            OsStr::new("--ignored"),
+            OsStr::new("--exact"),
+            OsStr::new("signals::helper_signal_counter"),
+            OsStr::new("--nocapture"),
+            OsStr::new("--test-threads=1"),
+            OsStr::new("-q"),
+        ],
+    );
+    cmd.env(COUNTER_DIR, dir)
+        .env(COUNTER_EXIT, exit_code.to_string());
+    cmd
+}
+
+// ---------------------------------------------------------------------------------
+// Signals sent to the wrapper reach the command once.
+
+/// For each forwarded signal: a fresh run of the counting child; the test sends the
+/// signal to the wrapper, waits for it in the log, and again a few times, then lets the
+/// command exit with a code of its own. The log must hold one line per signal sent.
+fn forwarded_signals_reach_the_command_once(via: Via) {
+    const ROUNDS: usize = 5;
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    for (i, (sig, name)) in FORWARDED.iter().enumerate() {
+        let dir = scratch.path(name);
+        let exit_code = 40 + i as i32;
+        let key = format!("fwd-{name}");
+        let cmd = counter_run(&redis, &key, &dir, exit_code);
+        let (mut running, _master) = start(cmd, via, &scratch, name);
+        wait_file(&dir.join("ready"), "ready", &running);
+        assert!(
+            redis.exists(&format!("redlock:{{{key}}}")),
+            "{name}: lock not held while the command runs"
+        );
+        for round in 1..=ROUNDS {
+            kill(running.pid(), *sig).expect("signal the wrapper");
+            let arrived = eventually(HANG, || lines(&dir.join("log")).len() >= round);
+            assert!(
+                arrived,
+                "{via:?} {name} #{round} never reached the command; said:\n{}",
+                running.said()
+            );
+            assert_eq!(
+                lines(&dir.join("log")).len(),
+                round,
+                "{via:?} {name} #{round} reached the command more than once"
+            );
+        }
+        File::create(dir.join("stop")).unwrap();
+        let code = running.code();
+        assert_eq!(
+            code,
+            exit_code,
+            "{via:?} {name}: exit code must follow the command; said:\n{}",
+            running.said()
+        );
+        assert_eq!(
+            lines(&dir.join("log")),
+            vec![name.to_string(); ROUNDS],
+            "{via:?} {name}: the command must see each signal exactly once"
+        );
+        assert_no_keys(&redis, &format!("{via:?} {name}"));
+    }
+}
+
+#[test]
+fn forwarded_signals_reach_the_command_once_through_a_pipe() {
+    forwarded_signals_reach_the_command_once(Via::Pipe);
+}
+
+#[test]
+fn forwarded_signals_reach_the_command_once_on_a_pty() {
+    forwarded_signals_reach_the_command_once(Via::Pty);
+}
+
+// ---------------------------------------------------------------------------------
+// The terminal: Ctrl-C once, interactive reads, the terminal handed back.
+
+/// The wrapper is a session leader on a pty and hands the terminal to the command:
+/// Ctrl-C typed at the terminal must reach the command once, never also through the
+/// wrapper. Pressed many times, each waited for, so that a late second copy shows.
+#[test]
+fn ctrl_c_on_a_pty_interrupts_the_command_exactly_once() {
+    const PRESSES: usize = 25;
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let dir = scratch.path("counter");
+    let log = dir.join("log");
+    let (mut running, mut master) = start_on_pty(counter_run(&redis, "ctrl-c", &dir, 0), None);
+    wait_file(&dir.join("ready"), "ready", &running);
+    for press in 1..=PRESSES {
+        master.write_all(b"\x03").unwrap();
+        let arrived = eventually(HANG, || lines(&log).len() >= press);
+        assert!(
+            arrived,
+            "Ctrl-C #{press} never reached the command; screen:\n{}",
+            running.said()
+        );
+        assert_eq!(
+            lines(&log).len(),
+            press,
+            "Ctrl-C #{press} reached the command more than once: {:?}",
+            lines(&log)
+        );
+        assert!(
+            running.is_running(),
+            "the wrapper ended on Ctrl-C #{press}: {}",
+            running.said()
+        );
+    }
+    File::create(dir.join("stop")).unwrap();
+    assert_eq!(running.code(), 0, "{}", running.said());
+    assert_eq!(
+        lines(&log),
+        vec!["INT".to_string(); PRESSES],
+        "{PRESSES} Ctrl-C must give {PRESSES} SIGINTs"
+    );
+    assert_no_keys(&redis, "ctrl-c");
+}
+
+/// While the wrapper waits for a busy lock it is in the terminal's foreground: Ctrl-C
+/// (on a pty) or SIGTERM (through a pipe) ends the wait with 128+N, the command never
+/// runs and the holder's key is left as it was.
+fn a_signal_ends_the_wait_for_a_busy_lock(via: Via) {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let _: String = redis.cmd(&["SET", "redlock:{busy}", "someone-else", "PX", "60000"]);
+    let ran = scratch.path("ran");
+    let mut cmd = redlock_run();
+    cmd.args([
+        "--key",
+        "busy",
+        "--redis",
+        &redis.url(),
+        "--wait",
+        "forever",
+    ])
+    .args(["--verbose", "--", "touch"])
+    .arg(&ran);
+    let (mut running, master) = start(cmd, via, &scratch, "waiter");
+    assert!(
+        eventually(HANG, || running.said().contains("waiting for")),
+        "no progress line; said:\n{}",
+        running.said()
+    );
+    let expected = match (via, master) {
+        (Via::Pty, Some(mut master)) => {
+            master.write_all(b"\x03").unwrap();
+            128 + Signal::SIGINT as i32
+        }
+        _ => {
+            kill(running.pid(), Signal::SIGTERM).unwrap();
+            128 + Signal::SIGTERM as i32
+        }
+    };
+    assert_eq!(running.code(), expected, "{via:?}: {}", running.said());
+    assert!(!ran.exists(), "{via:?}: the command ran without the lock");
+    assert_eq!(
+        redis.cmd::<String>(&["GET", "redlock:{busy}"]),
+        "someone-else",
+        "{via:?}: the holder's lock was touched"
+    );
+    assert_eq!(redis.keys(), ["redlock:{busy}"], "{via:?}: leftovers");
+}
+
+#[test]
+fn ctrl_c_ends_the_wait_for_a_busy_lock_on_a_pty() {
+    a_signal_ends_the_wait_for_a_busy_lock(Via::Pty);
+}
+
+#[test]
+fn sigterm_ends_the_wait_for_a_busy_lock_through_a_pipe() {
+    a_signal_ends_the_wait_for_a_busy_lock(Via::Pipe);
+}
+
+/// A login shell on a pty runs the wrapper, whose command reads a line from the
+/// terminal; afterwards the shell reads the next line, which only works if the wrapper
+/// gave the terminal's foreground back (else the shell's read fails with EIO).
+#[test]
+fn an_interactive_command_reads_the_terminal_and_the_shell_gets_it_back() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let p = |name: &str| scratch.path(name).display().to_string();
+    let inner = format!(
+        "echo ready > '{ready}'; read line; echo \"got:$line\" > '{got}'",
+        ready = p("ready"),
+        got = p("got")
+    );
+    let outer = scratch.script(
+        "login",
+        &format!(
+            "'{run}' --key interactive --redis '{url}' -- sh -c '{inner_escaped}'\n\
+             echo \"wrapper:$?\" > '{after}'\n\
+             read line2\n\
+             echo \"got2:$line2\" > '{got2}'",
+            run = RUN,
+            url = redis.url(),
+            inner_escaped = inner.replace('\'', "'\\''"),
+            after = p("after"),
+            got2 = p("got2"),
+        ),
+    );
+    let (mut running, mut master) = start_on_pty(Command::new(&outer), None);
+    wait_file(&scratch.path("ready"), "ready", &running);
+    master.write_all(b"typed at the terminal\n").unwrap();
+    wait_file(&scratch.path("got"), "got:typed at the terminal", &running);
+    wait_file(&scratch.path("after"), "wrapper:0", &running);
+    master.write_all(b"back in the shell\n").unwrap();
+    wait_file(&scratch.path("got2"), "got2:back in the shell", &running);
+    assert_eq!(running.code(), 0, "{}", running.said());
+    assert_no_keys(&redis, "interactive");
+}
+
+// ---------------------------------------------------------------------------------
+// The command's signal state.
+
+/// The SigBlk and SigIgn lines of a `/proc/self/status` dump.
+fn signal_state(status: &str) -> Vec<String> {
+    let state: Vec<String> = status
+        .lines()
+        .filter(|l| l.starts_with("SigBlk:") || l.starts_with("SigIgn:"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(state.len(), 2, "no signal state in {status:?}");
+    state
+}
+
+fn cat_status_via(via: Via, redis: Option<&Redis>, scratch: &Scratch, tag: &str) -> String {
+    let mut cmd = match redis {
+        Some(redis) => run_cmd(
+            redis,
+            tag,
+            &[OsStr::new("cat"), OsStr::new("/proc/self/status")],
+        ),
+        None => {
+            let mut cmd = Command::new("cat");
+            cmd.arg("/proc/self/status");
+            cmd
+        }
+    };
+    let out_path = scratch.path(&format!("{tag}.status"));
+    let out = File::create(&out_path).unwrap();
+    let mut running = match via {
+        Via::Pipe => {
+            cmd.stdout(out);
+            start_keeping_stdout(cmd, scratch, tag)
+        }
+        Via::Pty => start_on_pty(cmd, Some(out)).0,
+    };
+    assert_eq!(running.code(), 0, "{tag}: {}", running.said());
+    std::fs::read_to_string(out_path).unwrap()
+}
+
+fn command_signal_state_is_clean(via: Via) {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let direct = cat_status_via(via, None, &scratch, "direct");
+    let wrapped = cat_status_via(via, Some(&redis), &scratch, "wrapped");
+    assert_eq!(
+        signal_state(&wrapped),
+        signal_state(&direct),
+        "{via:?}: the command must start with the blocked/ignored signals of a directly started one"
+    );
+    assert_no_keys(&redis, "signal state");
+}
+
+#[test]
+fn the_command_starts_with_a_clean_signal_state_through_a_pipe() {
+    command_signal_state_is_clean(Via::Pipe);
+}
+
+#[test]
+fn the_command_starts_with_a_clean_signal_state_on_a_pty() {
+    command_signal_state_is_clean(Via::Pty);
+}
