@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{SigHandler, Signal, killpg, signal};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, setpgid, tcgetpgrp, tcsetpgrp};
 use tokio::process::{Child, Command};
 
@@ -231,6 +231,48 @@ impl Started {
         if let Some(fd) = self.terminal {
             let _ = tcsetpgrp(fd.as_fd(), getpgrp());
         }
+    }
+
+    /// Whether the command runs as an interactive job (it was handed the terminal).
+    pub fn is_job(&self) -> bool {
+        self.terminal.is_some()
+    }
+
+    /// The stop signal, when the command was stopped by job control (Ctrl-Z: SIGTSTP;
+    /// SIGTTIN/SIGTTOU). Looks with `waitid(WSTOPPED | WNOHANG)`, which never reaps an
+    /// exit (that stays for the child's own wait).
+    pub fn stopped_by(&self) -> Option<Signal> {
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG;
+        match waitid(Id::Pid(self.group.pgid), flags) {
+            Ok(WaitStatus::Stopped(_, sig)) => Some(sig),
+            _ => None,
+        }
+    }
+
+    /// Stops the wrapper the way the command was stopped, so that the shell that runs
+    /// it as a job sees the job stopped and takes its terminal back; returns when the
+    /// job is continued (`fg`, `bg`). The lease is not renewed meanwhile: the caller
+    /// checks it before [`Started::resume`].
+    pub fn stop_as_job(&self, sig: Signal) {
+        self.restore_terminal();
+        // SIGTTOU is ignored by the wrapper while it has handed the terminal over.
+        let own = if sig == Signal::SIGTSTP {
+            Signal::SIGTSTP
+        } else {
+            Signal::SIGSTOP
+        };
+        let _ = nix::sys::signal::raise(own);
+    }
+
+    /// Hands the terminal back to the command (when the wrapper has it) and continues
+    /// it.
+    pub fn resume(&self) {
+        if let Some(fd) = self.terminal
+            && tcgetpgrp(fd.as_fd()) == Ok(getpgrp())
+        {
+            let _ = tcsetpgrp(fd.as_fd(), self.group.pgid);
+        }
+        self.group.signal(Signal::SIGCONT);
     }
 }
 

@@ -76,7 +76,7 @@ pub struct ConnArgs {
     pub prefix: Option<String>,
 
     /// Timeout of each request to a Redis node [default: ttl/15, at most 2s].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
 
     /// CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots).
@@ -107,19 +107,30 @@ pub struct RunArgs {
     pub conn: ConnArgs,
 
     /// Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s].
-    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_TTL",
+        allow_hyphen_values = true
+    )]
     pub ttl: Option<String>,
 
     /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
-    #[arg(long, short = 'w', value_name = "DURATION", default_value = "0")]
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "DURATION",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
     pub wait: String,
 
     /// Renewal interval [default: ttl/3].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub renew_every: Option<String>,
 
     /// Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub kill_after: Option<String>,
 
     /// What to do when the lock is lost while the command runs.
@@ -128,11 +139,17 @@ pub struct RunArgs {
 
     /// Keep the lock this long after the start even if the command ends sooner
     /// (cron de-duplication across hosts whose clocks differ).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold_min: Option<String>,
 
     /// Exit status when the lock is busy (0-255) [default: 75].
-    #[arg(long, short = 'E', value_name = "CODE", env = "REDLOCK_BUSY_EXIT_CODE")]
+    #[arg(
+        long,
+        short = 'E',
+        value_name = "CODE",
+        env = "REDLOCK_BUSY_EXIT_CODE",
+        allow_hyphen_values = true
+    )]
     pub busy_exit_code: Option<String>,
 
     /// Record only the program name in the holder metadata, not its arguments.
@@ -260,13 +277,30 @@ pub struct AcquireArgs {
     #[arg(value_name = "NAME")]
     pub key: OsString,
     /// Lease time; the lock expires unless extended (e.g. 5m).
-    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_TTL",
+        allow_hyphen_values = true
+    )]
     pub ttl: Option<String>,
     /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
-    #[arg(long, short = 'w', value_name = "DURATION", default_value = "0")]
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "DURATION",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
     pub wait: String,
     /// Exit status when the lock is busy [default: 75].
-    #[arg(long, short = 'E', value_name = "CODE", env = "REDLOCK_BUSY_EXIT_CODE")]
+    #[arg(
+        long,
+        short = 'E',
+        value_name = "CODE",
+        env = "REDLOCK_BUSY_EXIT_CODE",
+        allow_hyphen_values = true
+    )]
     pub busy_exit_code: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -286,11 +320,19 @@ pub struct ExtendArgs {
     /// The token printed by `redlock acquire`.
     #[arg(long, value_name = "TOKEN")]
     pub token: String,
-    /// New time to live from now.
-    #[arg(long, value_name = "DURATION", env = "REDLOCK_TTL")]
+    /// New time to live from now [default: 30s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_TTL",
+        allow_hyphen_values = true
+    )]
     pub ttl: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
+    /// Print JSON (name, key, token, ttl_ms) when extended.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

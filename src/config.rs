@@ -50,28 +50,82 @@ pub struct RunConfig {
 /// The default ttl.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
+/// The range of values a duration flag accepts (the README's configuration table and
+/// `--help` say the same). Above a year nothing is useful, and Redis and the clock
+/// arithmetic stay far from their limits; below the minimum the value cannot work.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    flag: &'static str,
+    min: Duration,
+    max: Duration,
+}
+
+/// The longest value any duration flag takes.
+const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+const TTL: Range = Range {
+    flag: "--ttl",
+    min: MIN_TTL,
+    max: YEAR,
+};
+const RENEW_EVERY: Range = Range {
+    flag: "--renew-every",
+    min: Duration::from_millis(1),
+    max: YEAR,
+};
+const NODE_TIMEOUT: Range = Range {
+    flag: "--node-timeout",
+    min: Duration::from_millis(1),
+    max: YEAR,
+};
+const KILL_AFTER: Range = Range {
+    flag: "--kill-after",
+    min: Duration::ZERO,
+    max: YEAR,
+};
+const HOLD_MIN: Range = Range {
+    flag: "--hold-min",
+    min: Duration::ZERO,
+    max: YEAR,
+};
+const WAIT: Range = Range {
+    flag: "--wait",
+    min: Duration::ZERO,
+    max: YEAR,
+};
+
 /// Parses a duration given to `flag` ("30s", "1m30s", "250ms"); a bare number other
 /// than 0 is refused because its unit would be a guess.
 fn duration(flag: &str, raw: &str) -> Result<Duration> {
     humantime::parse_duration(raw.trim()).map_err(|e| {
-        let hint = if raw.trim().chars().all(|c| c.is_ascii_digit()) {
-            " (add a unit: 30s, 5m, 250ms)".to_string()
+        let raw_t = raw.trim();
+        let hint = if raw_t.starts_with('-') {
+            " (a duration cannot be negative)".to_string()
+        } else if raw_t.chars().all(|c| c.is_ascii_digit()) {
+            format!(" (add a unit: {UNITS})")
         } else {
-            format!(" ({e}; e.g. 30s, 5m, 250ms)")
+            format!(" ({e}; units: {UNITS})")
         };
         Error::usage(format!("{flag} {raw:?} is not a duration{hint}"))
     })
 }
 
-/// A duration that must be positive.
-fn positive(flag: &str, raw: &str) -> Result<Duration> {
-    let d = duration(flag, raw)?;
-    if d.is_zero() {
-        return Err(Error::usage(format!("{flag} must be more than 0")));
-    }
-    if d > Duration::from_secs(60 * 60 * 24 * 365) {
+/// The units a duration takes, as every message and the README list them.
+pub const UNITS: &str = "ms, s, m, h, d, e.g. 250ms, 30s, 5m, 1h30m";
+
+/// A duration within `range`.
+fn bounded(range: Range, raw: &str) -> Result<Duration> {
+    let d = duration(range.flag, raw)?;
+    let flag = range.flag;
+    if d < range.min {
         return Err(Error::usage(format!(
-            "{flag} {raw:?} is longer than a year"
+            "{flag} {raw:?} is too short: it must be at least {}",
+            human(range.min)
+        )));
+    }
+    if d > range.max {
+        return Err(Error::usage(format!(
+            "{flag} {raw:?} is too long: it must be at most 365 days"
         )));
     }
     Ok(d)
@@ -81,7 +135,7 @@ fn positive(flag: &str, raw: &str) -> Result<Duration> {
 fn wait(raw: &str) -> Result<Wait> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "forever" | "inf" | "infinite" | "infinity" => Ok(Wait::Forever),
-        _ => duration("--wait", raw).map(Wait::For),
+        _ => bounded(WAIT, raw).map(Wait::For),
     }
 }
 
@@ -99,14 +153,7 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
 
 /// The ttl from `--ttl` or its default.
 fn ttl(raw: Option<&str>) -> Result<Duration> {
-    let ttl = raw.map_or(Ok(DEFAULT_TTL), |raw| positive("--ttl", raw))?;
-    if ttl < MIN_TTL {
-        return Err(Error::usage(format!(
-            "--ttl {} is too short; it must be at least 100ms",
-            human(ttl)
-        )));
-    }
-    Ok(ttl)
+    raw.map_or(Ok(DEFAULT_TTL), |raw| bounded(TTL, raw))
 }
 
 /// The shortest ttl accepted: below it, Redis's 1 ms expiry precision and the 2 ms
@@ -133,7 +180,7 @@ impl Conn {
         let node_timeout = args
             .node_timeout
             .as_deref()
-            .map(|raw| positive("--node-timeout", raw))
+            .map(|raw| bounded(NODE_TIMEOUT, raw))
             .transpose()?;
         Ok(Conn {
             urls,
@@ -260,11 +307,11 @@ impl RunConfig {
         let keys = conn.keys(&args.key)?;
         let ttl = ttl(args.ttl.as_deref())?;
         let renew_every = match &args.renew_every {
-            Some(raw) => positive("--renew-every", raw)?,
+            Some(raw) => bounded(RENEW_EVERY, raw)?,
             None => timing::default_renew_every(ttl),
         };
         let kill_after = match &args.kill_after {
-            Some(raw) => duration("--kill-after", raw)?,
+            Some(raw) => bounded(KILL_AFTER, raw)?,
             None => timing::default_kill_after(ttl),
         };
         let budget = Budget {
@@ -277,7 +324,7 @@ impl RunConfig {
         let hold_min = args
             .hold_min
             .as_deref()
-            .map(|raw| duration("--hold-min", raw))
+            .map(|raw| bounded(HOLD_MIN, raw))
             .transpose()?
             .filter(|d| !d.is_zero());
         Ok(RunConfig {
@@ -419,6 +466,7 @@ pub struct ExtendConfig {
     pub keys: LockKeys,
     pub token: String,
     pub ttl: Duration,
+    pub json: bool,
 }
 
 impl ExtendConfig {
@@ -430,6 +478,7 @@ impl ExtendConfig {
             conn,
             keys,
             token: args.token,
+            json: args.json,
         })
     }
 }

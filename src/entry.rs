@@ -119,6 +119,19 @@ fn clap_message(e: &clap::Error) -> String {
     }
 }
 
+/// What to do about a clap error: a stray word that is not a flag is most often a
+/// command given without `--`.
+fn clap_hint(e: &clap::Error) -> &'static str {
+    let stray_word = e.kind() == ErrorKind::UnknownArgument
+        && e.get(clap::error::ContextKind::InvalidArg)
+            .is_some_and(|arg| !arg.to_string().starts_with('-'));
+    if stray_word {
+        "put the command after --, e.g. redlock-run --key job -- ./job.sh"
+    } else {
+        "see --help"
+    }
+}
+
 fn clap_exit(program: &str, e: clap::Error) -> u8 {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -130,7 +143,7 @@ fn clap_exit(program: &str, e: clap::Error) -> u8 {
             Code::Usage.value()
         }
         _ => {
-            eprintln!("{program}: {}; see --help", clap_message(&e));
+            eprintln!("{program}: {}; {}", clap_message(&e), clap_hint(&e));
             Code::Usage.value()
         }
     }

@@ -79,6 +79,22 @@ impl Holder {
         self.token.chars().take(8).collect()
     }
 
+    /// The description with the command last (`host pid 42 for 3m 12s (./job.sh)`), for
+    /// a status line that may be cut to the terminal's width.
+    pub fn describe_command_last(&self, now_ms: u64) -> String {
+        if !self.is_known() {
+            return self.describe(now_ms);
+        }
+        let bare = Holder {
+            cmd: None,
+            ..self.clone()
+        };
+        match &self.cmd {
+            Some(cmd) => format!("{} ({cmd})", bare.describe(now_ms)),
+            None => bare.describe(now_ms),
+        }
+    }
+
     /// One-phrase description: `host pid 42 (./job.sh) for 3m 12s` or `an unknown holder`.
     pub fn describe(&self, now_ms: u64) -> String {
         if !self.is_known() {
@@ -158,38 +174,97 @@ impl Meta {
     }
 }
 
-/// The command line recorded in metadata: arguments joined by spaces, with values that
-/// look secret (URL passwords, `--password=…`, `TOKEN=…`, the argument after `-p` or
-/// `--password`) replaced by `***`, cut to 256 characters. With `program_only`, just
-/// the program name.
+/// The command line recorded in metadata, quoted as a shell would need it, with
+/// what looks secret replaced by `***`, cut to 256 characters (see [`redact_arg`]).
+/// With `program_only`, just the program name.
 pub fn recorded_command(argv: &[String], program_only: bool) -> String {
     if program_only {
         return argv.first().cloned().unwrap_or_default();
     }
-    let secretish = |name: &str| {
-        let n = name.trim_start_matches('-').to_ascii_lowercase();
-        ["pass", "secret", "token", "auth", "key", "credential"]
-            .iter()
-            .any(|w| n.contains(w))
-            || n == "p"
-    };
     let mut out: Vec<String> = Vec::with_capacity(argv.len());
     let mut hide_next = false;
     for arg in argv {
-        let shown = if hide_next {
+        out.push(if hide_next {
             "***".to_string()
-        } else if let Some((name, _)) = arg.split_once('=').filter(|(n, _)| secretish(n)) {
-            format!("{name}=***")
-        } else if arg.contains("://") && arg.contains('@') {
-            crate::redis::redact(arg)
         } else {
-            arg.clone()
-        };
-        hide_next = arg.starts_with('-') && !arg.contains('=') && secretish(arg);
-        out.push(shown);
+            redact_arg(arg)
+        });
+        hide_next = takes_secret(arg);
     }
-    let line = crate::error::one_line(&out.join(" "));
+    let line = crate::error::one_line(&shell_words::join(&out));
     line.chars().take(256).collect()
+}
+
+/// Whether a name looks like it names a secret.
+fn secretish(name: &str) -> bool {
+    let n = name.trim_start_matches('-').to_ascii_lowercase();
+    ["pass", "secret", "token", "auth", "key", "credential"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+/// Whether the argument after this one is a secret: `-p`, `--password`, `--token`
+/// (a flag naming a secret, without `=`), or `Bearer` / `Basic` (the scheme of an
+/// `Authorization` header split over arguments).
+fn takes_secret(arg: &str) -> bool {
+    let flag = arg.starts_with('-') && !arg.contains('=') && (secretish(arg) || arg == "-p");
+    let scheme = arg.eq_ignore_ascii_case("bearer") || arg.eq_ignore_ascii_case("basic");
+    flag || scheme
+}
+
+/// One argument with its secrets hidden: URL passwords, the value of every
+/// `name=value` whose name looks secret (`--password=…`, `API_TOKEN=…`, `?token=…&`),
+/// and the credentials of an `Authorization:` header.
+fn redact_arg(arg: &str) -> String {
+    let arg = if arg.contains('@') && arg.contains(':') {
+        crate::redis::redact(arg)
+    } else {
+        arg.to_string()
+    };
+    let arg = redact_authorization(&arg);
+    redact_pairs(&arg)
+}
+
+/// `Authorization: Bearer abc` -> `Authorization: Bearer ***` (any case, any scheme).
+fn redact_authorization(arg: &str) -> String {
+    let lower = arg.to_ascii_lowercase();
+    let Some(at) = lower.find("authorization:") else {
+        return arg.to_string();
+    };
+    let after = at + "authorization:".len();
+    let rest = arg[after..].trim_start();
+    match rest.split_once(char::is_whitespace) {
+        Some((scheme, _)) => format!("{} {scheme} ***", &arg[..after]),
+        None if rest.is_empty() => arg.to_string(),
+        None => format!("{} ***", &arg[..after]),
+    }
+}
+
+/// Hides the value of every `name=value` whose name looks secret; values end at `&`,
+/// `;`, whitespace or the end.
+fn redact_pairs(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(eq) = rest.find('=') {
+        let (before, after) = rest.split_at(eq);
+        let name_start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        out.push_str(before);
+        out.push('=');
+        let after = &after[1..];
+        let end = after
+            .find(|c: char| matches!(c, '&' | ';') || c.is_whitespace())
+            .unwrap_or(after.len());
+        if secretish(&before[name_start..]) && !after[..end].is_empty() && &after[..end] != "***" {
+            out.push_str("***");
+        } else {
+            out.push_str(&after[..end]);
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -250,10 +325,45 @@ mod tests {
         .collect();
         let line = recorded_command(&argv, false);
         assert!(!line.contains("hunter2"), "{line}");
-        assert!(line.starts_with("mysql -p *** --password=*** API_TOKEN=***"));
+        assert!(
+            line.starts_with("mysql -p '***' '--password=***' 'API_TOKEN=***'"),
+            "{line}"
+        );
         assert!(line.ends_with("--verbose file"));
         assert_eq!(recorded_command(&argv, true), "mysql");
         let long = vec!["x".repeat(1000)];
         assert_eq!(recorded_command(&long, false).len(), 256);
+    }
+
+    #[test]
+    fn recorded_command_keeps_quoting_and_hides_more_shapes() {
+        let argv: Vec<String> = [
+            "curl",
+            "-H",
+            "Authorization: Bearer hunter2",
+            "https://api/x?token=hunter2&page=1",
+            "--header=authorization: Basic hunter2",
+            "-H",
+            "Authorization:",
+            "Bearer",
+            "hunter2",
+            "sh -c",
+            "a'b",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let line = recorded_command(&argv, false);
+        assert!(!line.contains("hunter2"), "{line}");
+        assert!(line.contains("'Authorization: Bearer ***'"), "{line}");
+        assert!(line.contains("token=***&page=1"), "{line}");
+        assert!(line.contains("'sh -c'"), "{line}");
+        assert_eq!(
+            shell_words::split(&line)
+                .unwrap()
+                .last()
+                .map(String::as_str),
+            Some("a'b")
+        );
     }
 }

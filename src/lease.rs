@@ -70,6 +70,9 @@ pub enum Lost {
     },
     /// No renewal succeeded before the lease was about to end.
     Expiring { last_error: Option<Error> },
+    /// The job was stopped (Ctrl-Z) for this long, past the lease: nothing renews a
+    /// stopped job.
+    Stopped { for_: Duration },
 }
 
 impl fmt::Display for Lost {
@@ -88,6 +91,11 @@ impl fmt::Display for Lost {
             } => write!(
                 f,
                 "the key is gone or taken on {gone} of {given} nodes ({missing} more unreachable since the start)"
+            ),
+            Lost::Stopped { for_ } => write!(
+                f,
+                "the job was stopped (Ctrl-Z) for {}, longer than the lease",
+                crate::report::human(*for_)
             ),
             Lost::Expiring { last_error } => {
                 f.write_str("renewals failed until the lease was about to end (")?;
@@ -113,7 +121,8 @@ pub enum Release {
 struct Votes {
     yes: usize,
     busy: Option<Holder>,
-    not_a_lock: Option<String>,
+    /// A key of ours that holds something else: (the key, its type).
+    not_a_lock: Option<(Vec<u8>, String)>,
     errors: Vec<Error>,
 }
 
@@ -155,13 +164,18 @@ impl Lease {
         let t_sent = crate::clock::now();
         let votes = self.vote(meta).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
-        if let Some(kind) = votes.not_a_lock {
+        if let Some((key, kind)) = votes.not_a_lock {
             self.release_all(0).await.ok();
+            let what = if key == self.keys.lock {
+                "a lock"
+            } else {
+                "redlock's metadata"
+            };
             return Err(Error::new(
                 Kind::NotALock,
                 format!(
-                    "key {} holds a {kind}, not a lock; choose another --key or --prefix",
-                    crate::report::printable(&self.keys.lock)
+                    "key {} holds a {kind}, not {what}; choose another --key or --prefix",
+                    crate::report::printable(&key)
                 ),
             ));
         }
@@ -195,7 +209,7 @@ impl Lease {
         for (field, value) in meta.fields() {
             call.arg(field).arg(value);
         }
-        let results = self.nodes.each(|n| n.run::<Value>(&call)).await;
+        let results = self.nodes.each(|n| n.run_idempotent::<Value>(&call)).await;
         let mut votes = Votes::default();
         for (node, result) in self.nodes.iter().zip(results) {
             let decoded = result.and_then(|v| {
@@ -211,7 +225,12 @@ impl Lease {
                 Ok(Acquired::Busy(held)) => {
                     votes.busy.get_or_insert_with(|| Holder::from_held(&held));
                 }
-                Ok(Acquired::NotALock(kind)) => votes.not_a_lock = Some(kind),
+                Ok(Acquired::NotALock(kind)) => {
+                    votes.not_a_lock = Some((self.keys.lock.clone(), kind));
+                }
+                Ok(Acquired::ForeignMeta(kind)) => {
+                    votes.not_a_lock = Some((self.keys.meta.clone(), kind));
+                }
                 Err(e) => votes.errors.push(e),
             }
         }
@@ -223,7 +242,7 @@ impl Lease {
         let t_sent = crate::clock::now();
         let mut call = invocation(&scripts::RENEW, &[&self.keys.lock, &self.keys.meta]);
         call.arg(&self.token).arg(self.ttl_ms());
-        let results = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
         for result in results {

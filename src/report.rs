@@ -1,6 +1,6 @@
 //! Messages for people on stderr, one line each, prefixed with the program name.
 //! `--quiet` keeps only errors; `--verbose` adds the lease's life (acquire, renewals,
-//! release). Progress notes while waiting are shown only on a terminal. Also the
+//! release). On a terminal, waiting shows as one status line updated in place. Also the
 //! formatting for people that every message shares: durations and raw bytes.
 
 use std::io::IsTerminal;
@@ -42,10 +42,27 @@ impl Reporter {
         }
     }
 
-    /// A progress line for a person watching a terminal.
-    pub fn progress(&self, message: &str) {
-        if !self.quiet && (self.terminal || self.verbose) {
-            eprintln!("{}: {message}", self.program);
+    /// Whether a status line updated in place can be shown: stderr is a terminal and
+    /// `--quiet` was not given.
+    pub fn live(&self) -> bool {
+        self.terminal && !self.quiet
+    }
+
+    /// Replaces the status line (terminal only): back to the line's start, the text cut
+    /// to the terminal's width, the rest of the line cleared.
+    pub fn status_line(&self, message: &str) {
+        if !self.live() {
+            return;
+        }
+        let room = terminal_width().saturating_sub(self.program.len() + 3);
+        let text: String = message.chars().take(room).collect();
+        eprint!("\r{}: {text}\x1b[K", self.program);
+    }
+
+    /// Clears the status line (terminal only).
+    pub fn clear_status_line(&self) {
+        if self.live() {
+            eprint!("\r\x1b[K");
         }
     }
 
@@ -54,6 +71,23 @@ impl Reporter {
         if self.verbose {
             eprintln!("{}: {}", self.program, message());
         }
+    }
+}
+
+/// The width of the terminal on stderr (80 when it cannot be read).
+fn terminal_width() -> usize {
+    let mut size = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct passed, which lives here.
+    let ok = unsafe { nix::libc::ioctl(2, nix::libc::TIOCGWINSZ, &mut size) } == 0;
+    if ok && size.ws_col > 0 {
+        usize::from(size.ws_col)
+    } else {
+        80
     }
 }
 

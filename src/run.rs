@@ -15,13 +15,12 @@ use crate::config::RunConfig;
 use crate::error::{Error, Result};
 use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
-use crate::holder::{self, Meta, wall_ms};
+use crate::holder::{self, Meta};
 use crate::lease::{Lease, Release, new_token};
-use crate::quorum::Nodes;
 use crate::report::{Reporter, human};
 use crate::supervise::{self, Held};
 use crate::timing::{self, Point};
-use crate::wait::{self, Waited};
+use crate::wait::{self, Patience, Waited};
 
 type Signals = UnboundedReceiver<Signal>;
 
@@ -29,12 +28,18 @@ type Signals = UnboundedReceiver<Signal>;
 pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     let program = child::resolve(&config.command[0])?;
     let mut signals = listen()?;
-    let nodes = Nodes::connect(&config.conn.urls, config.budget.node_timeout).await?;
+    let patience = Patience::new(config.wait);
+    let timeout = config.budget.node_timeout;
+    let nodes =
+        match wait::connect(&config.conn.urls, timeout, &patience, &mut signals, report).await? {
+            Ok(nodes) => nodes,
+            Err(sig) => return Ok(interrupted_while_waiting(sig, report)),
+        };
     let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token());
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
     }
-    let t_sent = match take(&config, &lease, &mut signals, report).await? {
+    let t_sent = match take(&config, &lease, &patience, &mut signals, report).await? {
         Ok(t_sent) => t_sent,
         Err(code) => return Ok(code),
     };
@@ -72,8 +77,10 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         report.verbose(|| format!("command ended with status {code} after losing the lock"));
         return Ok(Code::Lost.value());
     }
-    release(&lease, config.hold_min, acquired_at, report).await;
-    Ok(code)
+    match release(&lease, config.hold_min, acquired_at, report).await {
+        Released::NotOurs => Ok(Code::Lost.value()),
+        Released::Done => Ok(code),
+    }
 }
 
 /// Takes over the forwarded signals, and makes the wrapper the subreaper of what the
@@ -91,6 +98,7 @@ fn listen() -> Result<Signals> {
 async fn take(
     config: &RunConfig,
     lease: &Lease,
+    patience: &Patience,
     signals: &mut Signals,
     report: &Reporter,
 ) -> Result<std::result::Result<Point, u8>> {
@@ -101,29 +109,25 @@ async fn take(
         .collect();
     let cmdline = holder::recorded_command(&argv, config.hide_args);
     let meta = Meta::local(lease.token(), &cmdline, config.budget.ttl);
+    let chatty = config.busy_code != 0 || report.verbose;
     Ok(
-        match wait::acquire(lease, &meta, config.wait, signals, report).await? {
+        match wait::acquire(lease, &meta, patience, chatty, signals, report).await? {
             Waited::Acquired { t_sent } => Ok(t_sent),
             Waited::Busy(holder) => {
-                report.note(&format!(
-                    "lock {} is busy: held by {}{}",
-                    lease.keys().display_name(),
-                    holder.describe(wall_ms()),
-                    holder
-                        .ttl_left
-                        .map(|t| format!(", expires in {}", human(t)))
-                        .unwrap_or_default()
-                ));
+                wait::busy_note(lease, &holder, config.busy_code, report);
                 Err(config.busy_code)
             }
-            Waited::Interrupted(sig) => {
-                report.note(&format!(
-                    "interrupted by {sig} while waiting; nothing was run"
-                ));
-                Err(exit::from_signal(sig as i32))
-            }
+            Waited::Interrupted(sig) => Err(interrupted_while_waiting(sig, report)),
         },
     )
+}
+
+/// A signal ended the wait: nothing was run; the status is 128+N.
+fn interrupted_while_waiting(sig: Signal, report: &Reporter) -> u8 {
+    report.note(&format!(
+        "interrupted by {sig} while waiting; nothing was run"
+    ));
+    exit::from_signal(sig as i32)
 }
 
 /// A signal that arrived while connecting or during the last acquire round ends the
@@ -136,7 +140,8 @@ async fn interrupted_before_start(
 ) -> Option<u8> {
     while let Ok(sig) = signals.try_recv() {
         if crate::signals::ends_wait(sig) {
-            release(lease, None, acquired_at, report).await;
+            // The command never ran: whatever the release finds, nothing ran unlocked.
+            let _ = release(lease, None, acquired_at, report).await;
             report.note(&format!(
                 "interrupted by {sig} before the command started; nothing was run"
             ));
@@ -205,13 +210,24 @@ async fn reentrant(
     Ok(Some(child::exit_code(outcome.status)))
 }
 
+/// What the release found.
+enum Released {
+    /// Released, kept for `--hold-min`, or left to expire after an error.
+    Done,
+    /// The key was no longer ours: the lock was lost while the command ran.
+    NotOurs,
+}
+
 /// Releases after the command ended; with `--hold-min`, keeps the key for what remains.
+/// A key found no longer ours means the lock was lost while the command ran (deleted,
+/// expired or taken over before the next renewal could notice): exclusion may have
+/// been broken, and the run says so.
 async fn release(
     lease: &Lease,
     hold_min: Option<std::time::Duration>,
     acquired_at: Point,
     report: &Reporter,
-) {
+) -> Released {
     let held_for = crate::clock::now().saturating_sub(acquired_at);
     let keep = hold_min.and_then(|h| timing::hold_remaining(h, held_for));
     let keep_ms = keep.map_or(0, |k| k.as_millis().max(1) as u64);
@@ -235,12 +251,16 @@ async fn release(
                 human(keep.unwrap_or_default())
             )
         }),
-        Ok(Release::NotHeld) => report.note(&format!(
-            "lock {name} was no longer ours at release (expired or removed)"
-        )),
+        Ok(Release::NotHeld) => {
+            report.error(&format!(
+                "lock {name} lost: it was no longer ours at the release (expired, deleted or taken over); the command may have run without it"
+            ));
+            return Released::NotOurs;
+        }
         Err(e) => report.note(&format!(
             "could not release {name} ({e}); it expires by itself within {}",
             human(lease.ttl())
         )),
     }
+    Released::Done
 }

@@ -15,9 +15,17 @@
 //!   the wait: nothing is left locked and the exit status is 128+N.
 //!
 //! Synchronous fault signals (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) are never forwarded,
-//! nor SIGCHLD. A stopped command (Ctrl-Z) stays stopped while the wrapper keeps
-//! renewing the lock; the wrapper itself never stops, so the lease cannot run out under a
-//! command that will resume.
+//! nor SIGCHLD.
+//!
+//! JOB CONTROL. On a terminal the command is a job of the user's shell: Ctrl-Z stops the
+//! command's group (the kernel sends SIGTSTP to the foreground group), and the wrapper,
+//! seeing its command stopped, takes the terminal back and stops itself with the same
+//! signal, so the shell sees the job stopped and gives the prompt back. `fg` (or `bg`)
+//! continues the wrapper, which hands the terminal back and continues the command —
+//! unless the lease ran out while the job was stopped (nothing renews a stopped job):
+//! then the lock is lost, the command is stopped for good and the status is 79. Off a
+//! terminal (cron, CI, systemd) a stopped command stays stopped while the wrapper keeps
+//! renewing, as before: there is no shell to hand the job to.
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};

@@ -20,6 +20,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::child::{ProcessGroup, Started};
@@ -92,12 +93,18 @@ pub async fn supervise(
         .as_ref()
         .map_or(Duration::from_secs(5), |h| h.budget.kill_after);
     let mut sup = Supervisor::new(held, started.group, report);
+    // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
+    let mut children = started
+        .is_job()
+        .then(|| signal(SignalKind::child()).ok())
+        .flatten();
     let status = loop {
         let nap = clock::sleep_for(sup.tick(clock::now()));
         tokio::select! {
             status = started.child.wait() => break status,
             Some(sig) = signals.recv() => sup.forward(sig),
             renew = sup.renewal(), if sup.is_renewing() => sup.renewed(renew),
+            Some(()) = next(&mut children) => sup.job_control(&started),
             _ = tokio::time::sleep(nap) => {}
         }
     };
@@ -112,6 +119,14 @@ pub async fn supervise(
     Outcome {
         status,
         lost: sup.into_lost(),
+    }
+}
+
+/// The next SIGCHLD, or never without a stream.
+async fn next(children: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match children {
+        Some(stream) => stream.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -188,6 +203,34 @@ impl<'a> Supervisor<'a> {
             }
             _ => wake,
         }
+    }
+
+    /// The command was stopped by job control (Ctrl-Z): the wrapper stops too, so the
+    /// shell gets its prompt back; on `fg` the command is continued, unless the lease
+    /// ran out meanwhile (nothing renews it while the job is stopped): then the lock is
+    /// lost and the command is stopped for good.
+    fn job_control(&mut self, started: &Started) {
+        let Some(sig) = started.stopped_by() else {
+            return;
+        };
+        self.report
+            .verbose(|| format!("the command was stopped ({sig}); stopping the job"));
+        let stopped_at = clock::now();
+        started.stop_as_job(sig);
+        let now = clock::now();
+        if let (Some((_, budget, _)), LeaseState::Held { t_sent, .. }) = (self.lease, &self.state) {
+            let end = budget.lease_end(*t_sent);
+            if now >= budget.term_at(end) {
+                let why = Lost::Stopped {
+                    for_: now.saturating_sub(stopped_at),
+                };
+                self.lose(why, now, end);
+                if matches!(self.state, LeaseState::Stopping { .. }) {
+                    return;
+                }
+            }
+        }
+        started.resume();
     }
 
     /// A signal sent to the wrapper goes to the command's whole group, once.

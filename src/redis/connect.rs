@@ -63,9 +63,39 @@ pub async fn manager(
         .set_connection_timeout(Some(timeouts.connect))
         .set_response_timeout(Some(timeouts.response))
         .set_number_of_retries(0);
-    ConnectionManager::new_with_config(client.clone(), config)
+    match ConnectionManager::new_with_config(client.clone(), config).await {
+        Ok(conn) => Ok(conn),
+        Err(e) => Err(full_server(url, client, timeouts)
+            .await
+            .unwrap_or_else(|| connect_error(url, &e))),
+    }
+}
+
+/// A server at its `maxclients` answers a new connection with an error line and closes
+/// it, which the client library sees as a broken pipe: read that line ourselves (plain
+/// TCP only) so the message can say the server is full.
+async fn full_server(url: &RedisUrl, client: &redis::Client, timeouts: Timeouts) -> Option<Error> {
+    use tokio::io::AsyncReadExt;
+    let redis::ConnectionAddr::Tcp(host, port) = client.get_connection_info().addr() else {
+        return None;
+    };
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect((host.as_str(), *port))
+            .await
+            .ok()?;
+        let mut first = [0u8; 64];
+        let n = stream.read(&mut first).await.ok()?;
+        Some(first[..n].to_vec())
+    };
+    let first = tokio::time::timeout(timeouts.response.min(timeouts.connect), read)
         .await
-        .map_err(|e| connect_error(url, &e))
+        .ok()
+        .flatten()?;
+    first.starts_with(b"-ERR max number of clients").then(|| {
+        Error::unreachable(format!(
+            "{url}: the server is full (maxclients reached); try again later or raise maxclients"
+        ))
+    })
 }
 
 /// Connects to a cluster through its seeds; returns the connection and a client per
@@ -174,6 +204,12 @@ async fn ask(
     };
     match tokio::time::timeout(timeouts.round(), ask).await {
         Ok(Ok(addr)) => Ok(addr),
+        Ok(Err(e)) if e.to_string().contains("unknown command") => Err(Error::new(
+            Kind::Server,
+            format!(
+                "{url}: a host in the list is not a sentinel (it does not know SENTINEL); for a plain server use redis://"
+            ),
+        )),
         Ok(Err(e)) => Err(connect_error(url, &e)),
         Err(_) => Err(Error::unreachable(format!(
             "{url}: a sentinel did not answer within {}",

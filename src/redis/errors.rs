@@ -22,6 +22,7 @@ pub fn connect_error(url: &RedisUrl, err: &RedisError) -> Error {
     let text = err.to_string();
     if !url.is_tls()
         && mapped.kind() == Kind::Unreachable
+        && !err.is_connection_refusal()
         && (err.is_connection_dropped() || text.contains("reset") || text.contains("closed"))
     {
         return Error::unreachable(format!(
@@ -102,6 +103,21 @@ fn by_code(url: &RedisUrl, err: &RedisError) -> Error {
         "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" => Error::unreachable(format!(
             "{url}: the server is not ready ({code}); try again later"
         )),
+        _ if detail.contains("max number of clients")
+            || err.to_string().contains("max number of clients") =>
+        {
+            Error::unreachable(format!(
+                "{url}: the server is full (maxclients reached); try again later or raise maxclients"
+            ))
+        }
+        _ if err.kind() == redis::ErrorKind::Parse && err.to_string().contains("Parse error") => {
+            server(
+                Kind::BadReply,
+                format!(
+                    "{url}: the server does not speak the Redis protocol (RESP); check the host and port"
+                ),
+            )
+        }
         _ if err.kind() == redis::ErrorKind::AuthenticationFailed => server(
             Kind::Auth,
             format!("{url}: authentication failed; check the user and password"),

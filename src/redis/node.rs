@@ -186,6 +186,27 @@ impl Node {
         self.finish(result)
     }
 
+    /// [`Node::run`] for a script that may safely run twice (acquire with our token,
+    /// renew, read): a connection the server dropped while idle (CLIENT KILL, an idle
+    /// timeout, a restart) fails the first request and only then reconnects, so the
+    /// call is made once more, at once, on the fresh connection. A timeout is not
+    /// retried: it has used the node's time already.
+    pub async fn run_idempotent<T: FromRedisValue>(
+        &self,
+        call: &ScriptInvocation<'_>,
+    ) -> Result<T> {
+        let mut conn = self.conn();
+        let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
+        match &result {
+            Ok(Err(e)) if dropped(e) => {
+                let mut conn = self.conn();
+                let again = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
+                self.finish(again)
+            }
+            _ => self.finish(result),
+        }
+    }
+
     /// Runs a plain command, bounded by the node timeout (routed by its key in a cluster).
     pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         let mut conn = self.conn();
@@ -320,6 +341,12 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, Vec<redis::Cl
             Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
         }
     }
+}
+
+/// Whether an error means the connection was gone before an answer came (and not a
+/// timeout, nor an answer from the server).
+fn dropped(e: &redis::RedisError) -> bool {
+    !e.is_timeout() && (e.is_connection_dropped() || e.is_io_error())
 }
 
 /// One slot of each master in a `CLUSTER SLOTS` reply (the first of its first range).

@@ -24,8 +24,10 @@ pub enum Acquired {
     Yes,
     /// Held by another token.
     Busy(Held),
-    /// The key holds a value of this other type.
+    /// The lock key holds a value of this other type.
     NotALock(String),
+    /// The metadata key holds a value of this other type (not a hash).
+    ForeignMeta(String),
 }
 
 /// The INSPECT script's answer.
@@ -51,6 +53,7 @@ pub fn acquired(value: Value) -> Option<Acquired> {
     match int(items.next())? {
         1 | 2 => Some(Acquired::Yes),
         -1 => Some(Acquired::NotALock(string(items.next()))),
+        -2 => Some(Acquired::ForeignMeta(string(items.next()))),
         0 => Some(Acquired::Busy(held(&mut items))),
         _ => None,
     }

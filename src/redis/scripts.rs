@@ -20,16 +20,25 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
 }
 
 /// Acquire. KEYS: lock, meta. ARGV: token, ttl ms, meta field/value pairs.
-/// Returns `{1}` acquired, `{2}` already ours (ttl refreshed), `{-1, type}` not a lock,
+/// Returns `{1}` acquired, `{2}` already ours (ttl refreshed), `{-1, type}` the lock key
+/// is not a lock, `{-2, type}` the metadata key holds something else than a hash,
 /// `{0, holder token, pttl, meta pairs}` busy.
 ///
 /// The lock itself is taken with `SET key token NX PX ttl`, exactly as any other client
-/// would; the TYPE check first tells a key of another type ("not a lock") from a busy
-/// lock, and the metadata written beside it gets the same ttl.
+/// would; the TYPE checks first tell a key of another type ("not a lock", on either
+/// key: nothing is touched then) from a busy lock, and the metadata written beside it
+/// gets the same ttl.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' and kind ~= 'string' then
+  return {-1, kind}
+end
+local meta_kind = redis.call('TYPE', KEYS[2])['ok']
+if meta_kind ~= 'none' and meta_kind ~= 'hash' then
+  return {-2, meta_kind}
+end
 if kind == 'none' then
   redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
   redis.call('DEL', KEYS[2])
@@ -39,17 +48,16 @@ if kind == 'none' then
   end
   return {1}
 end
-if kind ~= 'string' then
-  return {-1, kind}
-end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  if meta_kind == 'hash' then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
   return {2}
 end
 local meta = {}
-if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+if meta_kind == 'hash' then
   meta = redis.call('HGETALL', KEYS[2])
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
@@ -59,12 +67,16 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 
 /// Renew (compare-and-pexpire). KEYS: lock, meta. ARGV: token, ttl ms (always > 0:
 /// `PEXPIRE key 0` would delete the key). Returns 1 renewed, 0 not ours (never re-SETs).
+/// The metadata key is touched only when it is a hash (ours); a value of another type
+/// there belongs to someone else.
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
   return 1
 end
 return 0
@@ -87,13 +99,19 @@ if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' or redis.call('GET', KEYS[1]) ~
   end
   return 0
 end
+local ours_meta = redis.call('TYPE', KEYS[2])['ok'] == 'hash'
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('PEXPIRE', KEYS[1], keep)
-  redis.call('PEXPIRE', KEYS[2], keep)
+  if ours_meta then
+    redis.call('PEXPIRE', KEYS[2], keep)
+  end
   return 2
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1])
+if ours_meta then
+  redis.call('DEL', KEYS[2])
+end
 redis.call('PUBLISH', ARGV[3], 'released')
 return 1
 "#,
@@ -112,8 +130,9 @@ local holder = redis.call('GET', KEYS[1])
 local meta = {}
 if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   meta = redis.call('HGETALL', KEYS[2])
+  redis.call('DEL', KEYS[2])
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], 'released')
 return {1, holder, meta}
 "#,

@@ -116,7 +116,8 @@ impl RedisUrl {
     pub fn parse(raw: &str) -> Result<Self> {
         let raw = raw.trim();
         let shown = redact(raw);
-        let bad = |why: &str| Error::usage(format!("invalid Redis URL {shown:?}: {why}"));
+        let bad =
+            |why: &str| Error::usage(format!("invalid Redis URL {shown:?}: {}", scrub(why, raw)));
         if raw.is_empty() {
             return Err(bad("it is empty"));
         }
@@ -157,7 +158,7 @@ impl RedisUrl {
 
     /// Whether the connection is TLS (`rediss`, `rediss+cluster`, `rediss+sentinel`).
     pub fn is_tls(&self) -> bool {
-        self.raw.starts_with("rediss")
+        self.raw.starts_with("rediss") || self.raw.starts_with("valkeys")
     }
 
     /// Whether certificate verification is off (`#insecure` or the flag).
@@ -224,27 +225,39 @@ fn check_single(raw: &str) -> std::result::Result<(), String> {
         )
     })?;
     match url.scheme() {
-        "redis" | "rediss" => {
+        "redis" | "rediss" | "valkey" | "valkeys" => {
             if url.host_str().is_none_or(str::is_empty) {
                 return Err("it names no host".into());
             }
             if url.port() == Some(0) {
                 return Err("port 0 is not a port".into());
             }
+            let db = url.path().trim_start_matches('/');
+            if !db.is_empty() && db.parse::<u32>().is_err() {
+                return Err(format!(
+                    "database {db:?} is not a number (the path is the database: redis://host:port/0)"
+                ));
+            }
         }
-        "unix" | "redis+unix" => {
+        "unix" | "redis+unix" | "valkey+unix" => {
             if url.path().is_empty() || url.path() == "/" {
                 return Err("it names no socket path".into());
+            }
+            if let Some((_, db)) = url.query_pairs().find(|(k, _)| k == "db")
+                && db.parse::<u32>().is_err()
+            {
+                return Err(format!("database {db:?} is not a number (?db=0)"));
             }
         }
         other => {
             return Err(format!(
-                "unknown scheme {other:?} (use redis://, rediss://, unix://, redis+cluster:// or redis+sentinel://)"
+                "unknown scheme {other:?} (use redis://, rediss://, valkey://, valkeys://, unix://, redis+cluster:// or redis+sentinel://)"
             ));
         }
     }
+    let tls = matches!(url.scheme(), "rediss" | "valkeys");
     if let Some(fragment) = url.fragment()
-        && (fragment != "insecure" || url.scheme() != "rediss")
+        && (fragment != "insecure" || !tls)
     {
         return Err(format!(
             "unknown fragment #{fragment} (only rediss://…#insecure is understood)"
@@ -454,50 +467,110 @@ fn redact_query(query: &str) -> String {
         .finish()
 }
 
-/// The URL with any password (userinfo or a `*pass*` query option) replaced by `***`;
-/// for text that does not parse as one URL (host lists, garbage), the password part of
-/// the user info is hidden (all of it when it has no `user:`), and so are the query's
-/// password options.
+/// The URL with any password replaced by `***`: the user info (all of it, but a
+/// `user:` before a password), and the values of `*pass*` query options. Works on the
+/// text, not on a parse, so that malformed URLs (`redis:/:pw@h`, `redis:://…`, host
+/// lists) are redacted as well as good ones: whatever stands before the last `@` after
+/// the scheme is user info.
 pub fn redact(raw: &str) -> String {
-    if let Ok(mut url) = Url::parse(raw)
-        && url.host_str().is_none_or(|h| !h.contains(','))
-    {
-        if url.password().is_some() {
-            let _ = url.set_password(Some("***"));
-        }
-        if let Some(query) = url.query().map(redact_query) {
-            url.set_query(Some(&query));
-        }
-        return url.to_string();
+    let (userinfo_end, tail) = match raw.rfind('@') {
+        Some(at) => (at, &raw[at..]),
+        None => (0, raw),
+    };
+    let head_len = scheme_prefix_len(&raw[..userinfo_end]);
+    let head = &raw[..head_len];
+    let userinfo = &raw[head_len..userinfo_end];
+    let userinfo = match userinfo.split_once(':') {
+        _ if userinfo.is_empty() => String::new(),
+        Some((user, _)) if !user.is_empty() && !user.contains('/') => format!("{user}:***"),
+        _ => "***".to_string(),
+    };
+    let (tail, fragment) = match tail.find('#') {
+        Some(i) => (&tail[..i], &tail[i..]),
+        None => (tail, ""),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => format!("{path}?{}", redact_query(query)),
+        None => tail.to_string(),
+    };
+    format!("{head}{userinfo}{tail}{fragment}")
+}
+
+/// The passwords in a URL's text, as [`redact`] finds them (raw and percent-decoded),
+/// to scrub from messages that quote parts of it.
+fn secrets(raw: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(at) = raw.rfind('@') {
+        let userinfo = &raw[scheme_prefix_len(&raw[..at])..at];
+        let secret = userinfo.split_once(':').map_or(userinfo, |(_, pw)| pw);
+        out.push(secret.to_string());
     }
-    let (head, rest) = match raw.find("://") {
-        Some(i) => (&raw[..i + 3], &raw[i + 3..]),
-        None => ("", raw),
-    };
-    let (rest, fragment) = match rest.find('#') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    let (rest, query) = match rest.find('?') {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    };
-    let rest = match rest.rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) if !user.is_empty() && !user.contains('/') => {
-                    format!("{user}:***{}", &rest[at..])
-                }
-                _ => format!("***{}", &rest[at..]),
+    if let Some((_, query)) = raw.split_once('?') {
+        let query = query.split('#').next().unwrap_or("");
+        for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+            if secret_key(&k) {
+                out.push(v.into_owned());
             }
         }
-        None => rest.to_string(),
+        for pair in query.split('&') {
+            if let Some((k, v)) = pair.split_once('=')
+                && secret_key(k)
+            {
+                out.push(v.to_string());
+            }
+        }
+    }
+    let decoded: Vec<String> = out
+        .iter()
+        .map(|s| {
+            url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    out.extend(decoded);
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// `text` with every password of the URL `raw` replaced by `***`.
+fn scrub(text: &str, raw: &str) -> String {
+    let mut secrets = secrets(raw);
+    // The longest first, so that a secret containing another is hidden whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.iter().fold(text.to_string(), |text, secret| {
+        text.replace(secret.as_str(), "***")
+    })
+}
+
+/// How much of `text` is a scheme with its `:` and `/` run (`redis://`, `redis:/`,
+/// `redis:://`); 0 when it does not start with one.
+fn scheme_prefix_len(text: &str) -> usize {
+    let mut chars = text.char_indices();
+    match chars.next() {
+        Some((_, c)) if c.is_ascii_alphabetic() => {}
+        _ => return 0,
+    }
+    let Some(colon) = text.find(':') else {
+        return 0;
     };
-    let query = query
-        .map(|q| format!("?{}", redact_query(q)))
-        .unwrap_or_default();
-    format!("{head}{rest}{query}{fragment}")
+    let scheme_ok = text[..colon]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return 0;
+    }
+    let run = text[colon..]
+        .chars()
+        .take_while(|c| matches!(c, ':' | '/'))
+        .count();
+    // A `:` after the slashes starts the user info (`redis://:password@…`).
+    let run = match text[colon..colon + run].rfind('/') {
+        Some(slash) => slash + 1,
+        None => run,
+    };
+    colon + run
 }
 
 #[cfg(test)]
@@ -512,6 +585,8 @@ mod tests {
             "redis://:pw@host:1/2",
             "redis://user:pw@host:6380/0",
             "rediss://host:6380",
+            "valkey://host:6379/1",
+            "valkeys://host:6380#insecure",
             "redis://[::1]:6379",
             "unix:///tmp/redis.sock",
             "redis+unix:///tmp/redis.sock?db=1",
@@ -582,6 +657,42 @@ mod tests {
         assert_eq!(
             redact("redis+sentinel://h1/m?sentinel_password=zz"),
             "redis+sentinel://h1/m?sentinel_password=***"
+        );
+    }
+
+    #[test]
+    fn malformed_urls_are_redacted_too() {
+        for raw in [
+            "redis:/:sekrit@127.0.0.1:6379",
+            "redis:://:sekrit@127.0.0.1:6379",
+            "redis::/user:sekrit@127.0.0.1:6379",
+            "redis//:sekrit@127.0.0.1:6379",
+            ":sekrit@127.0.0.1:6379",
+            "sekrit@host",
+            "redis://sekrit@host",
+            "redis://:sek/rit@host",
+            "redis://:sek?rit@host",
+            "redis://:sek#rit@host",
+            "redis://127.0.0.1:6379/0?pass=sekrit&bogus#frag",
+            "redis://h?password=sek%72it",
+            "unix://?pass=sekrit",
+            "redis+cluster://:sekrit@h1:1,,h2:2?password=sekrit",
+        ] {
+            let shown = redact(raw);
+            assert!(!shown.contains("sekrit"), "{raw} -> {shown}");
+            assert!(!shown.contains("sek"), "{raw} -> {shown}");
+        }
+        assert_eq!(redact("redis:/:pw@h:1"), "redis:/***@h:1");
+        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact("garbage"), "garbage");
+    }
+
+    #[test]
+    fn messages_quoting_a_url_are_scrubbed() {
+        let raw = "redis://u:p%40ss@h/x?password=q1";
+        assert_eq!(
+            scrub("bad u:p%40ss and p@ss and q1", raw),
+            "bad u:*** and *** and ***"
         );
     }
 

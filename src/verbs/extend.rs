@@ -1,7 +1,7 @@
 //! `redlock extend NAME --token T`: renew a lock taken with `redlock acquire`; 79 when
-//! the token no longer holds it.
+//! the token no longer holds it. With `--json`, prints the lock as `acquire` does.
 
-use super::open;
+use super::{HeldJson, open, print_json};
 use crate::config::ExtendConfig;
 use crate::error::{Error, Kind, Result};
 use crate::lease::{Lease, Renew};
@@ -10,6 +10,10 @@ pub async fn run(config: ExtendConfig) -> Result<u8> {
     let nodes = open(&config.conn, config.ttl).await?;
     let lease = Lease::new(nodes, config.keys, config.ttl, config.token);
     match lease.renew().await {
+        Renew::Renewed { .. } if config.json => {
+            print_json(&HeldJson::of(&lease))?;
+            Ok(0)
+        }
         Renew::Renewed { .. } => Ok(0),
         Renew::Lost(_) => Err(Error::new(
             Kind::Lost,

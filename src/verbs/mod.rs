@@ -74,3 +74,59 @@ fn print_json(value: &impl Serialize) -> Result<()> {
 fn print_line(line: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
+
+/// A lock's name or key as JSON carries it: the exact text when it is UTF-8 (a newline
+/// is a newline), so a script can feed it back; otherwise a readable form with `\xNN`
+/// escapes, and the exact bytes in hex beside it (`name_hex`, `key_hex`).
+#[derive(Debug, Clone, Serialize)]
+struct JsonName {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_hex: Option<String>,
+    key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_hex: Option<String>,
+}
+
+impl JsonName {
+    fn of(keys: &crate::keys::LockKeys) -> Self {
+        let (name, name_hex) = exact(&keys.name);
+        let (key, key_hex) = exact(&keys.lock);
+        JsonName {
+            name,
+            name_hex,
+            key,
+            key_hex,
+        }
+    }
+}
+
+/// The text of `bytes`, and their hex when they are not UTF-8.
+fn exact(bytes: &[u8]) -> (String, Option<String>) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_string(), None),
+        Err(_) => {
+            let hex = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            (crate::report::printable(bytes), Some(hex))
+        }
+    }
+}
+
+/// A lock held with a token (the JSON of `acquire` and `extend`).
+#[derive(Debug, Serialize)]
+struct HeldJson<'a> {
+    #[serde(flatten)]
+    names: JsonName,
+    token: &'a str,
+    ttl_ms: u64,
+}
+
+impl<'a> HeldJson<'a> {
+    fn of(lease: &'a crate::lease::Lease) -> Self {
+        HeldJson {
+            names: JsonName::of(lease.keys()),
+            token: lease.token(),
+            ttl_ms: lease.ttl().as_millis() as u64,
+        }
+    }
+}

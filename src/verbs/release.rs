@@ -6,7 +6,7 @@ use redis::Value;
 use serde::Serialize;
 
 use super::state::{of_nodes, rfc3339};
-use super::{open, print_json, print_line};
+use super::{JsonName, open, print_json, print_line};
 use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
 use crate::error::{Error, Kind, Result};
 use crate::exit;
@@ -41,6 +41,10 @@ struct Spread {
 /// The result of a release (its JSON shape).
 #[derive(Debug, Serialize)]
 struct Released {
+    #[serde(flatten)]
+    names: Option<JsonName>,
+    /// The name for people.
+    #[serde(skip)]
     name: String,
     result: Outcome,
     holder: Option<Holder>,
@@ -51,11 +55,16 @@ struct Released {
 pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
     let name = config.keys.display_name();
+    let keys = config.keys.clone();
     let (released, code) = match config.whose {
         Whose::Token(token) => by_token(nodes, config.keys, token).await?,
         Whose::Anyone => by_force(&nodes, &config.keys).await?,
     };
-    let released = Released { name, ..released };
+    let released = Released {
+        names: Some(JsonName::of(&keys)),
+        name,
+        ..released
+    };
     if config.json {
         print_json(&released)?;
     } else {
@@ -137,6 +146,7 @@ async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
 impl Released {
     fn new(result: Outcome) -> Self {
         Released {
+            names: None,
             name: String::new(),
             result,
             holder: None,

@@ -7,6 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use redis::Value;
 use serde::Serialize;
 
+use super::JsonName;
 use crate::error::{Error, Kind, Result};
 use crate::holder::Holder;
 use crate::keys::LockKeys;
@@ -26,8 +27,11 @@ pub enum State {
 /// One lock across the nodes (the JSON of `status` and `list`).
 #[derive(Debug, Serialize)]
 pub struct LockState {
+    #[serde(flatten)]
+    names: JsonName,
+    /// The name for people (one line, escaped).
+    #[serde(skip)]
     pub name: String,
-    pub key: String,
     pub state: State,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
@@ -116,8 +120,8 @@ impl LockState {
             .map(|(_, h)| h)
             .find(|h| Some(&h.token) == best.as_ref());
         LockState {
+            names: JsonName::of(keys),
             name: keys.display_name(),
-            key: printable(&keys.lock),
             state: if holder.is_some() {
                 State::Held
             } else {

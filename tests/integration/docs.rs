@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::harness::*;
+
 #[test]
 fn man_pages_and_completions_are_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -53,4 +55,38 @@ fn man_page_documents_exit_statuses_and_environment() {
     for needle in ["EXIT STATUS", "REDLOCK_REDIS_URL", "79", "REDLOCK_TOKEN"] {
         assert!(text.contains(needle), "redlock-run.1 lacks {needle}");
     }
+}
+
+/// The README's cron line, run literally (only the job's path is ours) the way cron
+/// runs it: `sh -c`, a bare environment, all output captured. On the host that loses
+/// the race it must print nothing at all (cron mails any output) and exit 0.
+#[test]
+fn the_readme_cron_line_is_silent_on_the_losing_host() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("* * * * * redlock-run") && l.contains("--busy-exit-code 0"))
+        .expect("the cron example");
+    let command = line.splitn(6, ' ').nth(5).unwrap();
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let job = scratch.script("close_orders.sh", "exit 0");
+    let command = command.replace("/opt/jobs/close_orders.sh", &job.display().to_string());
+    let url_file = scratch.path("url");
+    std::fs::write(&url_file, redis.url()).unwrap();
+    let bin_dir = Path::new(RUN).parent().unwrap();
+    let holding = Holding::start(&lock_args(&redis, "close-order"));
+    let out = output(
+        std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .env("REDLOCK_REDIS_URL_FILE", &url_file),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "cron would mail this");
+    assert_eq!(stderr(&out), "", "cron would mail this");
+    let (code, err) = holding.finish();
+    assert_eq!(code, 0, "{err}");
 }

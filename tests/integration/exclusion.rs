@@ -66,3 +66,26 @@ fn a_hash_under_the_lock_key_is_not_a_lock() {
     assert_eq!(pttl(&redis, &key), -1, "no ttl was put on the hash");
     assert_eq!(redis.keys(), vec![key], "nothing of ours was written");
 }
+
+/// A value of another type at the metadata key is someone else's: refused with the
+/// not-a-lock code, touching nothing (no lock key taken, the value intact).
+#[test]
+fn a_foreign_value_at_the_metadata_key_is_not_touched() {
+    let redis = Redis::start();
+    let meta = meta_key("m");
+    let _: i64 = redis.cmd(&["RPUSH", &meta, "theirs", "also-theirs"]);
+    let _: i64 = redis.cmd(&["PEXPIRE", &meta, "600000"]);
+    let out = output(
+        redlock_run()
+            .args(lock_args(&redis, "m"))
+            .args(["--", "true"]),
+    );
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(":meta") && err.contains("list"), "{err}");
+    assert_eq!(redis.keys(), vec![meta.clone()]);
+    let items: Vec<String> = redis.cmd(&["LRANGE", &meta, "0", "-1"]);
+    assert_eq!(items, ["theirs", "also-theirs"]);
+    assert!(redis.pttl(&meta) > 500_000, "its ttl was changed");
+}

@@ -505,8 +505,9 @@ fn metadata_records_the_command_without_secrets() {
         stdout(&out).trim().to_string()
     };
     let full = recorded(&[]);
-    assert!(full.starts_with("sh -c redis-cli"), "{full}");
-    assert!(full.ends_with("job --password=***"), "{full}");
+    // Quoted as typed, so it can be read (and pasted) back.
+    assert!(full.starts_with("sh -c 'redis-cli"), "{full}");
+    assert!(full.ends_with("job '--password=***'"), "{full}");
     assert!(!full.contains("hunter2"), "{full}");
     assert_eq!(recorded(&["--hide-args"]), "sh");
 }
@@ -553,4 +554,80 @@ fn paused_wrapper_stops_its_command_as_soon_as_it_resumes() {
     // The deadline acted, before any renewal could be sent after the resume.
     assert!(err.contains("renewals failed"), "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+// A lock found lost only at the release -----------------------------------------------
+
+/// The key vanishes (deleted, expired, or taken over) while the command runs and the
+/// command ends before the next renewal: only the release finds out. Exclusion may
+/// have been broken, so the run must exit with the lost-lock code, with one line.
+#[test]
+fn a_lock_found_lost_at_the_release_exits_with_the_lost_code() {
+    let redis = Redis::start();
+    for (name, how) in [("deleted", "DEL"), ("expired", "PEXPIRE"), ("taken", "SET")] {
+        let key = lock_key(name);
+        let mut args = lock_args(&redis, name);
+        args.extend(["--ttl".into(), "60s".into()]);
+        let holding = Holding::start(&args);
+        match how {
+            "DEL" => {
+                let _: i64 = redis.cmd(&["DEL", &key]);
+            }
+            "PEXPIRE" => {
+                let _: i64 = redis.cmd(&["PEXPIRE", &key, "1"]);
+                assert!(eventually(Duration::from_secs(5), || !redis.exists(&key)));
+            }
+            _ => {
+                let _: () = redis.cmd(&["SET", &key, "someone-else", "PX", "60000"]);
+            }
+        }
+        let (code, err) = holding.finish();
+        assert_eq!(code, codes::LOST, "{name}: {err}");
+        assert_eq!(lost_lines(&err), 1, "{name}: one line says so: {err}");
+        if how == "SET" {
+            assert_eq!(get(&redis, &key).as_deref(), Some("someone-else"));
+            let _: i64 = redis.cmd(&["DEL", &key]);
+        }
+        assert!(redis.keys().is_empty(), "{name}: {:?}", redis.keys());
+    }
+}
+
+/// Redis stays up but every connection is killed every 150 ms: a failed renewal is
+/// retried at once on a fresh connection, so a 2 s holder keeps its lock.
+#[test]
+fn renewals_survive_connections_killed_every_150ms() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "flaky");
+    args.extend(["--ttl".into(), "2s".into()]);
+    let holding = Holding::start(&args);
+    let killer_conn = redis.url();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_flag = stop.clone();
+    let killer = std::thread::spawn(move || {
+        let client = redis::Client::open(killer_conn).unwrap();
+        let mut conn = client.get_connection().unwrap();
+        let mut kills = 0;
+        // Six ttls' worth, bounded in count.
+        for _ in 0..80 {
+            if stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("normal")
+                .arg("SKIPME")
+                .arg("yes")
+                .query(&mut conn);
+            kills += 1;
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        kills
+    });
+    let kills = killer.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(kills >= 40, "{kills}");
+    let (code, err) = holding.finish();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(lost_lines(&err), 0, "{err}");
 }

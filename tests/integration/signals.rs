@@ -330,6 +330,105 @@ fn an_interactive_command_reads_the_terminal_and_the_shell_gets_it_back() {
     assert_no_keys(&redis, "interactive");
 }
 
+/// A `bash` script with job control (`set -m`) on a pty runs the wrapper; Ctrl-Z stops
+/// the command. Like any job, the shell must get control back (the script goes on),
+/// and `fg` must resume the command, which then finishes with the lock still held.
+#[test]
+fn ctrl_z_stops_the_job_and_fg_resumes_it() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let p = |name: &str| scratch.path(name).display().to_string();
+    let inner = format!(
+        "echo ready > '{ready}'; while [ ! -e '{go}' ]; do sleep 0.05; done; echo \"$REDLOCK_TOKEN\" > '{done}'",
+        ready = p("ready"),
+        go = p("go"),
+        done = p("done")
+    );
+    let outer = scratch.script(
+        "job",
+        &format!(
+            "set -m\n\
+             '{run}' --key tstp --redis '{url}' -- sh -c '{inner_escaped}'\n\
+             echo \"stopped:$?\" > '{after}'\n\
+             fg\n\
+             echo \"fg:$?\" > '{fg}'",
+            run = RUN,
+            url = redis.url(),
+            inner_escaped = inner.replace('\'', "'\\''"),
+            after = p("after"),
+            fg = p("fg"),
+        ),
+    );
+    let mut bash = Command::new("bash");
+    bash.arg(&outer);
+    let (mut running, mut master) = start_on_pty(bash, None);
+    wait_file(&scratch.path("ready"), "ready", &running);
+    master.write_all(b"\x1a").unwrap();
+    // The shell has control again: the wrapper reported itself stopped (128+SIGTSTP).
+    wait_file(&scratch.path("after"), "stopped:148", &running);
+    let token = get(&redis, &lock_key("tstp")).expect("still locked while stopped");
+    std::fs::write(scratch.path("go"), "").unwrap();
+    wait_file(&scratch.path("fg"), "fg:0", &running);
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("done"))
+            .unwrap()
+            .trim(),
+        token
+    );
+    assert_eq!(running.code(), 0, "{}", running.said());
+    assert_no_keys(&redis, "tstp");
+}
+
+/// Stopped for longer than the ttl: the lease ran out, so on `fg` the command is
+/// stopped instead of resumed, with the lost-lock code and a line that says why.
+#[test]
+fn ctrl_z_past_the_ttl_loses_the_lock_on_fg() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let p = |name: &str| scratch.path(name).display().to_string();
+    let inner = format!(
+        "echo ready > '{ready}'; while :; do sleep 0.05; done",
+        ready = p("ready"),
+    );
+    let outer = scratch.script(
+        "job",
+        &format!(
+            "set -m\n\
+             '{run}' --key tstp-long --ttl 1s --redis '{url}' -- sh -c '{inner_escaped}' 2> '{err}'\n\
+             echo \"stopped:$?\" > '{after}'\n\
+             while [ ! -e '{go}' ]; do sleep 0.05; done\n\
+             fg\n\
+             echo \"fg:$?\" > '{fg}'",
+            run = RUN,
+            url = redis.url(),
+            inner_escaped = inner.replace('\'', "'\\''"),
+            err = p("err"),
+            after = p("after"),
+            go = p("go"),
+            fg = p("fg"),
+        ),
+    );
+    let mut bash = Command::new("bash");
+    bash.arg(&outer);
+    let (mut running, mut master) = start_on_pty(bash, None);
+    wait_file(&scratch.path("ready"), "ready", &running);
+    master.write_all(b"\x1a").unwrap();
+    wait_file(&scratch.path("after"), "stopped:148", &running);
+    // Past the ttl, seen from the server: the key is gone.
+    let key = lock_key("tstp-long");
+    assert!(eventually(Duration::from_secs(20), || !redis.exists(&key)));
+    std::fs::write(scratch.path("go"), "").unwrap();
+    wait_file(
+        &scratch.path("fg"),
+        &format!("fg:{}", codes::LOST),
+        &running,
+    );
+    let err = std::fs::read_to_string(scratch.path("err")).unwrap();
+    assert!(err.contains("lost"), "{err}");
+    assert_eq!(running.code(), 0, "{}", running.said());
+    assert_no_keys(&redis, "tstp-long");
+}
+
 // ---------------------------------------------------------------------------------
 // The command's signal state.
 

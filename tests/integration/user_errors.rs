@@ -279,6 +279,16 @@ fn bad_urls_are_usage_errors_with_the_password_redacted() {
         format!("redis://:{secret}@"),
         "garbage".to_string(),
         "redis:/x".to_string(),
+        // Malformed forms that still carry a password (issue: echoed in clear).
+        format!("redis:/:{secret}@127.0.0.1:6379"),
+        format!("redis:://:{secret}@127.0.0.1:6379"),
+        format!("redis::/user:{secret}@127.0.0.1:6379"),
+        format!("redis//:{secret}@127.0.0.1:6379"),
+        format!(":{secret}@127.0.0.1:6379"),
+        format!("redis://127.0.0.1:6379/0?pass={secret}&bogus#frag"),
+        format!("redis://127.0.0.1:0?password={secret}"),
+        format!("unix://?pass={secret}"),
+        format!("redis+cluster://:{secret}@h1:1,,h2:2?password={secret}"),
     ];
     for url in urls {
         let out = run_with(&["--key", "k", "--redis", &url, "--", "true"]);
@@ -286,4 +296,111 @@ fn bad_urls_are_usage_errors_with_the_password_redacted() {
         let err = one_error_line(&out, codes::USAGE, &ctx);
         assert!(!err.contains(secret), "{ctx}: password printed: {err}");
     }
+}
+
+/// Every echo of a URL a user gave is redacted, in every verb, parsed or not.
+#[test]
+fn malformed_urls_never_echo_the_password_in_any_verb() {
+    let secret = "hunter3-url-secret";
+    for url in [
+        format!("redis:/:{secret}@127.0.0.1:6379"),
+        format!("redis:://:{secret}@127.0.0.1:6379"),
+        format!("redis://127.0.0.1:6379/x?pass={secret}"),
+    ] {
+        for verb in [
+            vec!["status", "k"],
+            vec!["list"],
+            vec!["release", "k", "--force"],
+            vec!["acquire", "k"],
+            vec!["extend", "k", "--token", "t"],
+        ] {
+            let out = output(redlock().args(&verb).args(["--redis", &url]));
+            let ctx = format!("redlock {verb:?} with {url:?}");
+            let err = one_error_line(&out, codes::USAGE, &ctx);
+            assert!(!err.contains(secret), "{ctx}: password printed: {err}");
+        }
+    }
+}
+
+/// Every duration flag has an upper bound, and values too small to work are refused;
+/// a negative value names its flag instead of looking like an unknown flag.
+#[test]
+fn durations_out_of_bounds_name_their_flag() {
+    let redis = Redis::start();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--hold-min", "1000000000000000s"], "--hold-min"),
+        (&["--hold-min", "2y"], "--hold-min"),
+        (&["--wait", "1000000000000000s"], "--wait"),
+        (&["--ttl", "1000000000000000s"], "--ttl"),
+        (&["--kill-after", "1000000000000000s"], "--kill-after"),
+        (&["--node-timeout", "1ns"], "--node-timeout"),
+        (&["--node-timeout", "999us"], "--node-timeout"),
+        (&["--renew-every", "1ns"], "--renew-every"),
+        (&["--ttl", "-1s"], "--ttl"),
+        (&["--wait", "-5s"], "--wait"),
+        (&["--hold-min", "-1m"], "--hold-min"),
+        (&["--busy-exit-code", "-1"], "--busy-exit-code"),
+    ];
+    for (extra, flag) in cases {
+        let mut args = vec!["--key", "k", "--redis"];
+        let url = redis.url();
+        args.push(&url);
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "true"]);
+        let out = run_with(&args);
+        let ctx = format!("{extra:?}");
+        let err = one_error_line(&out, codes::USAGE, &ctx);
+        assert!(
+            err.contains(flag),
+            "{ctx}: the line does not name {flag}: {err}"
+        );
+        assert!(redis.keys().is_empty(), "{ctx}: {:?}", redis.keys());
+    }
+}
+
+/// `--wait` covers a Redis that is not up yet when the run starts: connecting is
+/// retried with backoff within the wait, and the run goes ahead once it answers.
+#[test]
+fn wait_covers_a_redis_that_is_down_at_the_start() {
+    let port = free_port();
+    let scratch = Scratch::new();
+    let err_path = scratch.path("stderr");
+    let mut run = redlock_run()
+        .args(["--key", "late", "--verbose", "--wait", "60s"])
+        .args(["--redis", &format!("redis://127.0.0.1:{port}")])
+        .args(["--", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("spawn");
+    // The run has found the server down at least once before it comes up.
+    assert!(
+        wait_for_file(&err_path, "connection refused", Duration::from_secs(20)),
+        "no retry seen: {}",
+        std::fs::read_to_string(&err_path).unwrap_or_default()
+    );
+    let redis = Redis::start_on(port);
+    let status = wait_child(&mut run, Duration::from_secs(60));
+    let said = std::fs::read_to_string(&err_path).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
+
+/// When it gives up, the one line says how long it tried.
+#[test]
+fn wait_for_a_redis_that_stays_down_says_how_long_it_tried() {
+    let port = free_port();
+    let out = run_with(&[
+        "--key",
+        "never",
+        "--wait",
+        "1s",
+        "--redis",
+        &format!("redis://127.0.0.1:{port}"),
+        "--",
+        "true",
+    ]);
+    let err = one_error_line(&out, codes::UNREACHABLE, "down for all of --wait");
+    assert!(err.contains("connection refused"), "{err}");
+    assert!(err.contains("tried for"), "{err}");
 }

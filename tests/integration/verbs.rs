@@ -322,3 +322,33 @@ fn verbs_refuse_bad_input_with_their_codes() {
     assert_eq!(code(&refused), codes::UNREACHABLE, "{}", stderr(&refused));
     assert!(redis.keys().is_empty());
 }
+
+/// `--json` carries the exact name: a newline is a newline, not a backslash and an n,
+/// so a script that feeds `.name` back acts on the same lock. A name that is not UTF-8
+/// also comes as `name_hex`, its exact bytes in hex.
+#[test]
+fn json_carries_the_exact_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let redis = Redis::start();
+    let holder = Holding::start(&["--key".into(), "a\nb".into(), "--redis".into(), redis.url()]);
+    let j = json(&verb(&redis, &["status", "a\nb", "--json"]));
+    assert_eq!(j["name"], "a\nb");
+    assert_eq!(j["key"], "redlock:{a\nb}");
+    assert!(j.get("name_hex").is_none(), "{j}");
+    let listed = json(&verb(&redis, &["list", "--json"]));
+    assert_eq!(listed["name"], "a\nb");
+    // Fed back, the name reaches the same lock.
+    let back = listed["name"].as_str().unwrap();
+    assert_eq!(code(&verb(&redis, &["status", back])), 0);
+    holder.stop();
+
+    let raw = std::ffi::OsStr::from_bytes(b"x\xffy");
+    let out = output(
+        redlock()
+            .args(["status", "--json", "--redis", &redis.url()])
+            .arg(raw),
+    );
+    let j = json(&out);
+    assert_eq!(j["name_hex"], "78ff79");
+    assert_eq!(j["state"], "free");
+}

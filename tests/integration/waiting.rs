@@ -1,5 +1,6 @@
 //! Waiting for a busy lock: a waiter takes over on release long before the ttl, gets
-//! the lock of a crashed holder after its expiry, and survives killed connections.
+//! the lock of a crashed holder after its expiry, survives killed connections, and
+//! shows that it waits (a status line on a terminal, lines in a log).
 
 use std::time::{Duration, Instant};
 
@@ -150,4 +151,121 @@ fn evalsha_calls(redis: &Redis) -> u64 {
         .and_then(|rest| rest.split(',').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+// Waiting people can see ----------------------------------------------------------------
+
+/// A waiter started in the background with stderr into a file (a CI log).
+fn waiter_to_file(
+    redis: &Redis,
+    name: &str,
+    extra: &[&str],
+    err: &std::path::Path,
+) -> std::process::Child {
+    redlock_run()
+        .args(lock_args(redis, name))
+        .args(["--wait", "60s"])
+        .args(extra)
+        .args(["--", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(err).unwrap())
+        .spawn()
+        .expect("spawn waiter")
+}
+
+/// Off a terminal (a CI log): a line when waiting starts, naming the holder, a line
+/// when the holder changes, and "acquired … after …" at the end; without --verbose.
+#[test]
+fn a_waiter_in_a_log_says_it_waits_who_holds_and_when_it_got_the_lock() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let err = scratch.path("waiter.err");
+    let holder = Holding::start(&lock_args(&redis, "logged"));
+    let mut waiter = waiter_to_file(&redis, "logged", &[], &err);
+    assert!(wait_for_file(&err, "waiting for logged: held by", READY));
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains(&format!("pid {}", holder.wrapper_pid())),
+        "{said}"
+    );
+    // Another holder takes over behind the first one's back.
+    let key = lock_key("logged");
+    let _: () = redis.cmd(&["SET", &key, "another-client", "PX", "1500"]);
+    assert!(wait_for_file(&err, "now held by an unknown holder", READY));
+    let status = wait_child(&mut waiter, Duration::from_secs(60));
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(
+        said.lines()
+            .last()
+            .unwrap_or("")
+            .contains("acquired logged after"),
+        "{said}"
+    );
+    assert!(
+        !said.contains('\r') && !said.contains('\x1b'),
+        "no terminal codes in a log: {said:?}"
+    );
+    let (code, _) = holder.finish();
+    assert_eq!(code, codes::LOST);
+}
+
+/// `--quiet` silences waiting; so does `--busy-exit-code 0` off a terminal.
+#[test]
+fn a_quiet_or_busy_is_fine_waiter_says_nothing() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    for (name, extra) in [
+        ("q1", vec!["--quiet"]),
+        ("q2", vec!["--busy-exit-code", "0"]),
+    ] {
+        let err = scratch.path(&format!("{name}.err"));
+        let holder = Holding::start(&lock_args(&redis, name));
+        let mut waiter = waiter_to_file(&redis, name, &extra, &err);
+        assert!(wait_for_waiter(&redis, name));
+        let (code, _) = holder.finish();
+        assert_eq!(code, 0);
+        let status = wait_child(&mut waiter, Duration::from_secs(60));
+        let said = std::fs::read_to_string(&err).unwrap();
+        assert_eq!(status.code(), Some(0), "{said}");
+        assert_eq!(said, "", "{extra:?} must say nothing");
+    }
+}
+
+/// On a terminal: one status line updated in place (the time waited goes up), cut to
+/// the width, and cleared when the lock is taken.
+#[test]
+fn a_waiter_on_a_terminal_updates_one_status_line() {
+    use std::process::Command;
+    let redis = Redis::start();
+    let holder = Holding::start(&lock_args(&redis, "tty"));
+    let mut cmd = Command::new(RUN);
+    cmd.args(lock_args(&redis, "tty"))
+        .args(["--wait", "60s", "--", "true"]);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("REDLOCK_") {
+            cmd.env_remove(name);
+        }
+    }
+    let (mut running, _master) = start_on_pty(cmd, None);
+    assert!(
+        eventually(READY, || running.said().contains("waited 2s")),
+        "{:?}",
+        running.said()
+    );
+    let (code, _) = holder.finish();
+    assert_eq!(code, 0);
+    assert_eq!(running.code(), 0, "{:?}", running.said());
+    let screen = running.said();
+    assert!(
+        screen.contains("\rredlock-run: waiting for tty: waited 1s, "),
+        "{screen:?}"
+    );
+    assert!(screen.contains("left; held by "), "{screen:?}");
+    // Every update rewrites the same line: no newline until it is cleared.
+    assert!(!screen.contains('\n'), "{screen:?}");
+    assert!(
+        screen.ends_with("\r\x1b[K"),
+        "cleared at the end: {screen:?}"
+    );
 }

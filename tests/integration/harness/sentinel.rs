@@ -29,6 +29,7 @@ impl Sentinel {
     fn start_conf(name: &str, master_port: u16, tls: Option<&Certs>) -> Sentinel {
         let launched = launch(
             "sentinel",
+            None,
             |dir, port, log| {
                 let conf = dir.join("sentinel.conf");
                 let listen = match tls {

@@ -31,8 +31,18 @@ impl Redis {
 
     /// A server with extra `redis-server` arguments (e.g. `["--maxmemory", "1mb"]`).
     pub fn start_with(extra: &[&str]) -> Redis {
+        Redis::start_at(None, extra)
+    }
+
+    /// A plain server on `port` (e.g. one a run was already told to use).
+    pub fn start_on(port: u16) -> Redis {
+        Redis::start_at(Some(port), &[])
+    }
+
+    fn start_at(port: Option<u16>, extra: &[&str]) -> Redis {
         let launched = launch(
             "redis",
+            port,
             |dir, port, log| {
                 let mut cmd = redis_server(dir, log);
                 cmd.args(["--port", &port.to_string()])
@@ -67,6 +77,7 @@ impl Redis {
     pub fn start_tls_with(certs: &Certs, name: &str, auth_clients: bool, extra: &[&str]) -> Redis {
         let launched = launch(
             "redis",
+            None,
             |dir, port, log| {
                 let mut cmd = redis_server(dir, log);
                 cmd.args(["--port", "0", "--tls-port", &port.to_string()])
@@ -207,18 +218,19 @@ impl Launched {
 }
 
 /// Starts a server process up to five times, each with a fresh temp dir and port (a
-/// port taken between choosing and binding fails a start), until `ready` holds within
-/// 10 s; panics with the last log. `command` gets the dir, the port and the log path
-/// (`<what>.log` in the dir).
+/// port taken between choosing and binding fails a start; `port` fixes it), until
+/// `ready` holds within 10 s; panics with the last log. `command` gets the dir, the
+/// port and the log path (`<what>.log` in the dir).
 pub fn launch(
     what: &str,
+    port: Option<u16>,
     mut command: impl FnMut(&Path, u16, &Path) -> Command,
     ready: impl Fn(&Launched) -> bool,
 ) -> Launched {
     let mut last_log = String::new();
     for _ in 0..5 {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
+        let port = port.unwrap_or_else(free_port);
         let log = dir.path().join(format!("{what}.log"));
         let child = command(dir.path(), port, &log)
             .stdin(Stdio::null())

@@ -1,0 +1,152 @@
+//! How waiting shows, so people can see it:
+//!
+//! - on a terminal, one status line updated in place about once a second (who holds
+//!   the lock, for how long, how long this run has waited and has left), cut to the
+//!   terminal's width and cleared when the wait ends;
+//! - off a terminal (CI logs, files), a line when waiting starts, one a minute, one
+//!   when the holder changes, and "acquired … after …" at the end.
+//!
+//! `--quiet` silences all of it, and so does `--busy-exit-code 0` off a terminal unless
+//! `--verbose` (a run told that busy is fine has nothing to report about waiting, like
+//! `flock -w -E 0`). Nothing goes to stdout.
+
+use std::time::Duration;
+
+use super::Patience;
+use crate::holder::{Holder, wall_ms};
+use crate::report::{Reporter, human};
+use crate::timing::Point;
+
+/// How often the status line is refreshed.
+const REFRESH: Duration = Duration::from_secs(1);
+/// How often a line is written off a terminal while nothing changes.
+const LINE_EVERY: Duration = Duration::from_secs(60);
+
+/// The visible side of one wait.
+pub struct Progress<'a> {
+    report: &'a Reporter,
+    name: String,
+    /// Off a terminal: write lines (else say nothing).
+    lines: bool,
+    /// When the next line (off a terminal) or refresh (on one) is due.
+    next: Point,
+    /// The holder last shown.
+    holder: Holder,
+    /// Whether anything was shown.
+    shown: bool,
+}
+
+impl<'a> Progress<'a> {
+    /// `chatty`: whether lines may be written off a terminal.
+    pub fn new(report: &'a Reporter, name: String, chatty: bool) -> Self {
+        Progress {
+            report,
+            name,
+            lines: chatty && !report.quiet && !report.terminal,
+            next: crate::clock::now(),
+            holder: Holder::default(),
+            shown: false,
+        }
+    }
+
+    /// The lock was found busy (or Redis unreachable, with no holder) at a try.
+    pub fn busy(&mut self, holder: &Holder, patience: &Patience) {
+        let changed = holder.token != self.holder.token;
+        let first = !self.shown;
+        self.holder = holder.clone();
+        if self.report.live() {
+            self.refresh(patience);
+        } else if self.lines && (first || changed) {
+            let lead = if first {
+                "waiting for"
+            } else {
+                "still waiting for"
+            };
+            let now_held = if first { "held by" } else { "now held by" };
+            self.line(&format!(
+                "{lead} {}: {now_held} {}",
+                self.name,
+                self.detail(patience)
+            ));
+        }
+    }
+
+    /// A wake-up: refreshes the status line, or writes the line a minute is due.
+    pub fn tick(&mut self, patience: &Patience) {
+        let now = crate::clock::now();
+        if now < self.next || !self.shown {
+            return;
+        }
+        if self.report.live() {
+            self.refresh(patience);
+        } else if self.lines {
+            self.line(&format!(
+                "still waiting for {}: held by {}",
+                self.name,
+                self.detail(patience)
+            ));
+        }
+    }
+
+    /// How long until [`Progress::tick`] has something to do.
+    pub fn next_due(&self) -> Duration {
+        if !self.shown {
+            return Duration::MAX;
+        }
+        self.next.saturating_sub(crate::clock::now())
+    }
+
+    /// The lock was taken after waiting.
+    pub fn acquired(&mut self, patience: &Patience) {
+        if !self.shown {
+            return;
+        }
+        self.report.clear_status_line();
+        let line = format!("acquired {} after {}", self.name, human(patience.waited()));
+        if self.lines {
+            self.report.note(&line);
+        } else {
+            self.report.verbose(|| line);
+        }
+    }
+
+    /// The wait ended without the lock (busy, interrupted, an error).
+    pub fn ended(&mut self) {
+        if self.shown {
+            self.report.clear_status_line();
+        }
+    }
+
+    fn refresh(&mut self, patience: &Patience) {
+        // The times first, the holder's command last: the line is cut to the width.
+        self.report.status_line(&format!(
+            "waiting for {}: {}; held by {}",
+            self.name,
+            waited(patience),
+            self.holder.describe_command_last(wall_ms())
+        ));
+        self.shown = true;
+        self.next = crate::clock::now() + REFRESH;
+    }
+
+    fn line(&mut self, text: &str) {
+        self.report.note(text);
+        self.shown = true;
+        self.next = crate::clock::now() + LINE_EVERY;
+    }
+
+    /// `host pid 42 (cmd) for 3m 12s; waited 12s, 4m 48s left`.
+    fn detail(&self, patience: &Patience) -> String {
+        format!("{}; {}", self.holder.describe(wall_ms()), waited(patience))
+    }
+}
+
+/// `waited 12s, 4m 48s left` (or `(no limit)` with `--wait forever`).
+fn waited(patience: &Patience) -> String {
+    let left = match patience.left() {
+        Some(left) if left == Duration::MAX => " (no limit)".to_string(),
+        Some(left) => format!(", {} left", human(left)),
+        None => ", no time left".to_string(),
+    };
+    format!("waited {}{left}", human(patience.waited()))
+}
