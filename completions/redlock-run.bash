@@ -116,3 +116,20 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _redlock__run -o bashdefault -o default redlock-run
 fi
+
+# After `--` comes the command: complete command names, then file names.
+_redlock_run_after_dashdash() {
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ "${COMP_WORDS[i]}" == "--" ]]; then
+            if ((i + 1 == COMP_CWORD)); then
+                COMPREPLY=( $(compgen -c -- "${COMP_WORDS[COMP_CWORD]}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}") )
+            fi
+            return 0
+        fi
+    done
+    _redlock__run "$@"
+}
+complete -F _redlock_run_after_dashdash -o bashdefault -o default redlock-run

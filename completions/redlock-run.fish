@@ -2,21 +2,21 @@ complete -c redlock-run -s k -l key -d 'Name of the lock (any non-empty string)'
 complete -c redlock-run -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock-run -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock-run -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock-run -l node-timeout -d 'Timeout of each request to a Redis node [default: ttl/15, at most 2s]' -r
+complete -c redlock-run -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock-run -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock-run -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock-run -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
-complete -c redlock-run -l ttl -d 'Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s]' -r
-complete -c redlock-run -s w -l wait -d 'How long to wait for a busy lock: 0 tries once, "forever" never gives up' -r
-complete -c redlock-run -l renew-every -d 'Renewal interval [default: ttl/3]' -r
-complete -c redlock-run -l kill-after -d 'Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s]' -r
+complete -c redlock-run -l ttl -d 'Lease time, renewed while the command runs; 100ms to 365 days (e.g. 30s, 2m) [default: 30s]' -r
+complete -c redlock-run -s w -l wait -d 'How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to 365 days, or "forever"' -r
+complete -c redlock-run -l renew-every -d 'Renewal interval, 1ms up to below the ttl [default: ttl/3]' -r
+complete -c redlock-run -l kill-after -d 'Grace between SIGTERM and SIGKILL when the command must stop, 0 to 365 days (it must fit in the ttl) [default: ttl/6, at most 5s]' -r
 complete -c redlock-run -l on-lost -d 'What to do when the lock is lost while the command runs' -r -f -a "kill\t'SIGTERM the command\'s process group, SIGKILL after --kill-after; exit 79'
 keep\t'Warn on stderr and let the command finish without the lock; exit 79'"
-complete -c redlock-run -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ)' -r
-complete -c redlock-run -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255) [default: 75]' -r
+complete -c redlock-run -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days' -r
+complete -c redlock-run -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255; 0 also silences waiting and the busy note, unless --verbose) [default: 75]' -r
 complete -c redlock-run -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock-run -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
-complete -c redlock-run -s q -l quiet -d 'Print nothing but errors (no progress, no busy note)'
-complete -c redlock-run -s v -l verbose -d 'Say what happens: acquire, renewals, release'
+complete -c redlock-run -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
+complete -c redlock-run -s v -l verbose -d 'Say what happens: connect retries, acquire, renewals, release'
 complete -c redlock-run -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock-run -s V -l version -d 'Print version'

@@ -147,7 +147,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-h --token --ttl --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --help"
+            opts="-h --token --ttl --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -568,3 +568,20 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _redlock -o bashdefault -o default redlock
 fi
+
+# After `--` comes the command: complete command names, then file names.
+_redlock_after_dashdash() {
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ "${COMP_WORDS[i]}" == "--" ]]; then
+            if ((i + 1 == COMP_CWORD)); then
+                COMPREPLY=( $(compgen -c -- "${COMP_WORDS[COMP_CWORD]}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}") )
+            fi
+            return 0
+        fi
+    done
+    _redlock "$@"
+}
+complete -F _redlock_after_dashdash -o bashdefault -o default redlock

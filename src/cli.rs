@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 /// Environment variables read and set, for `--help`, the man pages and the README.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
@@ -75,7 +75,7 @@ pub struct ConnArgs {
     #[arg(long, value_name = "PREFIX", env = "REDLOCK_PREFIX")]
     pub prefix: Option<String>,
 
-    /// Timeout of each request to a Redis node [default: ttl/15, at most 2s].
+    /// Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
 
@@ -106,7 +106,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
 
-    /// Lease time; renewed while the command runs (e.g. 30s, 2m) [default: 30s].
+    /// Lease time, renewed while the command runs; 100ms to 365 days (e.g. 30s, 2m) [default: 30s].
     #[arg(
         long,
         value_name = "DURATION",
@@ -115,7 +115,8 @@ pub struct RunArgs {
     )]
     pub ttl: Option<String>,
 
-    /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
+    /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
+    /// 365 days, or "forever".
     #[arg(
         long,
         short = 'w',
@@ -125,11 +126,12 @@ pub struct RunArgs {
     )]
     pub wait: String,
 
-    /// Renewal interval [default: ttl/3].
+    /// Renewal interval, 1ms up to below the ttl [default: ttl/3].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub renew_every: Option<String>,
 
-    /// Grace between SIGTERM and SIGKILL when the command must stop [default: ttl/6, at most 5s].
+    /// Grace between SIGTERM and SIGKILL when the command must stop, 0 to 365 days
+    /// (it must fit in the ttl) [default: ttl/6, at most 5s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub kill_after: Option<String>,
 
@@ -138,11 +140,12 @@ pub struct RunArgs {
     pub on_lost: OnLost,
 
     /// Keep the lock this long after the start even if the command ends sooner
-    /// (cron de-duplication across hosts whose clocks differ).
+    /// (cron de-duplication across hosts whose clocks differ), up to 365 days.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold_min: Option<String>,
 
-    /// Exit status when the lock is busy (0-255) [default: 75].
+    /// Exit status when the lock is busy (0-255; 0 also silences waiting and the busy
+    /// note, unless --verbose) [default: 75].
     #[arg(
         long,
         short = 'E',
@@ -156,16 +159,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub hide_args: bool,
 
-    /// Print nothing but errors (no progress, no busy note).
+    /// Print nothing but errors (no waiting line, no busy note).
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Say what happens: acquire, renewals, release.
+    /// Say what happens: connect retries, acquire, renewals, release.
     #[arg(long, short = 'v')]
     pub verbose: bool,
 
     /// The command to run and its arguments (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(last = true, value_name = "COMMAND", value_hint = ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
 }
 
@@ -185,6 +188,7 @@ pub enum OnLost {
     version,
     about = "Run a command while holding a distributed lock in Redis",
     long_about = "Run a command while holding a distributed lock in Redis.\n\nThe lock is taken with SET NX PX, renewed while the command runs, and released when it ends. If the lock cannot be renewed in time, the command's process group is stopped before anyone else can take the lock.",
+    override_usage = "redlock-run [OPTIONS] --key NAME -- COMMAND [ARGS]...",
     after_long_help = after_help(),
     after_help = "See --help for exit statuses and environment variables."
 )]
@@ -209,17 +213,25 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command while holding a lock (same as redlock-run).
-    #[command(after_long_help = after_help())]
+    #[command(
+        after_long_help = after_help(),
+        override_usage = "redlock run [OPTIONS] --key NAME -- COMMAND [ARGS]..."
+    )]
     Run(RunArgs),
     /// Show whether locks are held, and by whom.
+    #[command(after_long_help = verb_help("status"))]
     Status(StatusArgs),
     /// List the held locks under the prefix.
+    #[command(after_long_help = verb_help("list"))]
     List(ListArgs),
     /// Release a lock: with --token only that holder's, with --force whoever holds it.
+    #[command(after_long_help = verb_help("release"))]
     Release(ReleaseArgs),
     /// Take a lock and print its token (for scripts that cannot wrap one command).
+    #[command(after_long_help = verb_help("acquire"))]
     Acquire(AcquireArgs),
     /// Extend a lock held with a token.
+    #[command(after_long_help = verb_help("extend"))]
     Extend(ExtendArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
@@ -227,9 +239,6 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(
-    after_long_help = "EXIT STATUS:\n  0   every lock is held\n  1   a lock is free\n  64+ an error, as for redlock-run"
-)]
 pub struct StatusArgs {
     /// Lock names.
     #[arg(required = true, value_name = "NAME")]
@@ -276,7 +285,8 @@ pub struct AcquireArgs {
     /// Lock name.
     #[arg(value_name = "NAME")]
     pub key: OsString,
-    /// Lease time; the lock expires unless extended (e.g. 5m).
+    /// Lease time; the lock expires unless extended (e.g. 5m), 100ms to 365 days
+    /// [default: 30s].
     #[arg(
         long,
         value_name = "DURATION",
@@ -284,7 +294,8 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub ttl: Option<String>,
-    /// How long to wait for a busy lock: 0 tries once, "forever" never gives up.
+    /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
+    /// 365 days, or "forever".
     #[arg(
         long,
         short = 'w',
@@ -293,7 +304,7 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub wait: String,
-    /// Exit status when the lock is busy [default: 75].
+    /// Exit status when the lock is busy (0-255; 0 also silences the busy note) [default: 75].
     #[arg(
         long,
         short = 'E',
@@ -345,11 +356,19 @@ pub struct GenerateArgs {
     pub completions: PathBuf,
 }
 
+/// A verb's long help's closing section: its exit statuses.
+fn verb_help(verb: &str) -> String {
+    format!(
+        "EXIT STATUS:\n{}",
+        crate::exit::table_text(&crate::exit::verb_table(verb))
+    )
+}
+
 /// The long help's closing section: exit statuses and environment.
 fn after_help() -> String {
     format!(
         "EXIT STATUS:\n{}\n{}",
-        crate::exit::table_text(),
+        crate::exit::table_text(&crate::exit::table()),
         env_help()
     )
 }

@@ -53,21 +53,26 @@ pub fn render() -> Vec<Generated> {
     out.push(Generated::new(
         Dir::Man,
         "redlock-run.1".into(),
-        man(run.clone()),
+        man(run.clone(), "run"),
     ));
     out.push(Generated::new(
         Dir::Man,
         "redlock.1".into(),
-        man(redlock.clone()),
+        man(redlock.clone(), "redlock"),
     ));
     // `redlock run` is documented by redlock-run(1), which has the same options.
     for sub in redlock
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "run")
     {
-        let name = format!("redlock-{}", sub.get_name());
+        let verb = sub.get_name().to_string();
+        let name = format!("redlock-{verb}");
         let page = sub.clone().name(name.clone()).display_name(name.clone());
-        out.push(Generated::new(Dir::Man, format!("{name}.1"), man(page)));
+        out.push(Generated::new(
+            Dir::Man,
+            format!("{name}.1"),
+            man(page, &verb),
+        ));
     }
     for shell in [
         Shell::Bash,
@@ -80,6 +85,9 @@ pub fn render() -> Vec<Generated> {
             let bin = cmd.get_name().to_string();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, bin.clone(), &mut buf);
+            if shell == Shell::Bash {
+                buf.extend_from_slice(bash_after_dashdash(&bin).as_bytes());
+            }
             let file = match shell {
                 Shell::Bash => format!("{bin}.bash"),
                 Shell::Zsh => format!("_{bin}"),
@@ -93,53 +101,197 @@ pub fn render() -> Vec<Generated> {
     out
 }
 
-/// A man page: clap's sections, then EXIT STATUS and ENVIRONMENT as real sections
-/// (instead of the help text's closing paragraphs).
-fn man(cmd: clap::Command) -> Vec<u8> {
+/// clap's bash completion offers the wrapper's own flags even after `--`; this
+/// wrapper completes a command name right after `--` and file names after that (the
+/// zsh completion does the same through clap's `_cmdambivalent`).
+fn bash_after_dashdash(bin: &str) -> String {
+    let clap_fn = if bin == "redlock-run" {
+        "_redlock__run"
+    } else {
+        "_redlock"
+    };
+    let ours = format!("_{}_after_dashdash", bin.replace('-', "_"));
+    format!(
+        r#"
+# After `--` comes the command: complete command names, then file names.
+{ours}() {{
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ "${{COMP_WORDS[i]}}" == "--" ]]; then
+            if ((i + 1 == COMP_CWORD)); then
+                COMPREPLY=( $(compgen -c -- "${{COMP_WORDS[COMP_CWORD]}}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${{COMP_WORDS[COMP_CWORD]}}") )
+            fi
+            return 0
+        fi
+    done
+    {clap_fn} "$@"
+}}
+complete -F {ours} -o bashdefault -o default {bin}
+"#
+    )
+}
+
+/// A man page: clap's sections (the wrapper's synopsis written out, so that it shows
+/// `-- COMMAND`), then EXIT STATUS (this page's rows only), ENVIRONMENT, EXAMPLES and
+/// SEE ALSO as real sections.
+fn man(cmd: clap::Command, page_of: &str) -> Vec<u8> {
     let mut buf = Vec::new();
     let has_subcommands = cmd.has_subcommands();
     let has_version = cmd.get_version().is_some();
+    let name = cmd.get_name().to_string();
     let page = clap_mangen::Man::new(cmd);
     // Writing into a Vec cannot fail.
     let _ = page.render_title(&mut buf);
     let _ = page.render_name_section(&mut buf);
-    let _ = page.render_synopsis_section(&mut buf);
+    if page_of == "run" {
+        buf.extend_from_slice(
+            format!(
+                ".SH SYNOPSIS\n\\fB{}\\fR [\\fIOPTIONS\\fR] \\fB\\-\\-key\\fR \\fINAME\\fR \\fB\\-\\-\\fR \\fICOMMAND\\fR [\\fIARGS\\fR...]\n",
+                escape(&name)
+            )
+            .as_bytes(),
+        );
+    } else {
+        let _ = page.render_synopsis_section(&mut buf);
+    }
     let _ = page.render_description_section(&mut buf);
     let _ = page.render_options_section(&mut buf);
     if has_subcommands {
         let _ = page.render_subcommands_section(&mut buf);
     }
-    buf.extend_from_slice(roff_sections().as_bytes());
+    buf.extend_from_slice(roff_sections(page_of, &name).as_bytes());
     if has_version {
         let _ = page.render_version_section(&mut buf);
     }
     buf
 }
 
-/// EXIT STATUS (from the one table in `exit.rs`) and ENVIRONMENT, in roff.
-fn roff_sections() -> String {
-    let escape = |s: &str| s.replace('\\', "\\\\").replace('-', "\\-");
+/// Text for roff: backslashes and hyphens escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('-', "\\-")
+}
+
+/// EXIT STATUS (from `exit.rs`), ENVIRONMENT, EXAMPLES and SEE ALSO, in roff.
+fn roff_sections(page_of: &str, name: &str) -> String {
     let mut out = String::from(".SH \"EXIT STATUS\"\n");
-    for row in crate::exit::table() {
+    let rows = match page_of {
+        "run" | "redlock" => crate::exit::table(),
+        verb => crate::exit::verb_table(verb),
+    };
+    for row in rows {
         out.push_str(&format!(
             ".TP\n{}\n{}\n",
             escape(&row.status),
             escape(row.meaning)
         ));
     }
-    out.push_str(&format!(
-        ".TP\n0 / {} (status)\n{}\n",
-        crate::exit::STATUS_FREE,
-        escape(&format!(
-            "redlock status: 0 when every named lock is held, {} when one is free",
-            crate::exit::STATUS_FREE
-        ))
-    ));
-    out.push_str(".SH ENVIRONMENT\n");
-    for (name, meaning) in crate::cli::ENVIRONMENT {
-        out.push_str(&format!(".TP\n{}\n{}\n", escape(name), escape(meaning)));
+    if page_of == "redlock" {
+        out.push_str(&format!(
+            ".TP\n0 / {} (status)\n{}\n",
+            crate::exit::STATUS_FREE,
+            escape(&format!(
+                "redlock status: 0 when every named lock is held, {} when one is free; see each verb's page",
+                crate::exit::STATUS_FREE
+            ))
+        ));
     }
+    out.push_str(".SH ENVIRONMENT\n");
+    for (var, meaning) in crate::cli::ENVIRONMENT {
+        out.push_str(&format!(".TP\n{}\n{}\n", escape(var), escape(meaning)));
+    }
+    out.push_str(".SH EXAMPLES\n");
+    for (what, command) in examples(page_of) {
+        out.push_str(&format!(
+            ".PP\n{}\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE\n",
+            escape(what),
+            escape(command)
+        ));
+    }
+    out.push_str(".SH \"SEE ALSO\"\n");
+    let pages: Vec<String> = SEE_ALSO
+        .iter()
+        .filter(|p| **p != name)
+        .map(|p| format!("\\fB{}\\fR(1)", escape(p)))
+        .chain([
+            "\\fBflock\\fR(1)".to_string(),
+            "\\fBredis\\-server\\fR(1)".to_string(),
+        ])
+        .collect();
+    out.push_str(&pages.join(", "));
+    out.push('\n');
     out
+}
+
+/// Every page of the tool.
+const SEE_ALSO: &[&str] = &[
+    "redlock-run",
+    "redlock",
+    "redlock-status",
+    "redlock-list",
+    "redlock-release",
+    "redlock-acquire",
+    "redlock-extend",
+];
+
+/// (what it does, the command) for a page's EXAMPLES.
+fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
+    match page_of {
+        "run" | "redlock" => &[
+            (
+                "In the crontab of several hosts: one host runs the job each minute; the others skip it silently (exit 0), and a fast job keeps the lock 50s so a host whose cron fires late does not run it again.",
+                "* * * * * redlock-run --key close-order --hold-min 50s --busy-exit-code 0 -- /opt/jobs/close_orders.sh",
+            ),
+            (
+                "In CI: wait up to 30 minutes for the previous deploy, the password out of the command line.",
+                "REDLOCK_REDIS_URL=rediss://ci:PASSWORD@redis:6380 redlock-run --key deploy-production --wait 30m --ttl 1m -- ./deploy.sh",
+            ),
+            (
+                "Redlock over three independent masters.",
+                "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
+            ),
+        ],
+        "status" => &[
+            (
+                "Who holds a lock, for people and for scripts.",
+                "redlock status close-order\nredlock status close-order --json | jq .holder.host",
+            ),
+            (
+                "Fail a script step while a lock is held.",
+                "redlock status deploy-production || echo free",
+            ),
+        ],
+        "list" => &[
+            (
+                "Every held lock, or those whose names start with deploy-.",
+                "redlock list\nredlock list 'deploy-*'",
+            ),
+            (
+                "The holders' hosts (the second tab-separated field starts with the host).",
+                "redlock list | cut -f2 | cut -d' ' -f1",
+            ),
+        ],
+        "release" => &[
+            (
+                "Clear a stuck lock whoever holds it; it says whose it was.",
+                "redlock release close-order --force",
+            ),
+            (
+                "Release only a lock taken with redlock acquire.",
+                "redlock release nightly --token \"$token\"",
+            ),
+        ],
+        "acquire" => &[(
+            "Hold a lock across several steps of a shell script.",
+            "token=$(redlock acquire nightly --ttl 10m --wait 1m) || exit\ntrap 'redlock release nightly --token \"$token\"' EXIT\nstep_one\nredlock extend nightly --token \"$token\" --ttl 10m\nstep_two",
+        )],
+        "extend" => &[(
+            "Keep a lock taken with redlock acquire for ten more minutes; exit 79 if it was lost.",
+            "redlock extend nightly --token \"$token\" --ttl 10m",
+        )],
+        _ => &[],
+    }
 }
 
 /// Writes every generated file.

@@ -119,10 +119,59 @@ pub fn table() -> Vec<Row> {
     own.chain(tool).collect()
 }
 
-/// The table as aligned plain text (for `--help` and the man page).
-pub fn table_text() -> String {
+/// The exit statuses of one verb of `redlock` (its man page and `--help`): what it
+/// exits with itself, then the tool's error codes. `run` has [`table`].
+pub fn verb_table(verb: &str) -> Vec<Row> {
+    let own: &[(&str, &str)] = match verb {
+        "status" => &[
+            ("0", "every named lock is held"),
+            ("1", "a named lock is free"),
+        ],
+        "list" => &[("0", "the held locks were listed (none is fine)")],
+        "release" => &[
+            ("0", "released (--token) or removed (--force)"),
+            ("1", "--force: the lock was already free"),
+            (
+                "79",
+                "--token: that token no longer holds the lock; nothing released",
+            ),
+        ],
+        "acquire" => &[
+            ("0", "acquired; the token is printed"),
+            ("75", "busy for all of --wait (see --busy-exit-code)"),
+            ("128+N", "signal N ended the wait; nothing is held"),
+        ],
+        "extend" => &[
+            ("0", "extended"),
+            (
+                "79",
+                "that token no longer holds the lock (expired, released or taken)",
+            ),
+        ],
+        _ => return table(),
+    };
+    let errors = [
+        Code::Usage,
+        Code::Unreachable,
+        Code::Internal,
+        Code::Redis,
+        Code::Auth,
+    ];
+    let own = own.iter().map(|(status, meaning)| Row {
+        status: status.to_string(),
+        meaning,
+    });
+    let tool = errors.iter().map(|code| Row {
+        status: code.value().to_string(),
+        meaning: code.meaning(),
+    });
+    own.chain(tool).collect()
+}
+
+/// A table as aligned plain text (for `--help`).
+pub fn table_text(rows: &[Row]) -> String {
     let mut out = String::new();
-    for row in table() {
+    for row in rows {
         let _ = writeln!(out, "  {:<6} {}", row.status, row.meaning);
     }
     out

@@ -65,10 +65,19 @@ pub async fn manager(
         .set_number_of_retries(0);
     match ConnectionManager::new_with_config(client.clone(), config).await {
         Ok(conn) => Ok(conn),
-        Err(e) => Err(full_server(url, client, timeouts)
+        Err(e) if closed_at_once(&e) => Err(full_server(url, client, timeouts)
             .await
             .unwrap_or_else(|| connect_error(url, &e))),
+        Err(e) => Err(connect_error(url, &e)),
     }
+}
+
+/// Whether the server closed a new connection at once (what a full server does).
+fn closed_at_once(e: &redis::RedisError) -> bool {
+    let text = e.to_string();
+    !e.is_timeout()
+        && !e.is_connection_refusal()
+        && (e.is_connection_dropped() || text.contains("broken pipe") || text.contains("reset"))
 }
 
 /// A server at its `maxclients` answers a new connection with an error line and closes

@@ -192,6 +192,44 @@ fn forwarded_signals_reach_the_command_once_on_a_pty() {
     forwarded_signals_reach_the_command_once(Via::Pty);
 }
 
+/// A stop of the README's systemd unit: with `KillMode=mixed` systemd sends SIGTERM to
+/// the main process (the wrapper) only, which forwards it once; the rest of the cgroup
+/// gets SIGKILL only after TimeoutStopSec. The command must see SIGTERM exactly once.
+/// (With the default `KillMode=control-group`, systemd would signal the command too,
+/// and the forwarded copy would make two: the README unit says why it is `mixed`.)
+#[test]
+fn the_readme_systemd_unit_stops_the_command_with_one_sigterm() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let unit = readme
+        .split("```ini")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the systemd unit in the README");
+    assert!(
+        unit.lines().any(|l| l.trim() == "KillMode=mixed"),
+        "the unit must use KillMode=mixed:\n{unit}"
+    );
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let dir = scratch.path("systemd");
+    let (mut running, _) = start(
+        counter_run(&redis, "unit", &dir, 0),
+        Via::Pipe,
+        &scratch,
+        "unit",
+    );
+    wait_file(&dir.join("ready"), "ready", &running);
+    // systemctl stop: SIGTERM to the main PID (and SIGCONT, as systemd does).
+    kill(running.pid(), Signal::SIGTERM).expect("SIGTERM the wrapper");
+    kill(running.pid(), Signal::SIGCONT).expect("SIGCONT the wrapper");
+    assert!(eventually(HANG, || !lines(&dir.join("log")).is_empty()));
+    File::create(dir.join("stop")).unwrap();
+    assert_eq!(running.code(), 0, "{}", running.said());
+    assert_eq!(lines(&dir.join("log")), vec!["TERM".to_string()]);
+    assert_no_keys(&redis, "systemd stop");
+}
+
 // ---------------------------------------------------------------------------------
 // The terminal: Ctrl-C once, interactive reads, the terminal handed back.
 

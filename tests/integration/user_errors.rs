@@ -40,7 +40,11 @@ fn a_refused_port_is_unreachable_quickly() {
     let start = Instant::now();
     let out = run_with(&["--key", "k", "--redis", &url, "--", "true"]);
     let err = one_error_line(&out, codes::UNREACHABLE, "refused");
-    assert!(err.contains("refused"), "{err}");
+    assert!(err.contains("connection refused"), "{err}");
+    assert!(
+        !err.contains("TLS"),
+        "no TLS hint for a refused port: {err}"
+    );
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "a refused connection must fail fast, took {:?}",
@@ -403,4 +407,46 @@ fn wait_for_a_redis_that_stays_down_says_how_long_it_tried() {
     let err = one_error_line(&out, codes::UNREACHABLE, "down for all of --wait");
     assert!(err.contains("connection refused"), "{err}");
     assert!(err.contains("tried for"), "{err}");
+}
+
+/// Messages name the cause: a full server, a server that does not speak RESP, a
+/// Sentinel URL pointed at a plain server, a database that is not a number.
+#[test]
+fn messages_name_the_cause() {
+    // maxclients 1, and the one client slot taken by a connection that stays open.
+    let full = Redis::start_with(&["--maxclients", "1"]);
+    let _taken = full.conn();
+    let out = run_with(&["--key", "k", "--redis", &full.url(), "--", "true"]);
+    let err = one_error_line(&out, codes::UNREACHABLE, "maxclients");
+    assert!(err.contains("full") && err.contains("maxclients"), "{err}");
+
+    // Something that answers, but not in RESP (an HTTP server's reply).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let http = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming().take(2) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 512];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let out = run_with(&["--key", "k", "--redis", &url, "--", "true"]);
+    let err = one_error_line(&out, codes::REDIS, "not RESP");
+    assert!(err.contains("does not speak the Redis protocol"), "{err}");
+    drop(http);
+
+    let plain = Redis::start();
+    let url = format!("redis+sentinel://127.0.0.1:{}/mymaster", plain.port);
+    let out = run_with(&["--key", "k", "--redis", &url, "--", "true"]);
+    let err = one_error_line(&out, codes::REDIS, "sentinel at a plain server");
+    assert!(err.contains("not a sentinel"), "{err}");
+
+    let url = format!("redis://127.0.0.1:{}/first", plain.port);
+    let out = run_with(&["--key", "k", "--redis", &url, "--", "true"]);
+    let err = one_error_line(&out, codes::USAGE, "database");
+    assert!(err.contains("database \"first\" is not a number"), "{err}");
+    assert!(plain.keys().is_empty());
 }
