@@ -5,7 +5,10 @@
 //!   name exclude, and are excluded by, redlock;
 //! - metadata: `<prefix>{N}:meta` — a hash (token, host, pid, user, cmd, since_ms,
 //!   ttl_ms) with the same ttl as the lock key;
-//! - release channel: `<prefix>{N}:released` — published on release; waiters subscribe.
+//! - waiters: `<prefix>{N}:waiters` — a set of the tokens of the runs waiting for the
+//!   lock, expiring shortly after the last one's heartbeat (so a dead waiter leaves it);
+//! - wake list: `<prefix>{N}:wake` — a release pushes one element when the set is not
+//!   empty, and exactly one waiter blocked in `BLPOP` on it is woken.
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -25,7 +28,8 @@ pub struct LockKeys {
     pub name: Vec<u8>,
     pub lock: Vec<u8>,
     pub meta: Vec<u8>,
-    pub channel: Vec<u8>,
+    pub waiters: Vec<u8>,
+    pub wake: Vec<u8>,
 }
 
 /// Checks a prefix (usage error naming `--prefix` when it is unusable).
@@ -56,7 +60,8 @@ impl LockKeys {
         Ok(LockKeys {
             name: name.to_vec(),
             meta: with(b":meta"),
-            channel: with(b":released"),
+            waiters: with(b":waiters"),
+            wake: with(b":wake"),
             lock,
         })
     }
@@ -114,7 +119,8 @@ mod tests {
         let k = LockKeys::new("redlock:", b"close-order").unwrap();
         assert_eq!(k.lock, b"redlock:{close-order}");
         assert_eq!(k.meta, b"redlock:{close-order}:meta");
-        assert_eq!(k.channel, b"redlock:{close-order}:released");
+        assert_eq!(k.waiters, b"redlock:{close-order}:waiters");
+        assert_eq!(k.wake, b"redlock:{close-order}:wake");
     }
 
     #[test]
@@ -140,7 +146,9 @@ mod tests {
             if k.has_empty_hash_tag() {
                 continue;
             }
-            assert_eq!(slot(&k.lock), slot(&k.meta), "{}", printable(&name));
+            for companion in [&k.meta, &k.waiters, &k.wake] {
+                assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));
+            }
             assert_eq!(
                 LockKeys::name_from_lock_key("p:", &k.lock).as_deref(),
                 Some(name.as_slice())

@@ -108,6 +108,15 @@ impl fmt::Display for Lost {
     }
 }
 
+/// A run that waits for the lock: how long it promises to come back (its heartbeat:
+/// the waiters set lives at least this long), and the holder it already knows (whose
+/// metadata need not be read again).
+#[derive(Debug, Clone, Default)]
+pub struct Waiter {
+    pub heartbeat: Duration,
+    pub known_holder: String,
+}
+
 /// What a release gave.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Release {
@@ -149,6 +158,11 @@ impl Lease {
         &self.nodes
     }
 
+    /// The timeout of one request to a node.
+    pub fn node_timeout(&self) -> Duration {
+        self.nodes.timeout()
+    }
+
     /// The ttl the lock is taken and renewed with.
     pub fn ttl(&self) -> Duration {
         self.ttl
@@ -159,10 +173,11 @@ impl Lease {
     }
 
     /// One acquire round. Errors only when the nodes' errors (not a busy lock) kept the
-    /// round from a quorum; a key of another type is an error naming its type.
-    pub async fn acquire(&self, meta: &Meta) -> Result<Acquire> {
+    /// round from a quorum; a key of another type is an error naming its type. A
+    /// `waiter` joins the lock's waiters when it finds it busy (see [`Waiter`]).
+    pub async fn acquire(&self, meta: &Meta, waiter: Option<&Waiter>) -> Result<Acquire> {
         let t_sent = crate::clock::now();
-        let votes = self.vote(meta).await;
+        let votes = self.vote(meta, waiter).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if let Some((key, kind)) = votes.not_a_lock {
             self.release_all(0).await.ok();
@@ -203,13 +218,34 @@ impl Lease {
     }
 
     /// Sends the acquire script to every node and counts the answers.
-    async fn vote(&self, meta: &Meta) -> Votes {
-        let mut call = invocation(&scripts::ACQUIRE, &[&self.keys.lock, &self.keys.meta]);
-        call.arg(&self.token).arg(self.ttl_ms());
-        for (field, value) in meta.fields() {
-            call.arg(field).arg(value);
-        }
-        let results = self.nodes.each(|n| n.run_idempotent::<Value>(&call)).await;
+    async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
+        let known = waiter.map_or("", |w| w.known_holder.as_str());
+        let call = |heartbeat: u64| {
+            let keys: [&[u8]; 3] = [&self.keys.lock, &self.keys.meta, &self.keys.waiters];
+            let mut call = invocation(&scripts::ACQUIRE, &keys);
+            call.arg(&self.token)
+                .arg(self.ttl_ms())
+                .arg(heartbeat)
+                .arg(known);
+            for (field, value) in meta.fields() {
+                call.arg(field).arg(value);
+            }
+            call
+        };
+        // A waiter joins the waiters on the primary node only (see `Nodes::primary`).
+        let heartbeat = waiter.map_or(0, |w| w.heartbeat.as_millis().max(1) as u64);
+        let (as_waiter, plain) = (call(heartbeat), call(0));
+        let results = self
+            .nodes
+            .each(|n| {
+                let call = if self.nodes.is_primary(n) {
+                    &as_waiter
+                } else {
+                    &plain
+                };
+                n.run_idempotent::<Value>(call)
+            })
+            .await;
         let mut votes = Votes::default();
         for (node, result) in self.nodes.iter().zip(results) {
             let decoded = result.and_then(|v| {
@@ -270,11 +306,42 @@ impl Lease {
         }
     }
 
+    /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
+    /// cannot leaves with its heartbeat.
+    pub async fn leave(&self) {
+        let mut call = invocation(&scripts::LEAVE, &[&self.keys.waiters]);
+        call.arg(&self.token);
+        if let Some(primary) = self.nodes.primary() {
+            let _ = primary.run::<i64>(&call).await;
+        }
+    }
+
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
+    /// A delete wakes one waiter, if any.
     pub async fn release_all(&self, keep_ms: u64) -> Result<Release> {
-        let mut call = invocation(&scripts::RELEASE, &[&self.keys.lock, &self.keys.meta]);
-        call.arg(&self.token).arg(keep_ms).arg(&self.keys.channel);
-        let results = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        let keys: [&[u8]; 4] = [
+            &self.keys.lock,
+            &self.keys.meta,
+            &self.keys.waiters,
+            &self.keys.wake,
+        ];
+        // Only the primary node wakes a waiter (see `Nodes::primary`).
+        let call = |wake_ttl: u64| {
+            let mut call = invocation(&scripts::RELEASE, &keys);
+            call.arg(&self.token).arg(keep_ms).arg(wake_ttl);
+            call
+        };
+        let (waking, quiet) = (call(scripts::WAKE_TTL_MS), call(0));
+        let results = self
+            .nodes
+            .each(|n| {
+                n.run::<i64>(if self.nodes.is_primary(n) {
+                    &waking
+                } else {
+                    &quiet
+                })
+            })
+            .await;
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
         for result in results {

@@ -17,6 +17,10 @@ use crate::redis::{Node, RedisUrl};
 pub struct Nodes {
     reached: Vec<Node>,
     given: usize,
+    timeout: Duration,
+    /// Whether the first node given was reached: it is then `reached[0]`, the node
+    /// where waiters wait (see [`Nodes::is_primary`]).
+    primary: bool,
 }
 
 /// Votes needed among `given` nodes: N/2 + 1.
@@ -32,6 +36,7 @@ impl Nodes {
         let results = join_all(urls.iter().map(|u| Node::connect(u, timeout))).await;
         let mut reached = Vec::new();
         let mut errors = Vec::new();
+        let primary = results.first().is_some_and(Result::is_ok);
         for result in results {
             match result {
                 Ok(node) => reached.push(node),
@@ -41,6 +46,8 @@ impl Nodes {
         let nodes = Nodes {
             reached,
             given: urls.len(),
+            timeout,
+            primary,
         };
         if nodes.reached.len() >= nodes.quorum() {
             return Ok(nodes);
@@ -63,6 +70,11 @@ impl Nodes {
         majority(self.given)
     }
 
+    /// The timeout of one request to a node.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// How many nodes were given (`--redis` × N), reachable or not.
     pub fn given(&self) -> usize {
         self.given
@@ -71,6 +83,20 @@ impl Nodes {
     /// Nodes given but not connected: they can never vote yes.
     pub fn missing(&self) -> usize {
         self.given - self.reached.len()
+    }
+
+    /// The node where waiters wait and releases wake them: the first node given, when
+    /// it was reached. Every client orders the nodes as given, so all agree on it; a
+    /// client that could not reach it wakes nobody and is woken by nobody (its waiters
+    /// fall back on their safety net). One node for all keeps a release's wake-up to one
+    /// waiter, and leaves nothing on the other nodes.
+    pub fn primary(&self) -> Option<&Node> {
+        self.primary.then(|| &self.reached[0])
+    }
+
+    /// Whether `node` (one of [`Nodes::iter`]) is the [`Nodes::primary`].
+    pub fn is_primary(&self, node: &Node) -> bool {
+        self.primary().is_some_and(|p| std::ptr::eq(p, node))
     }
 
     /// The nodes reached.

@@ -144,6 +144,14 @@ pub fn poll_delay(attempt: u32, holder_ttl_left: Option<Duration>, jitter: f64) 
     exp.mul_f64(factor).max(Duration::from_millis(1))
 }
 
+/// How long a waiter blocks before trying again without a wake-up: until the holder's
+/// key can have expired (`holder_ttl_left`), plus 0–10 % (and 5 ms) of jitter so that
+/// waiters do not all come back at the same instant; at least 1 ms.
+pub fn until_expiry(holder_ttl_left: Duration, jitter: f64) -> Duration {
+    let spread = holder_ttl_left.mul_f64(0.1 * jitter.clamp(0.0, 1.0));
+    (holder_ttl_left + spread + Duration::from_millis(5)).max(Duration::from_millis(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +286,14 @@ mod tests {
         assert_eq!(hold_remaining(ms(50_000), ms(50_000)), None);
         assert_eq!(hold_remaining(ms(50_000), ms(60_000)), None);
         assert_eq!(hold_remaining(ms(0), ms(0)), None);
+    }
+
+    #[test]
+    fn until_expiry_table() {
+        assert_eq!(until_expiry(ms(1_000), 0.0), ms(1_005));
+        assert_eq!(until_expiry(ms(1_000), 1.0), ms(1_105));
+        assert_eq!(until_expiry(ms(0), 0.5), ms(5));
+        assert!(until_expiry(ms(30_000), 0.5) < ms(33_006));
     }
 
     #[test]

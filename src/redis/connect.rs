@@ -107,13 +107,26 @@ async fn full_server(url: &RedisUrl, client: &redis::Client, timeouts: Timeouts)
     })
 }
 
-/// Connects to a cluster through its seeds; returns the connection and a client per
-/// seed for pub/sub (a PUBLISH in a cluster is forwarded to every node).
+/// Connects to a cluster through its seeds.
 pub async fn cluster(
     url: &RedisUrl,
     seeds: &[String],
     timeouts: Timeouts,
-) -> Result<(ClusterConnection, Vec<redis::Client>)> {
+) -> Result<ClusterConnection> {
+    cluster_client(url, seeds, timeouts, Some(timeouts.response))?
+        .get_async_connection()
+        .await
+        .map_err(|e| connect_error(url, &e))
+}
+
+/// A cluster client over the seeds; `response` bounds each call (`None`: a client for
+/// blocking pops, bounded by their caller instead).
+pub fn cluster_client(
+    url: &RedisUrl,
+    seeds: &[String],
+    timeouts: Timeouts,
+    response: Option<std::time::Duration>,
+) -> Result<redis::cluster::ClusterClient> {
     let infos = seeds
         .iter()
         .map(|s| connection_info(url, s))
@@ -121,7 +134,7 @@ pub async fn cluster(
         .map_err(|e| bad_url(url, &e))?;
     let mut builder = ClusterClientBuilder::new(infos)
         .connection_timeout(timeouts.connect)
-        .response_timeout(timeouts.response)
+        .response_timeout(response.unwrap_or(std::time::Duration::from_secs(366 * 24 * 3600)))
         .retries(3)
         .min_retry_wait(10)
         .max_retry_wait(200);
@@ -130,16 +143,7 @@ pub async fn cluster(
     {
         builder = builder.certs(certs);
     }
-    let cluster = builder.build().map_err(|e| bad_url(url, &e))?;
-    let conn = cluster
-        .get_async_connection()
-        .await
-        .map_err(|e| connect_error(url, &e))?;
-    let subscribers = seeds
-        .iter()
-        .map(|s| client(url, s))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((conn, subscribers))
+    builder.build().map_err(|e| bad_url(url, &e))
 }
 
 /// Asks the sentinels where the master is and checks that it is one; returns a client

@@ -15,7 +15,7 @@
 //!
 //! - `url.rs`: parse, check and redact URLs (data only);
 //! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
-//! - `node.rs`: one node: run, query, scan, subscribe under the node timeout;
+//! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: script replies as plain parts;
 //! - `scripts.rs`: the Lua scripts and how they are invoked.

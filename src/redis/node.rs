@@ -1,6 +1,6 @@
 //! One Redis node of the lock: a single server, a Redis Cluster, or a Sentinel-managed
 //! master. Connecting with bounded timeouts, running a script with the per-node
-//! timeout, and a pub/sub connection for waiters.
+//! timeout, and a connection of its own for a waiter's blocking pop.
 //!
 //! - single server: a `ConnectionManager`, which reconnects after a dropped connection
 //!   (restart, `CLIENT KILL`, network reset) so that a later renewal can succeed;
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, PubSub};
+use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{FromRedisValue, ScriptInvocation, Value};
@@ -41,16 +41,34 @@ pub const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Node {
     url: RedisUrl,
     link: Link,
-    /// Servers a waiter may subscribe on, in order of preference: the server itself, a
-    /// cluster's seeds (a PUBLISH in a cluster reaches every node), or the master found.
-    subscribers: Vec<redis::Client>,
+    /// Where a waiter's blocking pop goes, on a connection of its own (a blocked
+    /// connection answers nothing else).
+    blocking: Arc<Blocking>,
     timeout: Duration,
+}
+
+/// A waiter's connection for `BLPOP`: made on first use and kept between pops; one
+/// that failed, or whose pop was abandoned (the future dropped with the command still
+/// blocked on the server), is dropped and made anew.
+struct Blocking {
+    source: BlockingSource,
+    idle: Mutex<Option<Conn>>,
+}
+
+/// What a blocking connection is made from.
+enum BlockingSource {
+    /// One server (or, through Sentinel, the master found at connect).
+    Server(Box<redis::Client>),
+    /// A cluster client whose calls wait without a response timeout; the pop goes to
+    /// the master of the key's slot.
+    Cluster(Box<redis::cluster::ClusterClient>),
 }
 
 /// One call's connection: what a [`Link`] hands out, so that every call is written once.
 enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Plain(redis::aio::MultiplexedConnection),
 }
 
 impl redis::aio::ConnectionLike for Conn {
@@ -58,6 +76,7 @@ impl redis::aio::ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Plain(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -70,6 +89,7 @@ impl redis::aio::ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Plain(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -77,6 +97,7 @@ impl redis::aio::ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Plain(c) => c.get_db(),
         }
     }
 }
@@ -157,7 +178,7 @@ impl Node {
             Topology::Single => timeouts.round(),
             _ => timeouts.round() * 2,
         };
-        let (link, subscribers) = match tokio::time::timeout(limit, link(url, timeouts)).await {
+        let (link, source) = match tokio::time::timeout(limit, link(url, timeouts)).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(Error::unreachable(format!(
@@ -169,7 +190,10 @@ impl Node {
         Ok(Node {
             url: url.clone(),
             link,
-            subscribers,
+            blocking: Arc::new(Blocking {
+                source,
+                idle: Mutex::new(None),
+            }),
             timeout,
         })
     }
@@ -276,23 +300,59 @@ impl Node {
         T::from_redis_value(value).map_err(|e| bad_reply(&self.url, &e.to_string()))
     }
 
-    /// A pub/sub connection subscribed to `channel` on the first server that accepts,
-    /// or an error within the timeout (per server tried).
-    pub async fn subscribe(&self, channel: &[u8]) -> Result<PubSub> {
-        let mut last = None;
-        for client in &self.subscribers {
-            let work = async {
-                let mut pubsub = client.get_async_pubsub().await?;
-                pubsub.subscribe(channel).await?;
-                Ok::<_, redis::RedisError>(pubsub)
-            };
-            match tokio::time::timeout(self.timeout.max(MIN_CONNECT_TIMEOUT), work).await {
-                Ok(Ok(pubsub)) => return Ok(pubsub),
-                Ok(Err(e)) => last = Some(from_redis(&self.url, &e)),
-                Err(_) => last = Some(self.timed_out()),
+    /// `BLPOP key` for at most `wait`, on the node's blocking connection: `true` when
+    /// an element was popped (a release woke us), `false` when the wait ran out.
+    pub async fn blocking_pop(&self, key: &[u8], wait: Duration) -> Result<bool> {
+        let taken = self
+            .blocking
+            .idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let mut conn = match taken {
+            Some(conn) => conn,
+            None => self.open_blocking().await?,
+        };
+        // BLPOP takes seconds, with decimals since Redis 6.
+        let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
+        let cmd = redis::cmd("BLPOP").arg(key).arg(seconds).clone();
+        let limit = wait + self.timeout.max(MIN_CONNECT_TIMEOUT);
+        let popped = tokio::time::timeout(limit, cmd.query_async::<Value>(&mut conn)).await;
+        match popped {
+            Ok(Ok(value)) => {
+                *self.blocking.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+                Ok(!matches!(value, Value::Nil))
             }
+            Ok(Err(e)) => Err(from_redis(&self.url, &e)),
+            Err(_) => Err(self.timed_out()),
         }
-        Err(last.unwrap_or_else(|| self.timed_out()))
+    }
+
+    /// A connection for blocking pops: no response timeout of its own (each pop is
+    /// bounded by its own wait plus the node timeout).
+    async fn open_blocking(&self) -> Result<Conn> {
+        let connect = self.timeout.max(MIN_CONNECT_TIMEOUT);
+        let work = async {
+            match &self.blocking.source {
+                BlockingSource::Server(client) => {
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_connection_timeout(Some(connect))
+                        .set_response_timeout(None);
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .map(Conn::Plain)
+                }
+                BlockingSource::Cluster(client) => {
+                    client.get_async_connection().await.map(Conn::Cluster)
+                }
+            }
+        };
+        match tokio::time::timeout(connect + self.timeout, work).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(from_redis(&self.url, &e)),
+            Err(_) => Err(self.timed_out()),
+        }
     }
 
     fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
@@ -317,17 +377,22 @@ impl Node {
     }
 }
 
-/// The link to the node behind `url`, and the servers a waiter may subscribe on.
-async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, Vec<redis::Client>)> {
+/// The link to the node behind `url`, and what a waiter's blocking connection is made
+/// from.
+async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSource)> {
     match url.topology() {
         Topology::Single => {
             let client = connect::client(url, url.secret())?;
             let conn = connect::manager(url, &client, timeouts).await?;
-            Ok((Link::Single(conn), vec![client]))
+            Ok((Link::Single(conn), BlockingSource::Server(Box::new(client))))
         }
         Topology::Cluster { seeds } => {
-            let (conn, subscribers) = connect::cluster(url, seeds, timeouts).await?;
-            Ok((Link::Cluster(conn), subscribers))
+            let conn = connect::cluster(url, seeds, timeouts).await?;
+            let blocking = connect::cluster_client(url, seeds, timeouts, None)?;
+            Ok((
+                Link::Cluster(conn),
+                BlockingSource::Cluster(Box::new(blocking)),
+            ))
         }
         Topology::Sentinel(target) => {
             let client = connect::discover(url, target, timeouts).await?;
@@ -338,7 +403,10 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, Vec<redis::Cl
                 busy: AtomicBool::new(false),
                 timeouts,
             };
-            Ok((Link::Sentinel(Arc::new(failover)), vec![client]))
+            Ok((
+                Link::Sentinel(Arc::new(failover)),
+                BlockingSource::Server(Box::new(client)),
+            ))
         }
     }
 }

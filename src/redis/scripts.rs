@@ -19,36 +19,47 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
     call
 }
 
-/// Acquire. KEYS: lock, meta. ARGV: token, ttl ms, meta field/value pairs.
+/// How long a wake-up pushed by a release waits for a waiter to pop it (ms): long
+/// enough for a waiter between two tries to find it, short enough that a push for a
+/// waiter that died does not linger.
+pub const WAKE_TTL_MS: u64 = 10_000;
+
+/// Acquire. KEYS: lock, meta, waiters. ARGV: token, ttl ms, heartbeat ms (0: not
+/// waiting), the holder token already known ('' for none), meta field/value pairs.
 /// Returns `{1}` acquired, `{2}` already ours (ttl refreshed), `{-1, type}` the lock key
 /// is not a lock, `{-2, type}` the metadata key holds something else than a hash,
-/// `{0, holder token, pttl, meta pairs}` busy.
+/// `{0, holder token, pttl, meta pairs}` busy (the pairs empty when the holder is the
+/// one already known).
 ///
 /// The lock itself is taken with `SET key token NX PX ttl`, exactly as any other client
-/// would; the TYPE checks first tell a key of another type ("not a lock", on either
-/// key: nothing is touched then) from a busy lock, and the metadata written beside it
-/// gets the same ttl.
+/// would. A value of another type on either key is reported and nothing is touched. A
+/// waiter (heartbeat > 0) that finds the lock busy adds its token to the waiters set and
+/// keeps the set alive for at least its heartbeat; once it holds the lock it leaves the
+/// set. The common cases cost few commands: free, 4 (TYPE, SET, HSET, PEXPIRE; one more,
+/// SREM, for a waiter); busy, 4 or 5 (TYPE, SET, GET, PTTL, HGETALL for a new holder)
+/// plus 2 or 3 for a waiter's heartbeat.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'none' and kind ~= 'string' then
-  return {-1, kind}
-end
 local meta_kind = redis.call('TYPE', KEYS[2])['ok']
 if meta_kind ~= 'none' and meta_kind ~= 'hash' then
   return {-2, meta_kind}
 end
-if kind == 'none' then
-  redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-  redis.call('DEL', KEYS[2])
-  if #ARGV > 2 then
-    redis.call('HSET', KEYS[2], unpack(ARGV, 3))
+local heartbeat = tonumber(ARGV[3])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if #ARGV > 4 then
+    redis.call('HSET', KEYS[2], unpack(ARGV, 5))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+  if heartbeat > 0 then
+    redis.call('SREM', KEYS[3], ARGV[1])
   end
   return {1}
 end
-local holder = redis.call('GET', KEYS[1])
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) ~= 'string' then
+  return {-1, redis.call('TYPE', KEYS[1])['ok']}
+end
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if meta_kind == 'hash' then
@@ -56,8 +67,14 @@ if holder == ARGV[1] then
   end
   return {2}
 end
+if heartbeat > 0 then
+  redis.call('SADD', KEYS[3], ARGV[1])
+  if redis.call('PTTL', KEYS[3]) < heartbeat then
+    redis.call('PEXPIRE', KEYS[3], heartbeat)
+  end
+end
 local meta = {}
-if meta_kind == 'hash' then
+if meta_kind == 'hash' and holder ~= ARGV[4] then
   meta = redis.call('HGETALL', KEYS[2])
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
@@ -65,16 +82,26 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
     )
 });
 
+/// Leave the waiters (a waiter that gives up). KEYS: waiters. ARGV: token.
+pub static LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+return redis.call('SREM', KEYS[1], ARGV[1])
+"#,
+    )
+});
+
 /// Renew (compare-and-pexpire). KEYS: lock, meta. ARGV: token, ttl ms (always > 0:
 /// `PEXPIRE key 0` would delete the key). Returns 1 renewed, 0 not ours (never re-SETs).
-/// The metadata key is touched only when it is a hash (ours); a value of another type
-/// there belongs to someone else.
+/// The metadata key is touched only when it is ours (its `token` field is ours); a
+/// value of another type there belongs to someone else. (`pcall`: on a key of another
+/// type the read is an error value, which is not our token.)
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
   return 1
@@ -84,22 +111,25 @@ return 0
     )
 });
 
-/// Release (compare-and-delete). KEYS: lock, meta. ARGV: token, keep ms (0 = delete),
-/// release channel. Returns 1 deleted (and published), 2 kept for `--hold-min`, 0 not ours.
+/// Release (compare-and-delete). KEYS: lock, meta, waiters, wake. ARGV: token, keep ms
+/// (0 = delete), wake ttl ms (0: wake nobody on this node). Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours.
 ///
 /// When the lock is no longer ours (deleted or taken over behind our back), our own
-/// metadata hash may still be there: it is removed if its `token` field is ours, so a
-/// lost lock leaves nothing of ours behind; another holder's metadata is never touched.
+/// metadata may still be there: it is removed if its `token` field is ours, so a lost
+/// lock leaves nothing of ours behind; another holder's metadata is never touched.
+/// After a delete, when someone waits, ONE element is pushed to the wake list: the one
+/// waiter blocked longest in `BLPOP` on it wakes, whatever the number of waiters.
+/// Cost: GET, HGET, DEL, EXISTS (+ LPUSH, PEXPIRE when someone waits).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' and redis.call('HGET', KEYS[2], 'token') == ARGV[1] then
+local ours_meta = redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
+  if ours_meta then
     redis.call('DEL', KEYS[2])
   end
   return 0
 end
-local ours_meta = redis.call('TYPE', KEYS[2])['ok'] == 'hash'
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('PEXPIRE', KEYS[1], keep)
@@ -108,18 +138,23 @@ if keep > 0 then
   end
   return 2
 end
-redis.call('DEL', KEYS[1])
 if ours_meta then
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[1], KEYS[2])
+else
+  redis.call('DEL', KEYS[1])
 end
-redis.call('PUBLISH', ARGV[3], 'released')
+if tonumber(ARGV[3]) > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('LPUSH', KEYS[4], '1')
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
 return 1
 "#,
     )
 });
 
-/// Force release, whatever the owner. KEYS: lock, meta. ARGV: release channel.
-/// Returns `{0}` free, `{-1, type}` not a lock (left alone), `{1, token, meta pairs}` removed.
+/// Force release, whatever the owner. KEYS: lock, meta, waiters, wake. ARGV: wake ttl
+/// ms (0: wake nobody on this node). Returns `{0}` free, `{-1, type}` not a lock (left alone), `{1, token, meta
+/// pairs}` removed (and a waiter woken, as by a release).
 pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -133,7 +168,10 @@ if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   redis.call('DEL', KEYS[2])
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[1], 'released')
+if tonumber(ARGV[1]) > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('LPUSH', KEYS[4], '1')
+  redis.call('PEXPIRE', KEYS[4], ARGV[1])
+end
 return {1, holder, meta}
 "#,
     )

@@ -91,9 +91,16 @@ async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Releas
 /// Deletes the lock and its metadata on every node whoever holds it; names the holder
 /// whose token was removed from the most nodes.
 async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
-    let mut call = invocation(&scripts::FORCE_RELEASE, &[&keys.lock, &keys.meta]);
-    call.arg(&keys.channel);
-    let results = nodes.each(|n| n.run::<Value>(&call)).await;
+    let all: [&[u8]; 4] = [&keys.lock, &keys.meta, &keys.waiters, &keys.wake];
+    let call = |wake_ttl: u64| {
+        let mut call = invocation(&scripts::FORCE_RELEASE, &all);
+        call.arg(wake_ttl);
+        call
+    };
+    let (waking, quiet) = (call(scripts::WAKE_TTL_MS), call(0));
+    let results = nodes
+        .each(|n| n.run::<Value>(if nodes.is_primary(n) { &waking } else { &quiet }))
+        .await;
     let mut removed: Vec<Holder> = Vec::new();
     let mut first_error = None;
     let mut unreachable = nodes.missing();

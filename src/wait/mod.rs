@@ -7,19 +7,20 @@
 //! by waiting and end the run at once. When it runs out, the error says how long it
 //! tried.
 //!
-//! One try first (the common, uncontended case costs one round trip). When the lock is
-//! busy and `--wait` allows, the waiter SUBSCRIBEs to the lock's release channel first
-//! and only then tries again, so a release between the two cannot be missed; after that
-//! it sleeps until a release message arrives, a signal ends the wait, or a jittered,
-//! growing poll delay (never past the holder's remaining ttl, since a crashed holder's key
-//! expires without a message) runs out. A waiter costs Redis one idle subscription.
-//! Unreachable-class errors during the wait (a dropped connection, a timeout) are
-//! retried like a busy lock until the wait ends; a lost subscription leaves the polling.
+//! One try first (the common, uncontended case costs one round trip and leaves
+//! nothing). When the lock is busy and `--wait` allows, each further try joins the
+//! lock's waiters (a set, kept alive by the waiters' heartbeats), and the waiter then
+//! blocks in `BLPOP` on the lock's wake list. A release pushes ONE element there when
+//! the set is not empty, so one waiter wakes per release, whatever their number; the
+//! list keeps the element until a waiter pops it, so a release between a try and the
+//! pop is not missed. The safety net, for a holder that died or a client that wakes
+//! nobody, is the pop's timeout: the holder's time to live plus jitter, when its key
+//! can have expired. A waiter costs Redis one blocked connection and one try per
+//! holder's ttl. Unreachable-class errors during the wait (a dropped connection, a
+//! timeout) are retried like a busy lock until the wait ends, with a backoff.
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::{self, BoxStream};
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -89,18 +90,17 @@ pub async fn acquire(
     report: &Reporter,
 ) -> Result<Waited> {
     let mut waiter = Waiter {
-        releases: stream::pending().boxed(),
         lease,
         meta,
         report,
         patience: *patience,
         progress: Progress::new(report, lease.keys().display_name(), chatty),
-        resubscribe: false,
         last: Holder::default(),
         attempt: 0,
     };
-    // The first try: the common, uncontended case costs one round trip.
-    let failure = match waiter.try_once().await? {
+    // The first try, as no waiter yet: the common, uncontended case costs one round
+    // trip and leaves nothing behind.
+    let failure = match waiter.try_once(false).await? {
         Tried::Acquired(t_sent) => return Ok(Waited::Acquired { t_sent }),
         Tried::Busy => None,
         Tried::Failed(e) => Some(e),
@@ -111,10 +111,11 @@ pub async fn acquire(
             None => Ok(Waited::Busy(waiter.last)),
         };
     }
-    // Subscribe first, then try again: a release between the two cannot be missed.
-    waiter.releases = subscribe(lease, report).await;
     let waited = waiter.wait(signals).await;
     waiter.progress.ended();
+    if !matches!(waited, Ok(Waited::Acquired { .. })) {
+        lease.leave().await;
+    }
     waited
 }
 
@@ -125,13 +126,9 @@ struct Waiter<'a> {
     report: &'a Reporter,
     patience: Patience,
     progress: Progress<'a>,
-    /// Release messages (see [`subscribe`]).
-    releases: BoxStream<'static, bool>,
-    /// A subscription ended: subscribe again before the next try.
-    resubscribe: bool,
     /// The holder seen last.
     last: Holder,
-    /// Tries since the last release message (the poll delay grows with it).
+    /// Tries that failed in a row (the backoff grows with it).
     attempt: u32,
 }
 
@@ -144,18 +141,14 @@ enum Tried {
 }
 
 impl Waiter<'_> {
+    /// Tries, then blocks until a release wakes this waiter (one waiter per release),
+    /// the holder's key can have expired (the safety net for a holder that died or a
+    /// client that does not wake anyone), the wait ends or a signal ends it. Each try
+    /// joins the waiters first, so a release after it pushes a wake-up, and the wake
+    /// list keeps it until the pop: none is missed.
     async fn wait(&mut self, signals: &mut UnboundedReceiver<Signal>) -> Result<Waited> {
         loop {
-            if self.resubscribe {
-                // A subscription connection closed (server restart, CLIENT KILL):
-                // subscribe again before the next try, so a release after it is not
-                // missed either.
-                self.report
-                    .verbose(|| "release subscription lost; subscribing again".to_string());
-                self.releases = subscribe(self.lease, self.report).await;
-                self.resubscribe = false;
-            }
-            let failure = match self.try_once().await? {
+            let failure = match self.try_once(true).await? {
                 Tried::Acquired(t_sent) => {
                     self.progress.acquired(&self.patience);
                     return Ok(Waited::Acquired { t_sent });
@@ -170,20 +163,47 @@ impl Waiter<'_> {
                     None => Ok(Waited::Busy(self.last.clone())),
                 };
             };
-            if let Some(sig) = self.nap(left, signals).await {
+            let nap = self.safety_net(failure.is_some()).min(left);
+            if let Some(sig) = self.block(nap, signals).await {
                 return Ok(Waited::Interrupted(sig));
             }
         }
     }
 
-    /// One acquire attempt. A dropped connection (CLIENT KILL, a restart, a proxy reset)
-    /// fails the next request at once and only then reconnects; an overloaded or
-    /// briefly unreachable server is the same kind of trouble. While the wait lasts these
-    /// are retried like a busy lock; other errors (auth, a key of another type) cannot
-    /// heal by waiting and end the wait.
-    async fn try_once(&mut self) -> Result<Tried> {
-        let holder = match self.lease.acquire(self.meta).await {
-            Ok(Acquire::Acquired { t_sent }) => return Ok(Tried::Acquired(t_sent)),
+    /// How long to block before trying again without a wake-up: until the holder's key
+    /// can expire (its time to live, plus jitter so that waiters do not all come back at
+    /// once); a growing backoff when Redis failed or the key never expires.
+    fn safety_net(&mut self, failed: bool) -> Duration {
+        match self.last.ttl_left.filter(|_| !failed) {
+            Some(ttl) => timing::until_expiry(ttl, fastrand::f64()),
+            None => {
+                let delay = timing::poll_delay(self.attempt, None, fastrand::f64());
+                self.attempt = self.attempt.saturating_add(1);
+                delay
+            }
+        }
+    }
+
+    /// One acquire attempt; as a waiter (`waiting`), joining the waiters when busy. A
+    /// dropped connection (CLIENT KILL, a restart, a proxy reset) fails the next request
+    /// at once and only then reconnects; an overloaded or briefly unreachable server is
+    /// the same kind of trouble. While the wait lasts these are retried like a busy
+    /// lock; other errors (auth, a key of another type) cannot heal by waiting and end
+    /// the wait.
+    async fn try_once(&mut self, waiting: bool) -> Result<Tried> {
+        let registration = waiting.then(|| crate::lease::Waiter {
+            heartbeat: self.heartbeat(),
+            known_holder: self.last.token.clone(),
+        });
+        let holder = match self.lease.acquire(self.meta, registration.as_ref()).await {
+            Ok(Acquire::Acquired { t_sent }) => {
+                if waiting && self.lease.nodes().given() > 1 {
+                    // Over several nodes the primary may have said busy while a quorum
+                    // said yes: leave its waiters (on one node, the script did).
+                    self.lease.leave().await;
+                }
+                return Ok(Tried::Acquired(t_sent));
+            }
             Ok(Acquire::Busy(holder)) => holder,
             Err(e) if e.is_transient() => {
                 self.report
@@ -192,6 +212,16 @@ impl Waiter<'_> {
             }
             Err(e) => return Err(e),
         };
+        self.attempt = 0;
+        let holder = if holder.token == self.last.token && !holder.is_known() {
+            // The same holder: its metadata was not read again, only its ttl.
+            Holder {
+                ttl_left: holder.ttl_left,
+                ..self.last.clone()
+            }
+        } else {
+            holder
+        };
         if self.patience.allows_waiting() {
             self.progress.busy(&holder, &self.patience);
         }
@@ -199,32 +229,36 @@ impl Waiter<'_> {
         Ok(Tried::Busy)
     }
 
-    /// Sleeps until a release message, the poll delay or the end of the wait, showing
-    /// the progress when it is due; returns a signal that ends the wait.
-    async fn nap(
+    /// How long this waiter promises to come back: the longest it blocks, plus the time
+    /// a try may take.
+    fn heartbeat(&self) -> Duration {
+        let longest = self
+            .last
+            .ttl_left
+            .map_or(Duration::ZERO, |ttl| timing::until_expiry(ttl, 1.0))
+            .max(Duration::from_secs(2));
+        longest + self.lease.node_timeout() * 2 + Duration::from_secs(1)
+    }
+
+    /// Blocks on the wake list of every node for at most `nap`, showing the progress
+    /// when it is due; returns a signal that ends the wait.
+    async fn block(
         &mut self,
-        left: Duration,
+        nap: Duration,
         signals: &mut UnboundedReceiver<Signal>,
     ) -> Option<Signal> {
-        let nap = timing::poll_delay(self.attempt, self.last.ttl_left, fastrand::f64()).min(left);
-        self.attempt = self.attempt.saturating_add(1);
-        let until = crate::clock::now() + nap;
+        let woken = woken_or_slept(self.lease, nap);
+        tokio::pin!(woken);
         loop {
-            let rest = until
-                .checked_sub(crate::clock::now())
-                .filter(|r| !r.is_zero())?;
             tokio::select! {
-                _ = tokio::time::sleep(rest.min(self.progress.next_due())) => {
-                    self.progress.tick(&self.patience);
-                }
-                Some(message) = self.releases.next() => {
-                    if message {
-                        self.report.verbose(|| "release message received".to_string());
-                        self.attempt = 0;
-                    } else {
-                        self.resubscribe = true;
+                woke = &mut woken => {
+                    if woke {
+                        self.report.verbose(|| "woken by a release".to_string());
                     }
                     return None;
+                }
+                _ = tokio::time::sleep(self.progress.next_due()) => {
+                    self.progress.tick(&self.patience);
                 }
                 Some(sig) = signals.recv() => {
                     if crate::signals::ends_wait(sig) {
@@ -236,29 +270,34 @@ impl Waiter<'_> {
     }
 }
 
-/// Release messages (`true`) from every node that accepted the subscription, and
-/// `false` when one of those subscriptions ends; with none, a stream that never yields
-/// (polling alone then finds the release).
-async fn subscribe(lease: &Lease, report: &Reporter) -> BoxStream<'static, bool> {
-    let channel = &lease.keys().channel;
-    let subs = lease.nodes().each(|node| node.subscribe(channel)).await;
-    let mut streams = Vec::new();
-    for sub in subs {
-        match sub {
-            Ok(pubsub) => streams.push(
-                pubsub
-                    .into_on_message()
-                    .map(|_| true)
-                    .chain(stream::once(async { false }))
-                    .boxed(),
-            ),
-            Err(e) => report.verbose(|| format!("no release notifications: {e}")),
-        }
+/// Whether a release woke us (a `BLPOP` on the primary node's wake list popped) within
+/// `nap`; when the pop fails (the node down, a user without BLPOP) or there is no
+/// primary, sleeps out the nap instead, so a failing node is never polled in a tight
+/// loop.
+async fn woken_or_slept(lease: &Lease, nap: Duration) -> bool {
+    let until = crate::clock::now() + nap;
+    if let Some(primary) = lease.nodes().primary()
+        && matches!(
+            pop_until(primary, &lease.keys().wake, until).await,
+            Ok(true)
+        )
+    {
+        return true;
     }
-    if streams.is_empty() {
-        return stream::pending().boxed();
+    if let Some(rest) = until.checked_sub(crate::clock::now()) {
+        tokio::time::sleep(rest).await;
     }
-    stream::select_all(streams).boxed()
+    false
+}
+
+/// A blocking pop on one node until `until`; a pop whose connection the server
+/// dropped (CLIENT KILL, a restart) is tried once more, at once, on a fresh one.
+async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> Result<bool> {
+    let left = || until.saturating_sub(crate::clock::now());
+    match node.blocking_pop(wake, left()).await {
+        Err(e) if e.is_transient() && !left().is_zero() => node.blocking_pop(wake, left()).await,
+        other => other,
+    }
 }
 
 /// Says that the lock is busy and who holds it; a run told that busy is fine

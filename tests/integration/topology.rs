@@ -114,11 +114,11 @@ fn cluster_refuses_empty_hash_tag_and_plain_url_says_use_cluster() {
 }
 
 #[test]
-fn cluster_waiter_wakes_on_release_published_on_another_node() {
+fn cluster_waiter_is_woken_by_the_release_on_the_slot_owner() {
     let cluster = Cluster::start(3);
     let url = cluster.url();
-    // The waiter subscribes on the first seed (node 0); the lock lives elsewhere, so
-    // the message has to cross the cluster bus.
+    // The lock lives on a node other than the first seed: the waiter's blocking pop
+    // must be routed to the slot's owner, where the release pushes the wake-up.
     let name = (0..)
         .map(|i| format!("w{i}"))
         .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
@@ -143,7 +143,14 @@ fn cluster_waiter_wakes_on_release_published_on_another_node() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let owner = &cluster.nodes[cluster.owner(&format!("redlock:{{{name}}}"))];
+    let waiters = format!("redlock:{{{name}}}:waiters");
+    assert!(
+        eventually(Duration::from_secs(20), || owner
+            .cmd::<i64>(&["SCARD", &waiters])
+            >= 1),
+        "the waiter never joined the waiters"
+    );
     assert!(!ready.exists(), "ran while the lock was held");
     let out = output(redlock().args(["release", &name, "--token", &token, "--redis", &url]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -152,7 +159,7 @@ fn cluster_waiter_wakes_on_release_published_on_another_node() {
     std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{err}");
     assert!(ready.exists());
-    assert!(err.contains("release message received"), "{err}");
+    assert!(err.contains("woken by a release"), "{err}");
 }
 
 #[test]
@@ -405,19 +412,22 @@ const LOCKER_ACL: &[&str] = &[
     "on",
     ">Sekr1t-pw-XYZ",
     "~redlock:*",
-    "&redlock:*",
     "+evalsha",
     "+script|load",
     "+type",
     "+set",
     "+get",
     "+del",
+    "+exists",
     "+hset",
+    "+hget",
     "+hgetall",
     "+pexpire",
     "+pttl",
-    "+publish",
-    "+subscribe",
+    "+sadd",
+    "+srem",
+    "+lpush",
+    "+blpop",
     "+scan",
 ];
 
@@ -445,7 +455,7 @@ fn acl_least_privilege_user_runs_every_verb() {
         "extend", "b", "--token", &token, "--ttl", "1m", "--redis", &url,
     ];
     check(&output(redlock().args(extend)), 0);
-    // A waiter subscribes (channel permission) and is woken by the release.
+    // A waiter joins the waiters, blocks on the wake list and is woken by the release.
     let mut waiter = redlock_run()
         .args([
             "--key",
@@ -461,7 +471,12 @@ fn acl_least_privilege_user_runs_every_verb() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        eventually(Duration::from_secs(20), || redis
+            .cmd::<i64>(&["SCARD", "redlock:{b}:waiters"])
+            >= 1),
+        "the waiter never joined the waiters"
+    );
     check(
         &output(redlock().args(["release", "b", "--token", &token, "--redis", &url])),
         0,
@@ -470,7 +485,7 @@ fn acl_least_privilege_user_runs_every_verb() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{err}");
-    assert!(err.contains("release message received"), "{err}");
+    assert!(err.contains("woken by a release"), "{err}");
     assert!(!err.contains("no release notifications"), "{err}");
     check(
         &output(redlock().args(["release", "a", "--force", "--redis", &url])),

@@ -8,14 +8,17 @@ use crate::harness::*;
 
 // Waiters --------------------------------------------------------------------------
 
-/// Waits until someone is subscribed to the lock's release channel (a waiter is in
-/// its wait loop).
+/// Waits until a waiter has joined the lock's waiters (it is in its wait loop; a
+/// release from now on pushes a wake-up that it will find).
 fn wait_for_waiter(redis: &Redis, name: &str) -> bool {
-    let channel = format!("{}:released", lock_key(name));
-    eventually(READY, || {
-        let reply: (String, i64) = redis.cmd(&["PUBSUB", "NUMSUB", &channel]);
-        reply.1 >= 1
-    })
+    let waiters = format!("{}:waiters", lock_key(name));
+    eventually(READY, || redis.cmd::<i64>(&["SCARD", &waiters]) >= 1)
+}
+
+/// Whether some client is blocked in BLPOP (a waiter waiting for a wake-up).
+fn blocked_in_pop(redis: &Redis) -> bool {
+    let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+    clients.lines().any(|l| l.contains("cmd=blpop"))
 }
 
 #[test]
@@ -33,7 +36,7 @@ fn waiter_takes_over_on_release_long_before_the_ttl() {
     let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
     assert!(
         wait_for_waiter(&redis, "handover"),
-        "waiter never subscribed"
+        "waiter never joined the waiters"
     );
     assert!(!ran.exists(), "waiter ran while the lock was held");
 
@@ -85,7 +88,7 @@ fn waiter_gets_the_lock_of_a_crashed_holder_after_expiry() {
     );
     assert!(
         wait_for_waiter(&redis, "crashed"),
-        "waiter never subscribed"
+        "waiter never joined the waiters"
     );
     holder.kill().expect("kill -9 the holder");
     holder.wait().ok();
@@ -109,14 +112,16 @@ fn waiter_survives_killed_connections_while_waiting() {
     let mut waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
     assert!(
         wait_for_waiter(&redis, "patient"),
-        "waiter never subscribed"
+        "waiter never joined the waiters"
     );
-    // Both the waiter's command connection and its subscription go; the holder's
-    // command connection too. Neither may turn into an error or a missed release.
+    assert!(
+        eventually(READY, || blocked_in_pop(&redis)),
+        "never blocked"
+    );
+    // The waiter's command connection and its blocked pop go; the holder's command
+    // connection too. Neither may turn into an error or a missed release.
     let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
-    assert!(killed >= 2, "killed {killed}");
-    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
-    assert!(killed >= 1, "killed {killed}");
+    assert!(killed >= 3, "killed {killed}");
     // The waiter polls again within its backoff cap (2 s): once an EVALSHA reached the
     // server after the kill, the waiter has been through its broken connection.
     let n0 = evalsha_calls(&redis);
@@ -130,10 +135,10 @@ fn waiter_survives_killed_connections_while_waiting() {
         "the waiter gave up after its connection was killed"
     );
     assert!(!ran.exists(), "waiter ran while the lock was held");
-    // It subscribes again, so the release below wakes it by message, not by polling.
+    // It blocks again, so the release below wakes it, not its safety net.
     assert!(
-        wait_for_waiter(&redis, "patient"),
-        "the waiter did not subscribe again"
+        eventually(READY, || blocked_in_pop(&redis)),
+        "the waiter did not block again"
     );
     let (code, err) = holder.finish();
     assert_eq!(code, 0, "{err}");
@@ -145,11 +150,24 @@ fn waiter_survives_killed_connections_while_waiting() {
 
 /// How many EVALSHA calls the server has run (INFO commandstats).
 fn evalsha_calls(redis: &Redis) -> u64 {
+    evalsha_stat(redis, "calls")
+}
+
+/// EVALSHA calls that ran a script (not those answered NOSCRIPT, which the client
+/// follows with SCRIPT LOAD and the same EVALSHA again).
+fn evalsha_runs(redis: &Redis) -> u64 {
+    evalsha_stat(redis, "calls") - evalsha_stat(redis, "failed_calls")
+}
+
+fn evalsha_stat(redis: &Redis, field: &str) -> u64 {
     let info: String = redis.cmd(&["INFO", "commandstats"]);
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .and_then(|rest| {
+            rest.split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+                .and_then(|n| n.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -180,7 +198,11 @@ fn a_waiter_in_a_log_says_it_waits_who_holds_and_when_it_got_the_lock() {
     let redis = Redis::start();
     let scratch = Scratch::new();
     let err = scratch.path("waiter.err");
-    let holder = Holding::start(&lock_args(&redis, "logged"));
+    // A short ttl: the waiter's safety net (the holder's time to live) is short too, so
+    // it notices soon a holder that changed without a release.
+    let mut args = lock_args(&redis, "logged");
+    args.extend(["--ttl".into(), "3s".into()]);
+    let holder = Holding::start(&args);
     let mut waiter = waiter_to_file(&redis, "logged", &[], &err);
     assert!(wait_for_file(&err, "waiting for logged: held by", READY));
     let said = std::fs::read_to_string(&err).unwrap();
@@ -190,8 +212,14 @@ fn a_waiter_in_a_log_says_it_waits_who_holds_and_when_it_got_the_lock() {
     );
     // Another holder takes over behind the first one's back.
     let key = lock_key("logged");
-    let _: () = redis.cmd(&["SET", &key, "another-client", "PX", "1500"]);
-    assert!(wait_for_file(&err, "now held by an unknown holder", READY));
+    let _: () = redis.cmd(&["SET", &key, "another-client", "PX", "8000"]);
+    assert!(
+        wait_for_file(&err, "now held by an unknown holder", READY),
+        "{}\n{}\n{:?}",
+        std::fs::read_to_string(&err).unwrap_or_default(),
+        redis.cmd::<String>(&["CLIENT", "LIST"]),
+        redis.keys()
+    );
     let status = wait_child(&mut waiter, Duration::from_secs(60));
     let said = std::fs::read_to_string(&err).unwrap();
     assert_eq!(status.code(), Some(0), "{said}");
@@ -268,4 +296,122 @@ fn a_waiter_on_a_terminal_updates_one_status_line() {
         screen.ends_with("\r\x1b[K"),
         "cleared at the end: {screen:?}"
     );
+}
+
+// One waiter woken per release ------------------------------------------------------------
+
+/// The ids of the clients blocked in BLPOP.
+fn blocked_clients(redis: &Redis) -> Vec<String> {
+    let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+    let mut ids: Vec<String> = clients
+        .lines()
+        .filter(|l| l.contains("cmd=blpop") && l.contains("flags=b"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// A waiter whose command marks that it ran, then waits for `go`.
+fn parked_waiter(args: &[String], s: &Scratch, i: usize) -> std::process::Child {
+    start_run(
+        args,
+        &format!(
+            "touch '{ran}'; while [ ! -e '{go}' ]; do sleep 0.02; done",
+            ran = s.path(&format!("ran{i}")).display(),
+            go = s.path("go").display()
+        ),
+    )
+}
+
+/// How many parked waiters have run their command.
+fn ran(s: &Scratch, n: usize) -> usize {
+    (0..n)
+        .filter(|i| s.path(&format!("ran{i}")).exists())
+        .count()
+}
+
+/// Five waiters blocked; one release: exactly one of them wakes (one acquire attempt
+/// reaches Redis after the release, and the other four stay blocked on the same
+/// connections), and it holds the lock. Counted from the server, never timed.
+#[test]
+fn one_release_wakes_one_waiter() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut args = lock_args(&redis, "herd");
+    // A long ttl: no waiter's safety net and no renewal comes due during the test.
+    args.extend(["--ttl".into(), "60s".into()]);
+    let holder = Holding::start(&args);
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let mut waiters: Vec<_> = (0..5).map(|i| parked_waiter(&wargs, &s, i)).collect();
+    assert!(
+        eventually(READY, || blocked_clients(&redis).len() == 5),
+        "five waiters never blocked: {:?}",
+        blocked_clients(&redis)
+    );
+    let before = blocked_clients(&redis);
+    let runs = evalsha_runs(&redis);
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(eventually(READY, || ran(&s, 5) == 1), "nobody took over");
+    // The release, and one acquire: the woken waiter's. Nobody else tried.
+    assert_eq!(evalsha_runs(&redis) - runs, 2, "more than one waiter woke");
+    let after = blocked_clients(&redis);
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert!(
+        after.iter().all(|id| before.contains(id)),
+        "{before:?} -> {after:?}"
+    );
+    std::fs::write(s.path("go"), "").unwrap();
+    for waiter in &mut waiters {
+        let status = wait_child(waiter, Duration::from_secs(60));
+        assert_eq!(status.code(), Some(0));
+    }
+    assert_eq!(ran(&s, 5), 5);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// The wake-up of a release is taken by a waiter that then dies before trying (here:
+/// the test pops it, blocked before everyone else). The others are not stranded: their
+/// safety net brings them back when the released holder's key could have expired, and
+/// they all get the lock in turn.
+#[test]
+fn a_waiter_dead_after_its_wake_up_does_not_strand_the_others() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut args = lock_args(&redis, "stranded");
+    args.extend(["--ttl".into(), "3s".into()]);
+    let holder = Holding::start(&args);
+    // The "dead waiter": first in line on the wake list.
+    let wake = format!("{}:wake", lock_key("stranded"));
+    let url = redis.url();
+    let thief = std::thread::spawn(move || {
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let popped: Option<(String, String)> = redis::cmd("BLPOP")
+            .arg(&wake)
+            .arg(60)
+            .query(&mut conn)
+            .unwrap();
+        popped.is_some()
+    });
+    assert!(eventually(READY, || blocked_clients(&redis).len() == 1));
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let mut waiters: Vec<_> = (0..3).map(|i| parked_waiter(&wargs, &s, i)).collect();
+    assert!(eventually(READY, || blocked_clients(&redis).len() == 4));
+    std::fs::write(s.path("go"), "").unwrap();
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        thief.join().unwrap(),
+        "the first blocked client got the wake-up"
+    );
+    for waiter in &mut waiters {
+        let status = wait_child(waiter, Duration::from_secs(60));
+        assert_eq!(status.code(), Some(0));
+    }
+    assert_eq!(ran(&s, 3), 3);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
