@@ -92,13 +92,15 @@ fn warn_insecure(report: &Reporter, conn: &Conn) {
 /// Runs a future on a single-threaded runtime on this (the main) thread, so the
 /// command is forked by a thread that lives as long as the wrapper.
 fn block_on(fut: impl Future<Output = Result<u8>>) -> Result<u8> {
-    // rediss:// needs a process-wide crypto provider; ring is the one compiled in.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?
-        .block_on(fut)
+        .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?;
+    let result = runtime.block_on(fut);
+    // The process exits next: tearing the runtime down (its connections' tasks, the
+    // blocking pool) would only delay the exit status.
+    std::mem::forget(runtime);
+    result
 }
 
 /// Clap's message without its usage block and tips, on one line.

@@ -143,11 +143,17 @@ impl Meta {
             .ok()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_else(|| "?".into());
-        let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        // $USER first: looking the uid up goes through NSS (files, maybe LDAP), which
+        // costs more than the rest of the wrapper's start-up; metadata is for display.
+        let user = std::env::var("USER")
             .ok()
-            .flatten()
-            .map(|u| u.name)
-            .or_else(|| std::env::var("USER").ok())
+            .filter(|u| !u.is_empty())
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::getuid())
+                    .ok()
+                    .flatten()
+                    .map(|u| u.name)
+            })
             .unwrap_or_else(|| nix::unistd::getuid().to_string());
         Meta {
             token: token.to_string(),

@@ -45,6 +45,7 @@ impl Timeouts {
 /// A client for one server URL of `url` (the URL itself, a cluster seed, a sentinel or
 /// a discovered master), with the TLS settings applied.
 pub fn client(url: &RedisUrl, server: &str) -> Result<redis::Client> {
+    crypto_for(url);
     let built = connection_info(url, server).and_then(|info| match certificates(url.tls()) {
         Some(certs) if url.is_tls() => redis::Client::build_with_tls(info, certs),
         _ => redis::Client::open(info),
@@ -127,6 +128,7 @@ pub fn cluster_client(
     timeouts: Timeouts,
     response: Option<std::time::Duration>,
 ) -> Result<redis::cluster::ClusterClient> {
+    crypto_for(url);
     let infos = seeds
         .iter()
         .map(|s| connection_info(url, s))
@@ -266,9 +268,24 @@ fn config(timeouts: Timeouts) -> AsyncConnectionConfig {
         .set_response_timeout(Some(timeouts.response))
 }
 
+/// rediss:// needs a process-wide crypto provider (ring, the one compiled in); it is
+/// installed on the first TLS URL only, so a plain run does not pay for it.
+fn crypto_for(url: &RedisUrl) {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    if url.is_tls() {
+        INSTALL.call_once(|| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        });
+    }
+}
+
 /// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
 fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::ConnectionInfo> {
     let info = server.into_connection_info()?;
+    // No CLIENT SETINFO on connect: a round trip before the first command, refused by
+    // servers older than 7.2 anyway.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let info = info.set_redis_settings(settings);
     if !url.insecure() {
         return Ok(info);
     }

@@ -32,21 +32,23 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 /// one already known).
 ///
 /// The lock itself is taken with `SET key token NX PX ttl`, exactly as any other client
-/// would. A value of another type on either key is reported and nothing is touched. A
-/// waiter (heartbeat > 0) that finds the lock busy adds its token to the waiters set and
-/// keeps the set alive for at least its heartbeat; once it holds the lock it leaves the
-/// set. The common cases cost few commands: free, 4 (TYPE, SET, HSET, PEXPIRE; one more,
-/// SREM, for a waiter); busy, 4 or 5 (TYPE, SET, GET, PTTL, HGETALL for a new holder)
-/// plus 2 or 3 for a waiter's heartbeat.
+/// would, first: the common cases cost few commands. Free: SET, TYPE, HSET, PEXPIRE (and
+/// SREM for a waiter). Busy: SET, GET, PTTL (and TYPE, HGETALL when the holder is new to
+/// the caller), plus SADD, PTTL (and PEXPIRE) for a waiter's heartbeat. A value of
+/// another type on the lock key is reported; on the metadata key it is reported too,
+/// and the SET just made is undone in the same script, so nothing is touched. A waiter
+/// (heartbeat > 0) that finds the lock busy adds its token to the waiters set and keeps
+/// the set alive for at least its heartbeat; once it holds the lock it leaves the set.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-local meta_kind = redis.call('TYPE', KEYS[2])['ok']
-if meta_kind ~= 'none' and meta_kind ~= 'hash' then
-  return {-2, meta_kind}
-end
 local heartbeat = tonumber(ARGV[3])
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local meta_kind = redis.call('TYPE', KEYS[2])['ok']
+  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
+    redis.call('DEL', KEYS[1])
+    return {-2, meta_kind}
+  end
   if #ARGV > 4 then
     redis.call('HSET', KEYS[2], unpack(ARGV, 5))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -62,7 +64,7 @@ if type(holder) ~= 'string' then
 end
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if meta_kind == 'hash' then
+  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
   return {2}
@@ -74,7 +76,7 @@ if heartbeat > 0 then
   end
 end
 local meta = {}
-if meta_kind == 'hash' and holder ~= ARGV[4] then
+if holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   meta = redis.call('HGETALL', KEYS[2])
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
