@@ -5,7 +5,8 @@
 //! - [`entry`]: the entry points both binaries call: arguments in, exit status out;
 //! - `run`: the wrapper end to end; `verbs/`: status, list, release, acquire, extend;
 //!   [`docs`]: man pages and completions;
-//! - `supervise`: the one supervisor loop; `wait`: waiting for a busy lock;
+//! - `supervise`: the one supervisor loop; `wait/`: waiting for a busy lock (woken
+//!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
 //!   for a wrapper killed outright; `signals`: the signal rule;
 //! - `lease`: acquire/renew/release of one lock; `quorum`: the nodes of a lock and

@@ -281,11 +281,10 @@ fn crypto_for(url: &RedisUrl) {
 
 /// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
 fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::ConnectionInfo> {
+    // (The client's CLIENT SETINFO on connect costs a round trip, but it is what makes
+    // a TLS mismatch or a missing client certificate fail at connect, where the error
+    // gets its hint, rather than at the first script: it stays.)
     let info = server.into_connection_info()?;
-    // No CLIENT SETINFO on connect: a round trip before the first command, refused by
-    // servers older than 7.2 anyway.
-    let settings = info.redis_settings().clone().set_skip_set_lib_name();
-    let info = info.set_redis_settings(settings);
     if !url.insecure() {
         return Ok(info);
     }

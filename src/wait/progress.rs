@@ -102,6 +102,7 @@ impl<'a> Progress<'a> {
             return;
         }
         self.report.clear_status_line();
+        self.shown = false;
         let line = format!("acquired {} after {}", self.name, human(patience.waited()));
         if self.lines {
             self.report.note(&line);
