@@ -23,7 +23,7 @@ _redlock__run() {
 
     case "${cmd}" in
         redlock__run)
-            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --renew-every --kill-after --on-lost --hold-min --busy-exit-code --hide-args --quiet --verbose --help --version"
+            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --hide-args --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -77,6 +77,14 @@ _redlock__run() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --busy-exit-code)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --renew-every)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -90,14 +98,6 @@ _redlock__run() {
                     return 0
                     ;;
                 --hold-min)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --busy-exit-code)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -E)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -44,12 +44,12 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'Cli
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'Lease time, renewed while the command runs; 100ms to 365 days (e.g. 30s, 2m) [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to 365 days, or "forever"' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renewal interval, 1ms up to below the ttl [default: ttl/3]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when the command must stop, 0 to 365 days (it must fit in the ttl) [default: ttl/6, at most 5s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost while the command runs' -r -f -a "kill\t'SIGTERM the command\'s process group, SIGKILL after --kill-after; exit 79'
 keep\t'Warn on stderr and let the command finish without the lock; exit 79'"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255; 0 also silences waiting and the busy note, unless --verbose) [default: 75]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
@@ -89,7 +89,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Pri
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'Lease time; the lock expires unless extended (e.g. 5m), 100ms to 365 days [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to 365 days, or "forever"' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255; 0 also silences the busy note) [default: 75]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l busy-exit-code -d 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r

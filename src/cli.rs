@@ -96,6 +96,33 @@ pub struct ConnArgs {
     pub tls_insecure_skip_verify: bool,
 }
 
+/// How a run that finds the lock busy waits, and what it exits with when it gives up
+/// (`redlock-run` and `redlock acquire`).
+#[derive(Debug, Clone, Args)]
+pub struct WaitArgs {
+    /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
+    /// 365 days, or "forever".
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "DURATION",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    pub wait: String,
+
+    /// Exit status when the lock is busy (0-255; with 0, busy and waiting are not
+    /// reported off a terminal) [default: 75].
+    #[arg(
+        long,
+        short = 'E',
+        value_name = "CODE",
+        env = "REDLOCK_BUSY_EXIT_CODE",
+        allow_hyphen_values = true
+    )]
+    pub busy_exit_code: Option<String>,
+}
+
 /// Options of `redlock-run` and `redlock run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -115,16 +142,8 @@ pub struct RunArgs {
     )]
     pub ttl: Option<String>,
 
-    /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
-    /// 365 days, or "forever".
-    #[arg(
-        long,
-        short = 'w',
-        value_name = "DURATION",
-        default_value = "0",
-        allow_hyphen_values = true
-    )]
-    pub wait: String,
+    #[command(flatten)]
+    pub waiting: WaitArgs,
 
     /// Renewal interval, 1ms up to below the ttl [default: ttl/3].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
@@ -143,17 +162,6 @@ pub struct RunArgs {
     /// (cron de-duplication across hosts whose clocks differ), up to 365 days.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold_min: Option<String>,
-
-    /// Exit status when the lock is busy (0-255; 0 also silences waiting and the busy
-    /// note, unless --verbose) [default: 75].
-    #[arg(
-        long,
-        short = 'E',
-        value_name = "CODE",
-        env = "REDLOCK_BUSY_EXIT_CODE",
-        allow_hyphen_values = true
-    )]
-    pub busy_exit_code: Option<String>,
 
     /// Record only the program name in the holder metadata, not its arguments.
     #[arg(long)]
@@ -294,25 +302,8 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub ttl: Option<String>,
-    /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
-    /// 365 days, or "forever".
-    #[arg(
-        long,
-        short = 'w',
-        value_name = "DURATION",
-        default_value = "0",
-        allow_hyphen_values = true
-    )]
-    pub wait: String,
-    /// Exit status when the lock is busy (0-255; 0 also silences the busy note) [default: 75].
-    #[arg(
-        long,
-        short = 'E',
-        value_name = "CODE",
-        env = "REDLOCK_BUSY_EXIT_CODE",
-        allow_hyphen_values = true
-    )]
-    pub busy_exit_code: Option<String>,
+    #[command(flatten)]
+    pub waiting: WaitArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON (token, key, ttl_ms).

@@ -331,8 +331,8 @@ impl RunConfig {
             conn,
             keys,
             budget,
-            wait: wait(&args.wait)?,
-            busy_code: busy_code(args.busy_exit_code.as_deref())?,
+            wait: wait(&args.waiting.wait)?,
+            busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
             hold_min,
             hide_args: args.hide_args,
@@ -449,8 +449,8 @@ impl AcquireConfig {
         let keys = conn.keys(&args.key)?;
         Ok(AcquireConfig {
             ttl: ttl(args.ttl.as_deref())?,
-            wait: wait(&args.wait)?,
-            busy_code: busy_code(args.busy_exit_code.as_deref())?,
+            wait: wait(&args.waiting.wait)?,
+            busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             conn,
             keys,
             json: args.json,

@@ -28,8 +28,7 @@ fn man_pages_and_completions_are_current() {
 
 #[test]
 fn readme_carries_the_exit_code_table() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let readme = readme();
     let table = redlock::exit::table_markdown();
     assert!(
         readme.contains(&table),
@@ -62,8 +61,7 @@ fn man_page_documents_exit_statuses_and_environment() {
 /// the race it must print nothing at all (cron mails any output) and exit 0.
 #[test]
 fn the_readme_cron_line_is_silent_on_the_losing_host() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let readme = readme();
     let line = readme
         .lines()
         .find(|l| l.starts_with("* * * * * redlock-run") && l.contains("--busy-exit-code 0"))

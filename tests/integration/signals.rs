@@ -199,8 +199,7 @@ fn forwarded_signals_reach_the_command_once_on_a_pty() {
 /// and the forwarded copy would make two: the README unit says why it is `mixed`.)
 #[test]
 fn the_readme_systemd_unit_stops_the_command_with_one_sigterm() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let readme = readme();
     let unit = readme
         .split("```ini")
         .nth(1)

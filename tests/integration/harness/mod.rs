@@ -38,6 +38,12 @@ pub use workload::contend;
 pub const RUN: &str = env!("CARGO_BIN_EXE_redlock-run");
 pub const REDLOCK: &str = env!("CARGO_BIN_EXE_redlock");
 
+/// The README, whose examples and tables tests hold to the code.
+pub fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md")
+}
+
 /// The lock key of `name` under the default prefix.
 pub fn lock_key(name: &str) -> String {
     format!("redlock:{{{name}}}")
