@@ -163,6 +163,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold_min: Option<String>,
 
+    /// Never hold the lock longer than this (1ms to 365 days): renewals stop and the
+    /// command is stopped as for a lost lock (see --on-lost), exit 124.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_hold: Option<String>,
+
     /// Record only the program name in the holder metadata, not its arguments.
     #[arg(long)]
     pub hide_args: bool,

@@ -43,6 +43,8 @@ pub struct RunConfig {
     pub busy_code: u8,
     pub on_lost: OnLost,
     pub hold_min: Option<Duration>,
+    /// `--max-hold`: the longest the lock is kept, from the acquire.
+    pub max_hold: Option<Duration>,
     pub hide_args: bool,
     pub command: Vec<OsString>,
 }
@@ -86,6 +88,11 @@ const KILL_AFTER: Range = Range {
 const HOLD_MIN: Range = Range {
     flag: "--hold-min",
     min: Duration::ZERO,
+    max: YEAR,
+};
+const MAX_HOLD: Range = Range {
+    flag: "--max-hold",
+    min: Duration::from_millis(1),
     max: YEAR,
 };
 const WAIT: Range = Range {
@@ -335,6 +342,11 @@ impl RunConfig {
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
             hold_min,
+            max_hold: args
+                .max_hold
+                .as_deref()
+                .map(|raw| bounded(MAX_HOLD, raw))
+                .transpose()?,
             hide_args: args.hide_args,
             command: args.command,
         })

@@ -24,6 +24,8 @@ pub enum Code {
     /// The lock was lost while the command ran (renewal found another token, no key, or the
     /// lease ran out while Redis was unreachable).
     Lost,
+    /// `--max-hold` ran out: the command was stopped (as `timeout(1)` does, 124).
+    MaxHold,
     /// An internal error of redlock itself (please report it).
     Internal,
     /// The command was found but could not be executed (permissions, not a program).
@@ -34,7 +36,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the documented order (by value).
-    pub const ALL: [Code; 9] = [
+    pub const ALL: [Code; 10] = [
         Code::Usage,
         Code::Unreachable,
         Code::Internal,
@@ -42,6 +44,7 @@ impl Code {
         Code::Redis,
         Code::Auth,
         Code::Lost,
+        Code::MaxHold,
         Code::CannotExecute,
         Code::NotFound,
     ];
@@ -55,6 +58,7 @@ impl Code {
             Code::Auth => 77,
             Code::Redis => 76,
             Code::Lost => 79,
+            Code::MaxHold => 124,
             Code::Internal => 70,
             Code::CannotExecute => 126,
             Code::NotFound => 127,
@@ -82,6 +86,9 @@ impl Code {
             }
             Code::Lost => {
                 "the lock was lost while the command ran; the command was stopped (see --on-lost)"
+            }
+            Code::MaxHold => {
+                "--max-hold ran out: the lock was given up and the command stopped (see --on-lost)"
             }
             Code::CannotExecute => "the command was found but cannot be executed",
             Code::NotFound => "the command was not found",

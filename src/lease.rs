@@ -73,6 +73,8 @@ pub enum Lost {
     /// The job was stopped (Ctrl-Z) for this long, past the lease: nothing renews a
     /// stopped job.
     Stopped { for_: Duration },
+    /// Held for `--max-hold`: given up on purpose.
+    MaxHold { limit: Duration },
 }
 
 impl fmt::Display for Lost {
@@ -91,6 +93,11 @@ impl fmt::Display for Lost {
             } => write!(
                 f,
                 "the key is gone or taken on {gone} of {given} nodes ({missing} more unreachable since the start)"
+            ),
+            Lost::MaxHold { limit } => write!(
+                f,
+                "held for the --max-hold of {}",
+                crate::report::human(*limit)
             ),
             Lost::Stopped { for_ } => write!(
                 f,

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
 use crate::holder::{self, Meta};
-use crate::lease::{Lease, Release, new_token};
+use crate::lease::{Lease, Lost, Release, new_token};
 use crate::report::{Reporter, human};
 use crate::supervise::{self, Held};
 use crate::timing::{self, Point};
@@ -60,6 +60,7 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         budget: config.budget,
         on_lost: config.on_lost,
         t_sent,
+        give_up_at: config.max_hold.map(|d| t_sent + d),
     };
     let outcome =
         match run_command(&program, &config.command, Some(held), &mut signals, report).await {
@@ -70,12 +71,15 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             }
         };
     let code = child::exit_code(outcome.status);
-    if outcome.lost.is_some() {
-        // The key may still hold our token (a renewal that reached a paused server):
-        // take it back so it does not linger for another ttl.
+    if let Some(lost) = outcome.lost {
+        // The key may still hold our token (a renewal that reached a paused server, or
+        // a lock given up at --max-hold): take it back so it does not linger.
         let _ = lease.release_all(0).await;
-        report.verbose(|| format!("command ended with status {code} after losing the lock"));
-        return Ok(Code::Lost.value());
+        report.verbose(|| format!("command ended with status {code} after giving up the lock"));
+        return Ok(match lost {
+            Lost::MaxHold { .. } => Code::MaxHold.value(),
+            _ => Code::Lost.value(),
+        });
     }
     match release(&lease, config.hold_min, acquired_at, report).await {
         Released::NotOurs => Ok(Code::Lost.value()),

@@ -38,6 +38,8 @@ pub struct Held<'a> {
     pub on_lost: OnLost,
     /// When the last successful acquire/renew request was sent.
     pub t_sent: Point,
+    /// `--max-hold`: when the lock must be given up, whatever the renewals.
+    pub give_up_at: Option<Point>,
 }
 
 /// How the run ended.
@@ -76,6 +78,8 @@ enum LeaseState<'a> {
 /// The loop's state besides the child and the signals.
 struct Supervisor<'a> {
     lease: Option<(&'a Lease, Budget, OnLost)>,
+    /// `--max-hold`: when to give the lock up, and the limit (for the message).
+    give_up: Option<(Point, Duration)>,
     state: LeaseState<'a>,
     group: ProcessGroup,
     report: &'a Reporter,
@@ -141,7 +145,11 @@ impl<'a> Supervisor<'a> {
             },
             None => LeaseState::Unleased,
         };
+        let give_up = held
+            .as_ref()
+            .and_then(|h| h.give_up_at.map(|at| (at, at.saturating_sub(h.t_sent))));
         Supervisor {
+            give_up,
             lease: held.map(|h| (h.lease, h.budget, h.on_lost)),
             state,
             group,
@@ -155,8 +163,8 @@ impl<'a> Supervisor<'a> {
         let Some((lease, budget, _)) = self.lease else {
             return wake;
         };
-        // Past the SIGTERM point without a successful renewal: the lease is given up
-        // (and the SIGKILL below may be due at once).
+        // Past --max-hold, or past the SIGTERM point without a successful renewal: the
+        // lease is given up (and the SIGKILL below may be due at once).
         if let LeaseState::Held {
             t_sent,
             last_failure,
@@ -164,7 +172,9 @@ impl<'a> Supervisor<'a> {
         } = &mut self.state
         {
             let end = budget.lease_end(*t_sent);
-            if now >= budget.term_at(end) {
+            if let Some((_, limit)) = self.give_up.filter(|(at, _)| now >= *at) {
+                self.lose(Lost::MaxHold { limit }, now, end);
+            } else if now >= budget.term_at(end) {
                 let why = Lost::Expiring {
                     last_error: last_failure.take(),
                 };
@@ -184,6 +194,7 @@ impl<'a> Supervisor<'a> {
                     *renewing = Some(Box::pin(lease.renew()));
                 }
                 let wake = wake.min(budget.term_at(budget.lease_end(*t_sent)));
+                let wake = self.give_up.map_or(wake, |(at, _)| wake.min(at));
                 if renewing.is_none() {
                     wake.min(next)
                 } else {
@@ -299,10 +310,15 @@ impl<'a> Supervisor<'a> {
             return;
         };
         let name = lease.keys().display_name();
+        // Given up on purpose is not "lost", but it is stopped the same way.
+        let lead = match why {
+            Lost::MaxHold { .. } => format!("lock {name}"),
+            _ => format!("lock {name} lost"),
+        };
         self.state = match on_lost {
             OnLost::Kill => {
                 self.report.error(&format!(
-                    "lock {name} lost: {why}; stopping the command (SIGTERM, SIGKILL after {})",
+                    "{lead}: {why}; stopping the command (SIGTERM, SIGKILL after {})",
                     human(budget.kill_after)
                 ));
                 self.group.terminate();
@@ -315,7 +331,7 @@ impl<'a> Supervisor<'a> {
             }
             OnLost::Keep => {
                 self.report.error(&format!(
-                    "lock {name} lost: {why}; the command keeps running WITHOUT the lock (--on-lost keep)"
+                    "{lead}: {why}; the command keeps running WITHOUT the lock (--on-lost keep)"
                 ));
                 LeaseState::Lost { why }
             }

@@ -631,3 +631,39 @@ fn renewals_survive_connections_killed_every_150ms() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(lost_lines(&err), 0, "{err}");
 }
+
+// --max-hold ------------------------------------------------------------------------------
+
+/// `--max-hold 1s` on a command that would run a minute: renewals stop, the command is
+/// stopped (it sees SIGTERM), the lock is given up, one line says why, exit 124.
+#[test]
+fn max_hold_stops_the_command_and_gives_the_lock_up() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let stopped = s.path("stopped");
+    let mut args = lock_args(&redis, "bounded");
+    args.extend([
+        "--ttl".into(),
+        "30s".into(),
+        "--max-hold".into(),
+        "1s".into(),
+    ]);
+    let out = output_within(
+        redlock_run().args(&args).args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "trap 'echo stopped > {}; exit 0' TERM; sleep 60 & wait",
+                stopped.display()
+            ),
+        ]),
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), codes::MAX_HOLD, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--max-hold of 1s"), "{err}");
+    assert!(stopped.exists(), "the command was not stopped by SIGTERM");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}

@@ -334,6 +334,8 @@ fn durations_out_of_bounds_name_their_flag() {
     let cases: &[(&[&str], &str)] = &[
         (&["--hold-min", "1000000000000000s"], "--hold-min"),
         (&["--hold-min", "2y"], "--hold-min"),
+        (&["--max-hold", "0s"], "--max-hold"),
+        (&["--max-hold", "400d"], "--max-hold"),
         (&["--wait", "1000000000000000s"], "--wait"),
         (&["--ttl", "1000000000000000s"], "--ttl"),
         (&["--kill-after", "1000000000000000s"], "--kill-after"),

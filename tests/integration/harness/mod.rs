@@ -199,6 +199,7 @@ pub mod codes {
     pub const REDIS: i32 = Code::Redis.value() as i32;
     pub const AUTH: i32 = Code::Auth.value() as i32;
     pub const LOST: i32 = Code::Lost.value() as i32;
+    pub const MAX_HOLD: i32 = Code::MaxHold.value() as i32;
     pub const CANNOT_EXECUTE: i32 = Code::CannotExecute.value() as i32;
     pub const NOT_FOUND: i32 = Code::NotFound.value() as i32;
 }
