@@ -96,6 +96,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
             cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
             cand --force 'Remove the lock whoever holds it (says whose lock it was)'
+            cand --if-dead 'Remove the lock only if its holder ran on this host and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75)'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --json 'Print JSON'
             cand -h 'Print help (see more with ''--help'')'

@@ -85,6 +85,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'C
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Remove the lock whoever holds it (says whose lock it was)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-dead -d 'Remove the lock only if its holder ran on this host and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print JSON'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -286,6 +286,10 @@ pub struct ReleaseArgs {
     /// Remove the lock whoever holds it (says whose lock it was).
     #[arg(long)]
     pub force: bool,
+    /// Remove the lock only if its holder ran on this host and its process is gone
+    /// (a pid reused by another process counts as gone); otherwise refuse (exit 75).
+    #[arg(long, conflicts_with_all = ["force", "token"])]
+    pub if_dead: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON.

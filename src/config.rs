@@ -409,6 +409,8 @@ pub enum Whose {
     Token(String),
     /// Whoever holds it (`--force`).
     Anyone,
+    /// A holder on this host whose process is gone (`--if-dead`).
+    Dead,
 }
 
 /// A checked `redlock release`.
@@ -424,12 +426,13 @@ impl ReleaseConfig {
     pub fn from_args(args: ReleaseArgs) -> Result<Self> {
         let conn = Conn::from_args(&args.conn)?;
         let keys = conn.keys(&args.key)?;
-        let whose = match (args.token, args.force) {
-            (Some(token), _) => Whose::Token(token),
-            (None, true) => Whose::Anyone,
-            (None, false) => {
+        let whose = match (args.token, args.force, args.if_dead) {
+            (Some(token), _, _) => Whose::Token(token),
+            (None, true, _) => Whose::Anyone,
+            (None, false, true) => Whose::Dead,
+            (None, false, false) => {
                 return Err(Error::usage(format!(
-                    "refusing to release {} without --token TOKEN (that holder only) or --force (whoever holds it)",
+                    "refusing to release {} without --token TOKEN (that holder only), --if-dead (a holder on this host whose process is gone) or --force (whoever holds it)",
                     keys.display_name()
                 )));
             }

@@ -34,6 +34,9 @@ pub enum Kind {
     BadReply,
     /// The lock is no longer held by the token in hand.
     Lost,
+    /// The lock is held by a process that is alive, or whose life cannot be checked
+    /// here (`release --if-dead` refuses).
+    HeldByLive,
     /// The command was found but cannot be executed.
     CannotExecute,
     /// The command was not found.
@@ -53,6 +56,7 @@ impl Kind {
                 Code::Redis
             }
             Kind::Lost => Code::Lost,
+            Kind::HeldByLive => Code::Busy,
             Kind::CannotExecute => Code::CannotExecute,
             Kind::NotFound => Code::NotFound,
             Kind::Internal => Code::Internal,

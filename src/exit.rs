@@ -136,8 +136,12 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
         ],
         "list" => &[("0", "the held locks were listed (none is fine)")],
         "release" => &[
-            ("0", "released (--token) or removed (--force)"),
-            ("1", "--force: the lock was already free"),
+            ("0", "released (--token) or removed (--force, --if-dead)"),
+            ("1", "--force, --if-dead: the lock was already free"),
+            (
+                "75",
+                "--if-dead: the holder is alive, or on another host; nothing released",
+            ),
             (
                 "79",
                 "--token: that token no longer holds the lock; nothing released",

@@ -28,6 +28,9 @@ pub struct Holder {
     pub since_ms: Option<u64>,
     /// The ttl the holder renews to, milliseconds.
     pub ttl_ms: Option<u64>,
+    /// Which process `pid` was: its host's boot and its start time (see
+    /// [`process_start`]), so that a pid reused by another process is told apart.
+    pub started: Option<String>,
 }
 
 impl Holder {
@@ -58,6 +61,7 @@ impl Holder {
             holder.cmd = field("cmd");
             holder.since_ms = field("since_ms").and_then(|p| p.parse().ok());
             holder.ttl_ms = field("ttl_ms").and_then(|p| p.parse().ok());
+            holder.started = field("started");
         }
         holder.token = token;
         holder
@@ -134,6 +138,8 @@ pub struct Meta {
     pub cmd: String,
     pub since_ms: u64,
     pub ttl_ms: u64,
+    /// [`process_start`] of `pid`, when it can be read.
+    pub started: Option<String>,
 }
 
 impl Meta {
@@ -163,12 +169,21 @@ impl Meta {
             cmd: cmd.to_string(),
             since_ms: wall_ms(),
             ttl_ms: ttl.as_millis() as u64,
+            started: process_start(std::process::id()),
         }
     }
 
+    /// The metadata of a lock held on behalf of the process `pid` (`redlock acquire`
+    /// records the script that called it).
+    pub fn on_behalf_of(mut self, pid: u32) -> Self {
+        self.pid = pid;
+        self.started = process_start(pid);
+        self
+    }
+
     /// The hash's field/value pairs, in the order written.
-    pub fn fields(&self) -> [(&'static str, String); 7] {
-        [
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields = vec![
             ("token", self.token.clone()),
             ("host", self.host.clone()),
             ("pid", self.pid.to_string()),
@@ -176,8 +191,30 @@ impl Meta {
             ("cmd", self.cmd.clone()),
             ("since_ms", self.since_ms.to_string()),
             ("ttl_ms", self.ttl_ms.to_string()),
-        ]
+        ];
+        if let Some(started) = &self.started {
+            fields.push(("started", started.clone()));
+        }
+        fields
     }
+}
+
+/// Which process `pid` is, as long as it lives: this boot's id and the process's start
+/// time in clock ticks since boot (`/proc/PID/stat`, field 22). A pid reused by a new
+/// process, or the same pid after a reboot, gives another value. `None` where `/proc`
+/// cannot tell (not Linux), or the process is gone (a zombie is gone too: it only
+/// waits to be reaped).
+pub fn process_start(pid: u32) -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count fields
+    // after its closing parenthesis, where field 3 starts.
+    let after = &stat[stat.rfind(')')? + 1..];
+    if after.split_whitespace().next() == Some("Z") {
+        return None;
+    }
+    let start = after.split_whitespace().nth(19)?;
+    Some(format!("{}/{start}", boot.trim()))
 }
 
 /// The command line recorded in metadata, quoted as a shell would need it, with
@@ -339,6 +376,14 @@ mod tests {
         assert_eq!(recorded_command(&argv, true), "mysql");
         let long = vec!["x".repeat(1000)];
         assert_eq!(recorded_command(&long, false).len(), 256);
+    }
+
+    #[test]
+    fn process_start_identifies_this_process() {
+        let me = process_start(std::process::id()).expect("this process");
+        assert_eq!(process_start(std::process::id()), Some(me.clone()));
+        assert_ne!(process_start(1), Some(me));
+        assert_eq!(process_start(u32::MAX), None);
     }
 
     #[test]

@@ -26,9 +26,9 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Err(sig) => return Ok(exit::from_signal(sig as i32)),
         };
     let lease = Lease::new(nodes, config.keys, config.ttl, new_token());
-    let mut meta = Meta::local(lease.token(), "redlock acquire", config.ttl);
     // The lock belongs to the script that called us, not to this short-lived process.
-    meta.pid = nix::unistd::getppid().as_raw() as u32;
+    let caller = nix::unistd::getppid().as_raw() as u32;
+    let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller);
     let chatty = config.busy_code != 0;
     match wait::acquire(&lease, &meta, &patience, chatty, &mut signals, &report).await? {
         Waited::Acquired { .. } if config.json => {

@@ -59,6 +59,7 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let (released, code) = match config.whose {
         Whose::Token(token) => by_token(nodes, config.keys, token).await?,
         Whose::Anyone => by_force(&nodes, &config.keys).await?,
+        Whose::Dead => if_dead(nodes, config.keys).await?,
     };
     let released = Released {
         names: Some(JsonName::of(&keys)),
@@ -84,6 +85,61 @@ async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Releas
                 "{} is not held by that token (expired, released or taken by another holder); nothing released",
                 lease.keys().display_name()
             ),
+        )),
+    }
+}
+
+/// Removes the lock (by its holder's token, so a new holder in between is never
+/// touched) when the holder ran on this host and its process is gone: no process with
+/// that pid, or one that started at another time or boot (the pid was reused).
+async fn if_dead(nodes: Nodes, keys: LockKeys) -> Result<(Released, u8)> {
+    let state = super::state::read(&nodes, &keys).await?;
+    let Some(holder) = state.holder else {
+        return Ok((Released::new(Outcome::Free), exit::STATUS_FREE));
+    };
+    if let Some(why) = alive(&holder) {
+        return Err(Error::new(
+            Kind::HeldByLive,
+            format!(
+                "{} is held by {}, {why}; nothing released (--force removes it anyway)",
+                keys.display_name(),
+                holder.describe(wall_ms())
+            ),
+        ));
+    }
+    let lease = Lease::new(nodes, keys, DEFAULT_TTL, holder.token.clone());
+    match lease.release_all(0).await? {
+        Release::Deleted | Release::Kept => Ok((
+            Released {
+                holder: Some(holder),
+                ..Released::new(Outcome::Removed)
+            },
+            0,
+        )),
+        Release::NotHeld => Ok((Released::new(Outcome::Free), exit::STATUS_FREE)),
+    }
+}
+
+/// Why `holder` may still be alive (`None`: its process is gone).
+fn alive(holder: &Holder) -> Option<String> {
+    let here = nix::unistd::gethostname()
+        .ok()
+        .map(|h| h.to_string_lossy().into_owned());
+    let (Some(host), Some(pid)) = (&holder.host, holder.pid) else {
+        return Some("a holder without redlock metadata, whose process cannot be checked".into());
+    };
+    if here.as_ref() != Some(host) {
+        return Some(format!(
+            "on another host; --if-dead checks processes on this host ({}) only",
+            here.unwrap_or_default()
+        ));
+    }
+    match (crate::holder::process_start(pid), &holder.started) {
+        (None, _) => None,
+        (Some(now), Some(then)) if &now != then => None,
+        (Some(_), Some(_)) => Some("which is alive".into()),
+        (Some(_), None) => Some(format!(
+            "and a process {pid} runs (the metadata does not say when the holder started, so it may be the holder)"
         )),
     }
 }

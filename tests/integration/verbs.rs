@@ -352,3 +352,82 @@ fn json_carries_the_exact_name() {
     assert_eq!(j["name_hex"], "78ff79");
     assert_eq!(j["state"], "free");
 }
+
+/// `release --if-dead` removes a lock only when its holder ran on this host and its
+/// process is gone: it refuses a live holder (75, the key untouched) and a holder on
+/// another host, removes the lock of a holder killed with SIGKILL, and takes a pid now
+/// used by another process (a reused pid) for gone.
+#[test]
+fn release_if_dead_checks_the_holder_process() {
+    let redis = Redis::start();
+    let host = nix::unistd::gethostname()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+
+    let live = hold(&redis, "alive");
+    let out = verb(&redis, &["release", "alive", "--if-dead"]);
+    assert_eq!(code(&out), codes::BUSY, "{}", stderr(&out));
+    assert!(stderr(&out).contains("which is alive"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1);
+    assert!(redis.exists("redlock:{alive}"));
+    live.stop();
+
+    let url = redis.url();
+    let args: Vec<String> = ["--key", "killed", "--redis", &url, "--ttl", "60s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let killed = Holding::start(&args);
+    let pid = killed.wrapper_pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = killed.wait();
+    assert!(
+        redis.exists("redlock:{killed}"),
+        "the lock outlives a killed holder"
+    );
+    let out = verb(&redis, &["release", "killed", "--if-dead"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("pid {pid}")),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!redis.exists("redlock:{killed}") && !redis.exists("redlock:{killed}:meta"));
+
+    // Forged holders with this test's own (live) pid: recorded with another start, the
+    // pid was reused; on another host, nothing can be checked.
+    let me = std::process::id().to_string();
+    for (name, holder_host, want) in [
+        ("reused", host.as_str(), 0),
+        ("elsewhere", "some-other-host", codes::BUSY),
+    ] {
+        let key = format!("redlock:{{{name}}}");
+        let meta = format!("{key}:meta");
+        let _: () = redis.cmd(&["SET", &key, "forged", "PX", "60000"]);
+        let _: i64 = redis.cmd(&[
+            "HSET",
+            &meta,
+            "token",
+            "forged",
+            "host",
+            holder_host,
+            "pid",
+            &me,
+            "started",
+            "another-boot/1",
+        ]);
+        let out = verb(&redis, &["release", name, "--if-dead"]);
+        assert_eq!(code(&out), want, "{name}: {}", stderr(&out));
+        assert_eq!(redis.exists(&key), want != 0, "{name}");
+        if want != 0 {
+            assert!(stderr(&out).contains("another host"), "{}", stderr(&out));
+            let _: i64 = redis.cmd(&["DEL", &key, &meta]);
+        }
+    }
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
