@@ -36,6 +36,8 @@ pub mod env {
     pub const TOKEN: &str = "REDLOCK_TOKEN";
     /// The ttl in milliseconds.
     pub const TTL_MS: &str = "REDLOCK_TTL_MS";
+    /// The fencing number of this acquisition (grows with every acquisition).
+    pub const FENCE: &str = "REDLOCK_FENCE";
 }
 
 /// Finds the program before any lock is taken, like the shell: a name with a slash is a

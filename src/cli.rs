@@ -41,6 +41,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "REDLOCK_TTL_MS",
         "given to the command: the ttl in milliseconds",
     ),
+    (
+        "REDLOCK_FENCE",
+        "given to the command: the fencing number, larger for every acquisition",
+    ),
 ];
 
 fn env_help() -> String {

@@ -31,6 +31,8 @@ pub struct Holder {
     /// Which process `pid` was: its host's boot and its start time (see
     /// [`process_start`]), so that a pid reused by another process is told apart.
     pub started: Option<String>,
+    /// The fencing number of this holder's acquisition.
+    pub fence: Option<u64>,
 }
 
 impl Holder {
@@ -62,6 +64,7 @@ impl Holder {
             holder.since_ms = field("since_ms").and_then(|p| p.parse().ok());
             holder.ttl_ms = field("ttl_ms").and_then(|p| p.parse().ok());
             holder.started = field("started");
+            holder.fence = field("fence").and_then(|p| p.parse().ok());
         }
         holder.token = token;
         holder

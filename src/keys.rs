@@ -8,7 +8,9 @@
 //! - waiters: `<prefix>{N}:waiters` — a set of the tokens of the runs waiting for the
 //!   lock, expiring shortly after the last one's heartbeat (so a dead waiter leaves it);
 //! - wake list: `<prefix>{N}:wake` — a release pushes one element when the set is not
-//!   empty, and exactly one waiter blocked in `BLPOP` on it is woken.
+//!   empty, and exactly one waiter blocked in `BLPOP` on it is woken;
+//! - fence counter: `<prefix>{N}:fence` — incremented by every acquisition, never
+//!   expiring: the fencing number handed to the command (`REDLOCK_FENCE`).
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -30,6 +32,7 @@ pub struct LockKeys {
     pub meta: Vec<u8>,
     pub waiters: Vec<u8>,
     pub wake: Vec<u8>,
+    pub fence: Vec<u8>,
 }
 
 /// Checks a prefix (usage error naming `--prefix` when it is unusable).
@@ -62,6 +65,7 @@ impl LockKeys {
             meta: with(b":meta"),
             waiters: with(b":waiters"),
             wake: with(b":wake"),
+            fence: with(b":fence"),
             lock,
         })
     }
@@ -146,7 +150,7 @@ mod tests {
             if k.has_empty_hash_tag() {
                 continue;
             }
-            for companion in [&k.meta, &k.waiters, &k.wake] {
+            for companion in [&k.meta, &k.waiters, &k.wake, &k.fence] {
                 assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));
             }
             assert_eq!(

@@ -30,6 +30,8 @@ pub struct Lease {
     keys: LockKeys,
     token: String,
     ttl: Duration,
+    /// The fencing number of the last successful acquire (0: none yet).
+    fence: std::sync::atomic::AtomicU64,
 }
 
 /// A fresh token: a UUID v4 from the OS CSPRNG, new for every acquisition.
@@ -136,6 +138,8 @@ pub enum Release {
 #[derive(Default)]
 struct Votes {
     yes: usize,
+    /// The largest fencing number among the yes votes.
+    fence: u64,
     busy: Option<Holder>,
     /// A key of ours that holds something else: (the key, its type).
     not_a_lock: Option<(Vec<u8>, String)>,
@@ -150,7 +154,16 @@ impl Lease {
             keys,
             token,
             ttl,
+            fence: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The fencing number of this lease's acquisition: the lock's counter, incremented
+    /// by every acquisition; over several nodes the largest of the nodes that said yes
+    /// (any two majorities share a node, so a later holder sees a larger one). 0 before
+    /// the lease is acquired.
+    pub fn fence(&self) -> u64 {
+        self.fence.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn keys(&self) -> &LockKeys {
@@ -190,6 +203,8 @@ impl Lease {
             self.release_all(0).await.ok();
             let what = if key == self.keys.lock {
                 "a lock"
+            } else if key == self.keys.fence {
+                "redlock's fence counter"
             } else {
                 "redlock's metadata"
             };
@@ -202,6 +217,14 @@ impl Lease {
             ));
         }
         if votes.yes >= self.nodes.quorum() && timing::validity(self.ttl, elapsed).is_some() {
+            if self.nodes.given() > 1 && !self.raise_fence(votes.fence).await {
+                let _ = self.release_all(0).await;
+                return Err(Error::unreachable(
+                    "could not record the fencing number on a quorum of nodes; trying again",
+                ));
+            }
+            self.fence
+                .store(votes.fence, std::sync::atomic::Ordering::Relaxed);
             return Ok(Acquire::Acquired { t_sent });
         }
         if votes.yes > 0 || !votes.errors.is_empty() {
@@ -224,11 +247,25 @@ impl Lease {
         }
     }
 
+    /// Raises every node's fence counter to `fence` (see `scripts::RAISE_FENCE`);
+    /// whether a quorum took it.
+    async fn raise_fence(&self, fence: u64) -> bool {
+        let mut call = invocation(&scripts::RAISE_FENCE, &[&self.keys.fence, &self.keys.meta]);
+        call.arg(fence).arg(&self.token);
+        let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
+        results.iter().filter(|r| matches!(r, Ok(1))).count() >= self.nodes.quorum()
+    }
+
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
         let known = waiter.map_or("", |w| w.known_holder.as_str());
         let call = |heartbeat: u64| {
-            let keys: [&[u8]; 3] = [&self.keys.lock, &self.keys.meta, &self.keys.waiters];
+            let keys: [&[u8]; 4] = [
+                &self.keys.lock,
+                &self.keys.meta,
+                &self.keys.waiters,
+                &self.keys.fence,
+            ];
             let mut call = invocation(&scripts::ACQUIRE, &keys);
             call.arg(&self.token)
                 .arg(self.ttl_ms())
@@ -264,7 +301,10 @@ impl Lease {
                 })
             });
             match decoded {
-                Ok(Acquired::Yes) => votes.yes += 1,
+                Ok(Acquired::Yes(fence)) => {
+                    votes.yes += 1;
+                    votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
+                }
                 Ok(Acquired::Busy(held)) => {
                     votes.busy.get_or_insert_with(|| Holder::from_held(&held));
                 }
@@ -273,6 +313,9 @@ impl Lease {
                 }
                 Ok(Acquired::ForeignMeta(kind)) => {
                     votes.not_a_lock = Some((self.keys.meta.clone(), kind));
+                }
+                Ok(Acquired::ForeignFence(kind)) => {
+                    votes.not_a_lock = Some((self.keys.fence.clone(), kind));
                 }
                 Err(e) => votes.errors.push(e),
             }

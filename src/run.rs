@@ -166,13 +166,19 @@ async fn run_command(
     signals: &mut Signals,
     report: &Reporter,
 ) -> Result<supervise::Outcome> {
-    let ttl_ms = held.as_ref().map(|h| h.budget.ttl.as_millis().to_string());
-    let envs: Vec<(&str, &OsStr)> = match (&held, &ttl_ms) {
-        (Some(h), Some(ttl_ms)) => vec![
+    let numbers = held.as_ref().map(|h| {
+        (
+            h.budget.ttl.as_millis().to_string(),
+            h.lease.fence().to_string(),
+        )
+    });
+    let envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
+        (Some(h), Some((ttl_ms, fence))) => vec![
             (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
             (env::NAME, OsStr::from_bytes(&h.lease.keys().name)),
             (env::TOKEN, OsStr::new(h.lease.token())),
             (env::TTL_MS, OsStr::new(ttl_ms)),
+            (env::FENCE, OsStr::new(fence)),
         ],
         _ => Vec::new(),
     };

@@ -20,14 +20,16 @@ pub struct Held {
 /// The ACQUIRE script's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
-    /// Taken now, or already ours.
-    Yes,
+    /// Taken now, or already ours, with the fencing number (0: unknown).
+    Yes(i64),
     /// Held by another token.
     Busy(Held),
     /// The lock key holds a value of this other type.
     NotALock(String),
     /// The metadata key holds a value of this other type (not a hash).
     ForeignMeta(String),
+    /// The fence counter holds a value of this other type (or not a number).
+    ForeignFence(String),
 }
 
 /// The INSPECT script's answer.
@@ -51,9 +53,10 @@ pub enum ForceReleased {
 pub fn acquired(value: Value) -> Option<Acquired> {
     let mut items = array(value)?;
     match int(items.next())? {
-        1 | 2 => Some(Acquired::Yes),
+        1 | 2 => Some(Acquired::Yes(int(items.next()).unwrap_or(0))),
         -1 => Some(Acquired::NotALock(string(items.next()))),
         -2 => Some(Acquired::ForeignMeta(string(items.next()))),
+        -3 => Some(Acquired::ForeignFence(string(items.next()))),
         0 => Some(Acquired::Busy(held(&mut items))),
         _ => None,
     }
@@ -165,8 +168,8 @@ mod tests {
     #[test]
     fn acquire_replies() {
         assert_eq!(
-            acquired(Value::Array(vec![Value::Int(1)])),
-            Some(Acquired::Yes)
+            acquired(Value::Array(vec![Value::Int(1), Value::Int(7)])),
+            Some(Acquired::Yes(7))
         );
         assert_eq!(
             acquired(Value::Array(vec![Value::Int(-1), bulk("list")])),

@@ -24,12 +24,17 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
 /// waiter that died does not linger.
 pub const WAKE_TTL_MS: u64 = 10_000;
 
-/// Acquire. KEYS: lock, meta, waiters. ARGV: token, ttl ms, heartbeat ms (0: not
-/// waiting), the holder token already known ('' for none), meta field/value pairs.
-/// Returns `{1}` acquired, `{2}` already ours (ttl refreshed), `{-1, type}` the lock key
-/// is not a lock, `{-2, type}` the metadata key holds something else than a hash,
-/// `{0, holder token, pttl, meta pairs}` busy (the pairs empty when the holder is the
-/// one already known).
+/// Acquire. KEYS: lock, meta, waiters, fence. ARGV: token, ttl ms, heartbeat ms (0:
+/// not waiting), the holder token already known ('' for none), meta field/value pairs.
+/// Returns `{1, fence}` acquired, `{2, fence}` already ours (ttl refreshed), `{-1, type}`
+/// the lock key is not a lock, `{-2, type}` the metadata key holds something else than
+/// a hash, `{-3, type}` the fence counter something else than a number, `{0, holder
+/// token, pttl, meta pairs}` busy (the pairs empty when the holder is the one already
+/// known).
+///
+/// Every acquisition increments the lock's fence counter (INCR: one more command) and
+/// records the number in the metadata: a number that only grows, for a protected
+/// resource to refuse a stale holder's late writes.
 ///
 /// The lock itself is taken with `SET key token NX PX ttl`, exactly as any other client
 /// would, first: the common cases cost few commands. Free: SET, TYPE, HSET, PEXPIRE (and
@@ -49,14 +54,19 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     redis.call('DEL', KEYS[1])
     return {-2, meta_kind}
   end
+  local fence = redis.pcall('INCR', KEYS[4])
+  if type(fence) ~= 'number' then
+    redis.call('DEL', KEYS[1])
+    return {-3, redis.call('TYPE', KEYS[4])['ok']}
+  end
   if #ARGV > 4 then
-    redis.call('HSET', KEYS[2], unpack(ARGV, 5))
+    redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 5))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
   if heartbeat > 0 then
     redis.call('SREM', KEYS[3], ARGV[1])
   end
-  return {1}
+  return {1, fence}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then
@@ -64,10 +74,12 @@ if type(holder) ~= 'string' then
 end
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  local fence = 0
   if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    fence = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
   end
-  return {2}
+  return {2, fence}
 end
 if heartbeat > 0 then
   redis.call('SADD', KEYS[3], ARGV[1])
@@ -80,6 +92,32 @@ if holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   meta = redis.call('HGETALL', KEYS[2])
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
+"#,
+    )
+});
+
+/// Raise the fence counter to at least a number (Redlock). KEYS: fence, meta. ARGV:
+/// fencing number, token. Returns 1, or -1 when the counter holds another type.
+///
+/// Over several nodes each counter counts only the acquisitions it saw, so the
+/// largest number of a quorum is not enough on its own: a later holder's quorum
+/// shares a node with this one's, but that node's counter may be below this holder's
+/// largest. Raising every node to the number before the command starts (on a quorum,
+/// or the acquisition is given up) makes any later quorum see at least it.
+pub static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local now = redis.pcall('GET', KEYS[1])
+if type(now) == 'table' then
+  return -1
+end
+if (tonumber(now) or 0) < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+if redis.pcall('HGET', KEYS[2], 'token') == ARGV[2] then
+  redis.call('HSET', KEYS[2], 'fence', ARGV[1])
+end
+return 1
 "#,
     )
 });

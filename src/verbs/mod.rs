@@ -119,6 +119,8 @@ struct HeldJson<'a> {
     names: JsonName,
     token: &'a str,
     ttl_ms: u64,
+    /// The fencing number (`acquire`; 0 from `extend`, which does not acquire).
+    fence: u64,
 }
 
 impl<'a> HeldJson<'a> {
@@ -127,6 +129,7 @@ impl<'a> HeldJson<'a> {
             names: JsonName::of(lease.keys()),
             token: lease.token(),
             ttl_ms: lease.ttl().as_millis() as u64,
+            fence: lease.fence(),
         }
     }
 }

@@ -176,6 +176,9 @@ impl LockState {
             h.ttl_left.map_or("none (never expires)".into(), human),
             h.token_prefix()
         ));
+        if let Some(fence) = h.fence {
+            out.push_str(&format!("\n  fence:   {fence}"));
+        }
         if self.nodes > 1 {
             out.push_str(&format!(
                 "\n  nodes:   present on {}: {}",

@@ -35,6 +35,7 @@ fn contention_smoke() {
     let c = contend(&args, 4, 5);
     assert_eq!(c.sections, 20, "{c:?}");
     assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{c:?}");
+    assert_eq!(c.fences_not_increasing, 0, "{c:?}");
     assert_eq!(c.counter, 20);
     assert!(c.failures.is_empty());
     assert!(redis.keys().is_empty());

@@ -667,3 +667,76 @@ fn max_hold_stops_the_command_and_gives_the_lock_up() {
     assert!(stopped.exists(), "the command was not stopped by SIGTERM");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+// Fencing numbers ---------------------------------------------------------------------
+
+/// The fencing number grows with every acquisition, also across a holder killed with
+/// SIGKILL (its lock expires; the next holder's number is larger), and `status` and
+/// `acquire --json` show it.
+#[test]
+fn fencing_numbers_grow_across_a_killed_holder() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let fence_of = |file: &str| -> u64 {
+        std::fs::read_to_string(s.path(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let record = |file: &str| format!("echo \"$REDLOCK_FENCE\" > '{}'", s.path(file).display());
+    let mut args = lock_args(&redis, "fenced");
+    args.extend(["--ttl".into(), "1s".into()]);
+    let (first_code, err) = try_once(&args, &record("first"));
+    assert_eq!(first_code, 0, "{err}");
+    let first = fence_of("first");
+    assert!(first >= 1);
+
+    let holding = Holding::start(&args);
+    let status = output(redlock().args(["status", "fenced", "--json", "--redis", &redis.url()]));
+    let killed_fence =
+        serde_json::from_str::<serde_json::Value>(&stdout(&status)).unwrap()["holder"]["fence"]
+            .as_u64()
+            .expect("status shows the fence");
+    assert!(killed_fence > first);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holding.wrapper_pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = holding.wait();
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "20s".into()]);
+    let out = output_within(
+        redlock_run()
+            .args(&wargs)
+            .args(["--", "sh", "-c", &record("after")]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        fence_of("after") > killed_fence,
+        "the killed holder's number came back"
+    );
+
+    let out = output(redlock().args([
+        "acquire",
+        "fenced",
+        "--json",
+        "--redis",
+        &redis.url(),
+        "--ttl",
+        "1m",
+    ]));
+    let acquired: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        acquired["fence"].as_u64().unwrap() > fence_of("after"),
+        "{acquired}"
+    );
+    let _: i64 = redis.cmd(&[
+        "DEL",
+        &lock_key("fenced"),
+        &format!("{}:meta", lock_key("fenced")),
+    ]);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}

@@ -417,6 +417,8 @@ fn mutual_exclusion(n: usize) {
     eprintln!("quorum contention over {n} nodes: {c:?}");
     assert_eq!(c.sections, 800, "{c:?}");
     assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{c:?}");
+    // The largest of the quorum's counters: still strictly increasing.
+    assert_eq!(c.fences_not_increasing, 0, "{c:?}");
     assert_eq!(c.counter, 800, "{c:?}");
     assert!(c.failures.is_empty(), "{c:?}");
     assert_eq!(leftovers(&all(&nodes)), vec![]);

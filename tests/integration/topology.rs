@@ -42,6 +42,7 @@ fn cluster_mutual_exclusion_status_and_list_across_masters() {
         let c = worker.join().expect("contention thread");
         assert_eq!(c.sections, 200, "{name}: {c:?}");
         assert_eq!((c.overlaps, c.duplicate_tokens), (0, 0), "{name}: {c:?}");
+        assert_eq!(c.fences_not_increasing, 0, "{name}: {c:?}");
         assert_eq!(c.counter, 200, "{name}");
         assert!(c.failures.is_empty(), "{name}: {c:?}");
     }
@@ -424,6 +425,7 @@ const LOCKER_ACL: &[&str] = &[
     "+hgetall",
     "+pexpire",
     "+pttl",
+    "+incr",
     "+sadd",
     "+srem",
     "+lpush",

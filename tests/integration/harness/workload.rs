@@ -15,13 +15,15 @@ pub struct Contention {
     pub counter: usize,
     /// Tokens seen more than once.
     pub duplicate_tokens: usize,
+    /// Sections whose fencing number was not larger than the previous section's.
+    pub fences_not_increasing: usize,
     /// Exit codes of the wrappers other than 0.
     pub failures: Vec<i32>,
 }
 
 /// The mutual-exclusion workload (Jepsen "lock-set" adapted to a wrapper): `procs`
 /// processes each run `rounds` times `redlock-run --wait forever <args> -- child`, where
-/// the child appends `BEGIN token` to a shared O_APPEND log, reads a counter file,
+/// the child appends `BEGIN token fence` to a shared O_APPEND log, reads a counter file,
 /// writes it back plus one, and appends `END token`. The log order is the real order
 /// of those writes, so a second BEGIN before an END is an overlap; a lost update shows
 /// in the counter even where the log missed it.
@@ -33,7 +35,7 @@ pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
     let child = scratch.script(
         "section",
         &format!(
-            "echo \"BEGIN $REDLOCK_TOKEN\" >> '{log}'\n\
+            "echo \"BEGIN $REDLOCK_TOKEN $REDLOCK_FENCE\" >> '{log}'\n\
              n=$(cat '{counter}')\n\
              echo $((n + 1)) > '{counter}'\n\
              echo \"END $REDLOCK_TOKEN\" >> '{log}'",
@@ -75,9 +77,17 @@ pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
     let mut sections = 0;
     let mut seen = std::collections::HashSet::new();
     let mut duplicate_tokens = 0;
+    let mut last_fence = 0u64;
+    let mut fences_not_increasing = 0;
     for line in text.lines() {
         match line.split_once(' ') {
-            Some(("BEGIN", token)) => {
+            Some(("BEGIN", rest)) => {
+                let (token, fence) = rest.split_once(' ').expect("BEGIN token fence");
+                let fence: u64 = fence.parse().expect("a fencing number");
+                if fence <= last_fence {
+                    fences_not_increasing += 1;
+                }
+                last_fence = fence;
                 if open.is_some() {
                     overlaps += 1;
                 }
@@ -106,6 +116,7 @@ pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
         overlaps,
         counter,
         duplicate_tokens,
+        fences_not_increasing,
         failures,
     }
 }
