@@ -40,6 +40,9 @@ _redlock() {
             redlock,status)
                 cmd="redlock__subcmd__status"
                 ;;
+            redlock,wait)
+                cmd="redlock__subcmd__wait"
+                ;;
             redlock__subcmd__help,acquire)
                 cmd="redlock__subcmd__help__subcmd__acquire"
                 ;;
@@ -64,6 +67,9 @@ _redlock() {
             redlock__subcmd__help,status)
                 cmd="redlock__subcmd__help__subcmd__status"
                 ;;
+            redlock__subcmd__help,wait)
+                cmd="redlock__subcmd__help__subcmd__wait"
+                ;;
             *)
                 ;;
         esac
@@ -71,7 +77,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-h -V --help --version run status list release acquire extend generate help"
+            opts="-h -V --help --version run status list release acquire extend wait generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,7 +225,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help)
-            opts="run status list release acquire extend generate help"
+            opts="run status list release acquire extend wait generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -331,6 +337,20 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__wait)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -529,6 +549,56 @@ _redlock() {
                 return 0
             fi
             case "${prev}" in
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__wait)
+            opts="-t -q -h --timeout --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --redis)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

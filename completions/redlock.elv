@@ -28,6 +28,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand release 'Release a lock: with --token only that holder''s, with --force whoever holds it'
             cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
             cand extend 'Extend a lock held with a token'
+            cand wait 'Wait until a lock is free, without taking it'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -137,6 +138,22 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;wait'= {
+            cand -t 'Give up after this long (up to 365 days, or "forever") [default: forever]'
+            cand --timeout 'Give up after this long (up to 365 days, or "forever") [default: forever]'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand -q 'Print nothing but errors'
+            cand --quiet 'Print nothing but errors'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -150,6 +167,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand release 'Release a lock: with --token only that holder''s, with --force whoever holds it'
             cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
             cand extend 'Extend a lock held with a token'
+            cand wait 'Wait until a lock is free, without taking it'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -164,6 +182,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;acquire'= {
         }
         &'redlock;help;extend'= {
+        }
+        &'redlock;help;wait'= {
         }
         &'redlock;help;generate'= {
         }

@@ -250,6 +250,9 @@ pub enum Command {
     /// Extend a lock held with a token.
     #[command(after_long_help = verb_help("extend"))]
     Extend(ExtendArgs),
+    /// Wait until a lock is free, without taking it.
+    #[command(after_long_help = verb_help("wait"))]
+    Wait(WaitVerbArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -348,6 +351,21 @@ pub struct ExtendArgs {
     /// Print JSON (name, key, token, ttl_ms) when extended.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WaitVerbArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// Give up after this long (up to 365 days, or "forever") [default: forever].
+    #[arg(long, short = 't', value_name = "DURATION", allow_hyphen_values = true)]
+    pub timeout: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::cli::{
     AcquireArgs, ConnArgs, ExtendArgs, ListArgs, OnLost, ReleaseArgs, RunArgs, StatusArgs,
+    WaitVerbArgs,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -93,6 +94,11 @@ const HOLD_MIN: Range = Range {
 const MAX_HOLD: Range = Range {
     flag: "--max-hold",
     min: Duration::from_millis(1),
+    max: YEAR,
+};
+const TIMEOUT: Range = Range {
+    flag: "--timeout",
+    min: Duration::ZERO,
     max: YEAR,
 };
 const WAIT: Range = Range {
@@ -469,6 +475,35 @@ impl AcquireConfig {
             conn,
             keys,
             json: args.json,
+            quiet: args.quiet,
+        })
+    }
+}
+
+/// A checked `redlock wait`.
+#[derive(Debug, Clone)]
+pub struct WaitConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub timeout: Wait,
+    pub quiet: bool,
+}
+
+impl WaitConfig {
+    pub fn from_args(args: WaitVerbArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        let timeout = match args.timeout.as_deref() {
+            None => Wait::Forever,
+            Some(raw) => match wait(raw)? {
+                Wait::For(_) => Wait::For(bounded(TIMEOUT, raw)?),
+                forever => forever,
+            },
+        };
+        Ok(WaitConfig {
+            conn,
+            keys,
+            timeout,
             quiet: args.quiet,
         })
     }

@@ -152,6 +152,11 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
             ("75", "busy for all of --wait (see --busy-exit-code)"),
             ("128+N", "signal N ended the wait; nothing is held"),
         ],
+        "wait" => &[
+            ("0", "the lock is free (now, or it was released or expired)"),
+            ("75", "still held when --timeout ran out"),
+            ("128+N", "signal N ended the wait"),
+        ],
         "extend" => &[
             ("0", "extended"),
             (

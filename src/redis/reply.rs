@@ -92,6 +92,25 @@ pub fn force_released(value: Value) -> Option<ForceReleased> {
     }
 }
 
+/// The WATCH script's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    Free,
+    Held,
+    NotALock(String),
+}
+
+/// Decodes a WATCH reply; `None` when it has another shape.
+pub fn watched(value: Value) -> Option<Watched> {
+    let mut items = array(value)?;
+    match int(items.next())? {
+        0 => Some(Watched::Free),
+        1 => Some(Watched::Held),
+        -1 => Some(Watched::NotALock(string(items.next()))),
+        _ => None,
+    }
+}
+
 /// The role of a `ROLE` reply (`master`, `slave`, `sentinel`).
 pub fn role(reply: Vec<Value>) -> String {
     string(reply.into_iter().next())

@@ -122,6 +122,44 @@ return 1
     )
 });
 
+/// Join the waiters without trying to acquire (`redlock wait`). KEYS: lock, waiters.
+/// ARGV: token, heartbeat ms. Returns `{0}` free, `{-1, type}` not a lock, `{1, pttl}`
+/// held (and joined: a release will push a wake-up).
+pub static WATCH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local holder = redis.pcall('GET', KEYS[1])
+if not holder then
+  return {0}
+end
+if type(holder) ~= 'string' then
+  return {-1, redis.call('TYPE', KEYS[1])['ok']}
+end
+redis.call('SADD', KEYS[2], ARGV[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return {1, redis.call('PTTL', KEYS[1])}
+"#,
+    )
+});
+
+/// Leave the waiters and hand a wake-up on (`redlock wait` popped one that may have
+/// been meant for a run waiting to acquire): pushed again only when someone else still
+/// waits. KEYS: waiters, wake. ARGV: token, wake ttl ms.
+pub static HAND_ON: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+redis.call('SREM', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('LPUSH', KEYS[2], '1')
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return 1
+"#,
+    )
+});
+
 /// Leave the waiters (a waiter that gives up). KEYS: waiters. ARGV: token.
 pub static LEAVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(

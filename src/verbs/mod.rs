@@ -14,13 +14,16 @@ mod list;
 mod release;
 mod state;
 mod status;
+mod wait;
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{AcquireConfig, Conn, ExtendConfig, ListConfig, ReleaseConfig, StatusConfig};
+use crate::config::{
+    AcquireConfig, Conn, ExtendConfig, ListConfig, ReleaseConfig, StatusConfig, WaitConfig,
+};
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
 use crate::report::Reporter;
@@ -32,6 +35,7 @@ pub enum Verb {
     Release(ReleaseConfig),
     Acquire(AcquireConfig),
     Extend(ExtendConfig),
+    Wait(WaitConfig),
 }
 
 impl Verb {
@@ -43,6 +47,7 @@ impl Verb {
             Verb::Release(c) => &c.conn,
             Verb::Acquire(c) => &c.conn,
             Verb::Extend(c) => &c.conn,
+            Verb::Wait(c) => &c.conn,
         }
     }
 }
@@ -55,6 +60,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::Release(config) => release::run(config).await,
         Verb::Acquire(config) => acquire::run(config, report).await,
         Verb::Extend(config) => extend::run(config).await,
+        Verb::Wait(config) => wait::run(config, report).await,
     }
 }
 

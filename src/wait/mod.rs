@@ -292,7 +292,7 @@ async fn woken_or_slept(lease: &Lease, nap: Duration) -> bool {
 
 /// A blocking pop on one node until `until`; a pop whose connection the server
 /// dropped (CLIENT KILL, a restart) is tried once more, at once, on a fresh one.
-async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> Result<bool> {
+pub async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> Result<bool> {
     let left = || until.saturating_sub(crate::clock::now());
     match node.blocking_pop(wake, left()).await {
         Err(e) if e.is_transient() && !left().is_zero() => node.blocking_pop(wake, left()).await,

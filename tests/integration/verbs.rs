@@ -431,3 +431,54 @@ fn release_if_dead_checks_the_holder_process() {
     }
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+/// `redlock wait`: 0 at once for a free lock; 75 with one line when the lock is still
+/// held at --timeout; woken by the release (well before the holder's 60 s ttl) without
+/// taking the lock, and without stranding a run that waits to acquire it: the wake-up
+/// it takes is handed on.
+#[test]
+fn wait_blocks_until_the_lock_is_free_without_taking_it() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let free = verb(&redis, &["wait", "job"]);
+    assert_eq!(code(&free), 0, "{}", stderr(&free));
+
+    let args: Vec<String> = ["--key", "job", "--redis", &url, "--ttl", "60s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let holder = Holding::start(&args);
+    let timed_out = verb(&redis, &["wait", "job", "--timeout", "1s"]);
+    assert_eq!(code(&timed_out), codes::BUSY, "{}", stderr(&timed_out));
+    assert_eq!(stderr(&timed_out).lines().count(), 1);
+    assert!(
+        stderr(&timed_out).contains("still held"),
+        "{}",
+        stderr(&timed_out)
+    );
+
+    let mut watcher = redlock()
+        .args(["wait", "job", "--timeout", "60s", "--redis", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let scratch = Scratch::new();
+    let ran = scratch.path("ran");
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
+    let blocked = || {
+        let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+        clients.matches("cmd=blpop").count()
+    };
+    assert!(eventually(READY, || blocked() == 2), "both never blocked");
+    let (code_, err) = holder.finish();
+    assert_eq!(code_, 0, "{err}");
+    let status = wait_child(&mut watcher, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0));
+    let (code_, err) = finish(waiter, Duration::from_secs(30));
+    assert_eq!(code_, 0, "{err}");
+    assert!(ran.exists(), "the waiting run did not get the lock");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}

@@ -1,0 +1,145 @@
+//! `redlock wait NAME [--timeout D]`: block until a lock is free, without taking it
+//! ("deploy after the migration finishes"). It waits the way a waiter does: it joins
+//! the lock's waiters and blocks on the wake list, so the release wakes it and it costs
+//! Redis what a waiter costs; its safety net is the holder's time to live. A wake-up it
+//! pops may have been meant for a run waiting to acquire: when it finds the lock free
+//! after one, it hands one on if someone else still waits.
+
+use nix::sys::signal::Signal;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::open;
+use super::state::read;
+use crate::config::{DEFAULT_TTL, WaitConfig};
+use crate::error::{Error, Result};
+use crate::exit::{self, Code};
+use crate::holder::wall_ms;
+use crate::keys::LockKeys;
+use crate::lease::new_token;
+use crate::quorum::Nodes;
+use crate::redis::reply;
+use crate::redis::scripts::{self, invocation};
+use crate::report::{Reporter, human};
+use crate::timing;
+use crate::wait::{Patience, pop_until};
+
+pub async fn run(config: WaitConfig, report: &Reporter) -> Result<u8> {
+    let report = Reporter {
+        quiet: config.quiet,
+        ..report.clone()
+    };
+    let mut signals = crate::signals::listen()
+        .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let watcher = Watcher {
+        nodes: &nodes,
+        keys: &config.keys,
+        token: new_token(),
+        patience: Patience::new(config.timeout),
+        woken: std::cell::Cell::new(false),
+    };
+    let result = watcher.watch(&mut signals, &report).await;
+    if !matches!(result, Ok(0)) || !watcher.woken.get() {
+        watcher.leave().await;
+    }
+    result
+}
+
+/// One `redlock wait`.
+struct Watcher<'a> {
+    nodes: &'a Nodes,
+    keys: &'a LockKeys,
+    /// Its entry in the waiters set.
+    token: String,
+    patience: Patience,
+    /// Whether the last block ended with a wake-up popped.
+    woken: std::cell::Cell<bool>,
+}
+
+impl Watcher<'_> {
+    async fn watch(
+        &self,
+        signals: &mut UnboundedReceiver<Signal>,
+        report: &Reporter,
+    ) -> Result<u8> {
+        loop {
+            let state = read(self.nodes, self.keys).await?;
+            let Some(holder) = state.holder else {
+                if self.woken.get() {
+                    self.hand_on().await;
+                }
+                return Ok(0);
+            };
+            let Some(left) = self.patience.left() else {
+                report.note(&format!(
+                    "lock {} is still held by {} after {}",
+                    self.keys.display_name(),
+                    holder.describe(wall_ms()),
+                    human(self.patience.waited())
+                ));
+                return Ok(Code::Busy.value());
+            };
+            let nap = holder
+                .ttl_left
+                .map_or(std::time::Duration::from_secs(2), |ttl| {
+                    timing::until_expiry(ttl, fastrand::f64())
+                })
+                .min(left);
+            let until = crate::clock::now() + nap;
+            tokio::select! {
+                _ = self.block(until) => {}
+                Some(sig) = signals.recv() => {
+                    if crate::signals::ends_wait(sig) {
+                        return Ok(exit::from_signal(sig as i32));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Joins the waiters on the primary node and blocks on its wake list until
+    /// `until`; a wake-up it takes is handed on. Without a primary, sleeps.
+    async fn block(&self, until: timing::Point) {
+        let Some(primary) = self.nodes.primary() else {
+            tokio::time::sleep(until.saturating_sub(crate::clock::now())).await;
+            return;
+        };
+        let heartbeat = until.saturating_sub(crate::clock::now())
+            + self.nodes.timeout() * 2
+            + std::time::Duration::from_secs(1);
+        let mut call = invocation(&scripts::WATCH, &[&self.keys.lock, &self.keys.waiters]);
+        call.arg(&self.token).arg(heartbeat.as_millis() as u64);
+        match primary
+            .run_idempotent::<redis::Value>(&call)
+            .await
+            .map(reply::watched)
+        {
+            Ok(Some(reply::Watched::Held)) => {}
+            // Free (or gone) meanwhile, or an error: read the state again at once.
+            _ => {
+                self.woken.set(false);
+                return;
+            }
+        }
+        let woke = matches!(pop_until(primary, &self.keys.wake, until).await, Ok(true));
+        self.woken.set(woke);
+    }
+
+    /// Leaves the waiters, handing the wake-up it took on to whoever else waits.
+    async fn hand_on(&self) {
+        if let Some(primary) = self.nodes.primary() {
+            let mut call = invocation(&scripts::HAND_ON, &[&self.keys.waiters, &self.keys.wake]);
+            call.arg(&self.token).arg(scripts::WAKE_TTL_MS);
+            let _ = primary.run::<i64>(&call).await;
+        }
+    }
+
+    /// Leaves the waiters (best effort: the entry expires with its heartbeat anyway).
+    async fn leave(&self) {
+        if let Some(primary) = self.nodes.primary() {
+            let mut call = invocation(&scripts::LEAVE, &[&self.keys.waiters]);
+            call.arg(&self.token);
+            let _ = primary.run::<i64>(&call).await;
+        }
+    }
+}
