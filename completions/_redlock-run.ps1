@@ -40,6 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock-run' -ScriptBlock {
             [CompletionResult]::new('--on-lost', '--on-lost', [CompletionResultType]::ParameterName, 'What to do when the lock is lost while the command runs')
             [CompletionResult]::new('--hold-min', '--hold-min', [CompletionResultType]::ParameterName, 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days')
             [CompletionResult]::new('--max-hold', '--max-hold', [CompletionResultType]::ParameterName, 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124')
+            [CompletionResult]::new('--events', '--events', [CompletionResultType]::ParameterName, 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--hide-args', '--hide-args', [CompletionResultType]::ParameterName, 'Record only the program name in the holder metadata, not its arguments')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors (no waiting line, no busy note)')

@@ -52,6 +52,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --on-lost 'What to do when the lock is lost while the command runs'
             cand --hold-min 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days'
             cand --max-hold 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124'
+            cand --events 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
             cand -q 'Print nothing but errors (no waiting line, no busy note)'

@@ -52,6 +52,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What
 keep\t'Warn on stderr and let the command finish without the lock; exit 79'"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l events -d 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'

@@ -172,6 +172,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub max_hold: Option<String>,
 
+    /// Write lifecycle events as JSON lines to this file (appended), or "-" for stderr.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+
     /// Record only the program name in the holder metadata, not its arguments.
     #[arg(long)]
     pub hide_args: bool,

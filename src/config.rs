@@ -46,6 +46,8 @@ pub struct RunConfig {
     pub hold_min: Option<Duration>,
     /// `--max-hold`: the longest the lock is kept, from the acquire.
     pub max_hold: Option<Duration>,
+    /// `--events`: the file (or `-`) lifecycle events go to.
+    pub events: Option<std::path::PathBuf>,
     pub hide_args: bool,
     pub command: Vec<OsString>,
 }
@@ -348,6 +350,7 @@ impl RunConfig {
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
             hold_min,
+            events: args.events.clone(),
             max_hold: args
                 .max_hold
                 .as_deref()

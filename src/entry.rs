@@ -52,12 +52,22 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
 
 /// The wrapper, as `redlock-run` or `redlock run`.
 fn wrapper(program: &'static str, args: RunArgs) -> u8 {
-    let report = Reporter::new(program, args.quiet, args.verbose);
+    let mut report = Reporter::new(program, args.quiet, args.verbose);
     let result = RunConfig::from_args(args).and_then(|config| {
         warn_insecure(&report, &config.conn);
+        if let Some(path) = &config.events {
+            let sink = crate::events::EventSink::open(path).map_err(|e| {
+                Error::usage(format!("--events {}: cannot open it: {e}", path.display()))
+            })?;
+            report.events = Some(sink);
+        }
         block_on(crate::run::run(config, &report))
     });
-    finish(&report, result)
+    let code = finish(&report, result);
+    if let Some(sink) = &report.events {
+        sink.close();
+    }
+    code
 }
 
 /// `redlock generate`: man pages and completions.

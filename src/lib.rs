@@ -28,6 +28,7 @@ mod config;
 pub mod docs;
 pub mod entry;
 mod error;
+mod events;
 pub mod exit;
 mod guard;
 mod holder;

@@ -7,12 +7,14 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 /// Where and how much to say.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Reporter {
     pub program: &'static str,
     pub quiet: bool,
     pub verbose: bool,
     pub terminal: bool,
+    /// `--events`: where lifecycle events go, if anywhere.
+    pub events: Option<std::sync::Arc<crate::events::EventSink>>,
 }
 
 impl Reporter {
@@ -22,6 +24,14 @@ impl Reporter {
             quiet,
             verbose,
             terminal: std::io::stderr().is_terminal(),
+            events: None,
+        }
+    }
+
+    /// A lifecycle event for `--events` (nothing without it).
+    pub fn event(&self, event: &str, name: &str, fields: serde_json::Value) {
+        if let Some(sink) = &self.events {
+            sink.emit(event, name, fields);
         }
     }
 

@@ -44,6 +44,17 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let acquired_at = crate::clock::now();
+    let name = lease.keys().display_name();
+    report.event(
+        "acquired",
+        &name,
+        serde_json::json!({
+            "token": &lease.token()[..8],
+            "fence": lease.fence(),
+            "waited_ms": patience.waited().as_millis() as u64,
+            "ttl_ms": config.budget.ttl.as_millis() as u64,
+        }),
+    );
     if let Some(code) = interrupted_before_start(&lease, &mut signals, acquired_at, report).await {
         return Ok(code);
     }
@@ -71,20 +82,32 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             }
         };
     let code = child::exit_code(outcome.status);
-    if let Some(lost) = outcome.lost {
+    let status = if let Some(lost) = outcome.lost {
         // The key may still hold our token (a renewal that reached a paused server, or
         // a lock given up at --max-hold): take it back so it does not linger.
         let _ = lease.release_all(0).await;
         report.verbose(|| format!("command ended with status {code} after giving up the lock"));
-        return Ok(match lost {
+        match lost {
             Lost::MaxHold { .. } => Code::MaxHold.value(),
             _ => Code::Lost.value(),
-        });
-    }
-    match release(&lease, config.hold_min, acquired_at, report).await {
-        Released::NotOurs => Ok(Code::Lost.value()),
-        Released::Done => Ok(code),
-    }
+        }
+    } else {
+        match release(&lease, config.hold_min, acquired_at, report).await {
+            Released::NotOurs => Code::Lost.value(),
+            Released::Done => code,
+        }
+    };
+    report.event(
+        "exited",
+        &name,
+        serde_json::json!({
+            "command_status": code,
+            "status": status,
+            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
+            "fence": lease.fence(),
+        }),
+    );
+    Ok(status)
 }
 
 /// Takes over the forwarded signals, and makes the wrapper the subreaper of what the
@@ -253,6 +276,17 @@ async fn release(
         result = lease.release_all(keep_ms).await;
     }
     let name = lease.keys().display_name();
+    let said = match &result {
+        Ok(Release::Deleted) => "deleted",
+        Ok(Release::Kept) => "kept",
+        Ok(Release::NotHeld) => "not_ours",
+        Err(_) => "failed",
+    };
+    report.event(
+        "released",
+        &name,
+        serde_json::json!({ "result": said, "kept_ms": keep_ms }),
+    );
     match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
         Ok(Release::Kept) => report.verbose(|| {

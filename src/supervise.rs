@@ -289,9 +289,18 @@ impl<'a> Supervisor<'a> {
                 *t_sent = sent;
                 *last_failure = None;
                 self.report.verbose(|| "lock renewed".to_string());
+                if let Some((lease, _, _)) = self.lease {
+                    let name = lease.keys().display_name();
+                    self.report.event("renewed", &name, serde_json::json!({}));
+                }
             }
             Renew::Unknown(why) => {
                 self.report.verbose(|| format!("renewal failed: {why}"));
+                if let Some((lease, _, _)) = self.lease {
+                    let name = lease.keys().display_name();
+                    let error = serde_json::json!({ "error": why.to_string() });
+                    self.report.event("renew_failed", &name, error);
+                }
                 *last_failure = Some(why);
             }
             Renew::Lost(why) => {
@@ -310,6 +319,16 @@ impl<'a> Supervisor<'a> {
             return;
         };
         let name = lease.keys().display_name();
+        let policy = match on_lost {
+            OnLost::Kill => "kill",
+            OnLost::Keep => "keep",
+        };
+        self.report.event(
+            "lost",
+            &name,
+            serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
+                "max_hold": matches!(why, Lost::MaxHold { .. }) }),
+        );
         // Given up on purpose is not "lost", but it is stopped the same way.
         let lead = match why {
             Lost::MaxHold { .. } => format!("lock {name}"),

@@ -54,6 +54,18 @@ impl<'a> Progress<'a> {
         let changed = holder.token != self.holder.token;
         let first = !self.shown;
         self.holder = holder.clone();
+        if first || changed {
+            self.report.event(
+                "waiting",
+                &self.name,
+                serde_json::json!({
+                    "holder": holder.describe(wall_ms()),
+                    "holder_token": holder.token_prefix(),
+                    "holder_ttl_ms": holder.ttl_left.map(|t| t.as_millis() as u64),
+                    "waited_ms": patience.waited().as_millis() as u64,
+                }),
+            );
+        }
         if self.report.live() {
             self.refresh(patience);
         } else if self.lines && (first || changed) {

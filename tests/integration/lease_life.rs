@@ -740,3 +740,94 @@ fn fencing_numbers_grow_across_a_killed_holder() {
     ]);
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+// --events --------------------------------------------------------------------------------
+
+/// The events of a run, parsed line by line (each must be one JSON object with
+/// `ts_ms`, `event` and `name`).
+fn events(path: &std::path::Path, name: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert!(v["ts_ms"].as_u64().is_some(), "{line}");
+            assert_eq!(v["name"], name, "{line}");
+            v
+        })
+        .collect()
+}
+
+fn kinds_of(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `--events FILE`: a run that waits, holds through renewals and releases writes
+/// waiting, acquired, renewed…, released, exited; a run that loses its lock writes
+/// acquired, lost, exited with status 79.
+#[test]
+fn events_cover_a_whole_run_and_a_lost_one() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let file = s.path("events.jsonl");
+    let holder = Holding::start(&lock_args(&redis, "ev"));
+    let mut args = lock_args(&redis, "ev");
+    args.extend(
+        ["--ttl", "1s", "--wait", "30s", "--events"]
+            .iter()
+            .map(|a| a.to_string()),
+    );
+    args.push(file.display().to_string());
+    let run = start_run(&args, "sleep 1.5");
+    assert!(
+        wait_for_file(&file, "\"waiting\"", READY),
+        "no waiting event"
+    );
+    let (code_, err) = holder.finish();
+    assert_eq!(code_, 0, "{err}");
+    let (code_, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code_, 0, "{err}");
+    let seen = events(&file, "ev");
+    let kinds = kinds_of(&seen);
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("waiting"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds[1], "acquired", "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "renewed"), "{kinds:?}");
+    assert_eq!(
+        &kinds[kinds.len() - 2..],
+        ["released", "exited"],
+        "{kinds:?}"
+    );
+    assert!(seen[1]["fence"].as_u64().unwrap() >= 2, "{}", seen[1]);
+    assert_eq!(seen.last().unwrap()["status"], 0);
+
+    let lost_file = s.path("lost.jsonl");
+    let mut args = lock_args(&redis, "ev-lost");
+    args.extend(["--ttl".into(), "1s".into(), "--events".into()]);
+    args.push(lost_file.display().to_string());
+    let holding = Holding::start(&args);
+    let _: i64 = redis.cmd(&["DEL", &lock_key("ev-lost")]);
+    let out = holding.wait();
+    assert_eq!(out.status.code(), Some(codes::LOST));
+    let seen = events(&lost_file, "ev-lost");
+    let kinds = kinds_of(&seen);
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("acquired"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k == "lost"), "{kinds:?}");
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("exited"),
+        "{kinds:?}"
+    );
+    assert_eq!(seen.last().unwrap()["status"], codes::LOST);
+}

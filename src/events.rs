@@ -1,0 +1,73 @@
+//! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
+//! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
+//! `exited`. Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
+//! `name`; the other fields depend on the event (README, "Events"). Keys come sorted.
+//!
+//! Lines are handed to a writer thread through a channel, so a slow file or a full
+//! pipe never blocks the supervisor loop; closing the sink waits for the thread to
+//! write what it was given.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde_json::{Map, Value};
+
+/// Where events go.
+pub struct EventSink {
+    tx: Mutex<Option<Sender<String>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl EventSink {
+    /// Opens `path` for appending (`-`: stderr) and starts the writer thread.
+    pub fn open(path: &Path) -> std::io::Result<Arc<EventSink>> {
+        let mut out: Box<dyn Write + Send> = if path.as_os_str() == "-" {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )
+        };
+        let (tx, rx) = channel::<String>();
+        let writer = std::thread::Builder::new()
+            .name("events".into())
+            .spawn(move || {
+                for line in rx {
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
+            })?;
+        Ok(Arc::new(EventSink {
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+        }))
+    }
+
+    /// Queues one event; `fields` (an object) joins `ts_ms`, `event` and `name`.
+    pub fn emit(&self, event: &str, name: &str, fields: Value) {
+        let mut line = match fields {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        line.insert("ts_ms".into(), crate::holder::wall_ms().into());
+        line.insert("event".into(), event.into());
+        line.insert("name".into(), name.into());
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            let _ = tx.send(Value::Object(line).to_string());
+        }
+    }
+
+    /// Stops taking events and waits until the writer has written those it has.
+    pub fn close(&self) {
+        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(writer) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = writer.join();
+        }
+    }
+}
