@@ -16,7 +16,8 @@
 //!   `keys`: key layout and hash tags;
 //! - the floor: [`exit`]: THE exit-code table; `error`: typed errors whose kind decides
 //!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
-//!   `report`: messages for people.
+//!   `report`: messages for people; `events`: lifecycle events for machines
+//!   (`--events`).
 //!
 //! Public are only what the binaries and the tests use: [`entry`], [`cli`], [`docs`],
 //! [`exit`] and the scripts (their SHA1s are checked against a server's script cache).
