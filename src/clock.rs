@@ -1,4 +1,5 @@
-//! The suspend-aware monotonic clock used for every lease deadline.
+//! The suspend-aware monotonic clock used for every lease deadline, and the wall clock
+//! for what is only shown or recorded ([`wall_ms`]).
 //!
 //! Rust's `Instant` is `CLOCK_MONOTONIC` on Linux, which stops while the machine is
 //! suspended; a laptop or VM that sleeps while holding a lease would believe no time had
@@ -23,6 +24,15 @@ pub fn now() -> Point {
     let id = ClockId::CLOCK_MONOTONIC;
     let ts = clock_gettime(id).expect("clock_gettime on a monotonic clock cannot fail");
     Duration::new(ts.tv_sec() as u64, ts.tv_nsec() as u32)
+}
+
+/// Now on the wall clock, Unix milliseconds: for display and records only (metadata,
+/// events), never for a deadline.
+pub fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// How long to sleep on tokio's clock to reach `deadline`, capped at [`MAX_SLEEP`].

@@ -55,7 +55,7 @@ impl EventSink {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        line.insert("ts_ms".into(), crate::holder::wall_ms().into());
+        line.insert("ts_ms".into(), crate::clock::wall_ms().into());
         line.insert("event".into(), event.into());
         line.insert("name".into(), name.into());
         if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {

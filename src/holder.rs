@@ -5,7 +5,7 @@
 //! token is the lock key's value. A lock taken by another client (plain `SET NX`) has no
 //! metadata and shows as held by an unknown holder.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -121,14 +121,6 @@ impl Holder {
     }
 }
 
-/// Now on the wall clock, Unix milliseconds (display only; never used for deadlines).
-pub fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// The metadata a lock this process takes is recorded with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
@@ -170,7 +162,7 @@ impl Meta {
             pid: std::process::id(),
             user,
             cmd: cmd.to_string(),
-            since_ms: wall_ms(),
+            since_ms: crate::clock::wall_ms(),
             ttl_ms: ttl.as_millis() as u64,
             started: process_start(std::process::id()),
         }

@@ -34,6 +34,16 @@ pub struct Lease {
     fence: std::sync::atomic::AtomicU64,
 }
 
+/// Takes `token` out of the lock's waiters, on the primary node where waiters wait
+/// (best effort: an entry left behind expires with the waiters' heartbeat).
+pub async fn leave_waiters(nodes: &Nodes, keys: &LockKeys, token: &str) {
+    let mut call = invocation(&scripts::LEAVE, &[&keys.waiters]);
+    call.arg(token);
+    if let Some(primary) = nodes.primary() {
+        let _ = primary.run::<i64>(&call).await;
+    }
+}
+
 /// A fresh token: a UUID v4 from the OS CSPRNG, new for every acquisition.
 pub fn new_token() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -359,11 +369,7 @@ impl Lease {
     /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
     /// cannot leaves with its heartbeat.
     pub async fn leave(&self) {
-        let mut call = invocation(&scripts::LEAVE, &[&self.keys.waiters]);
-        call.arg(&self.token);
-        if let Some(primary) = self.nodes.primary() {
-            let _ = primary.run::<i64>(&call).await;
-        }
+        leave_waiters(&self.nodes, &self.keys, &self.token).await;
     }
 
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.

@@ -3,9 +3,9 @@
 
 use super::state::{LockState, read};
 use super::{open, print_json, print_line};
+use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, ListConfig};
 use crate::error::{Kind, Result};
-use crate::holder::wall_ms;
 use crate::keys::LockKeys;
 use crate::quorum::Nodes;
 use crate::report::human;

@@ -7,10 +7,11 @@ use serde::Serialize;
 
 use super::state::{of_nodes, rfc3339};
 use super::{JsonName, open, print_json, print_line};
+use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
 use crate::error::{Error, Kind, Result};
 use crate::exit;
-use crate::holder::{Holder, wall_ms};
+use crate::holder::Holder;
 use crate::keys::LockKeys;
 use crate::lease::{Lease, Release};
 use crate::quorum::Nodes;

@@ -3,10 +3,10 @@
 
 use super::state::read;
 use super::{open, print_json, print_line};
+use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, StatusConfig};
 use crate::error::Result;
 use crate::exit;
-use crate::holder::wall_ms;
 
 pub async fn run(config: StatusConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;

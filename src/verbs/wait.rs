@@ -10,12 +10,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::open;
 use super::state::read;
+use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, WaitConfig};
 use crate::error::{Error, Result};
 use crate::exit::{self, Code};
-use crate::holder::wall_ms;
 use crate::keys::LockKeys;
-use crate::lease::new_token;
+use crate::lease::{leave_waiters, new_token};
 use crate::quorum::Nodes;
 use crate::redis::reply;
 use crate::redis::scripts::{self, invocation};
@@ -136,10 +136,6 @@ impl Watcher<'_> {
 
     /// Leaves the waiters (best effort: the entry expires with its heartbeat anyway).
     async fn leave(&self) {
-        if let Some(primary) = self.nodes.primary() {
-            let mut call = invocation(&scripts::LEAVE, &[&self.keys.waiters]);
-            call.arg(&self.token);
-            let _ = primary.run::<i64>(&call).await;
-        }
+        leave_waiters(self.nodes, self.keys, &self.token).await;
     }
 }

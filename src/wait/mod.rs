@@ -30,8 +30,9 @@ mod progress;
 pub use patience::Patience;
 use progress::Progress;
 
+use crate::clock::wall_ms;
 use crate::error::{Error, Result};
-use crate::holder::{Holder, Meta, wall_ms};
+use crate::holder::{Holder, Meta};
 use crate::lease::{Acquire, Lease};
 use crate::quorum::Nodes;
 use crate::report::{Reporter, human};

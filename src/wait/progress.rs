@@ -13,7 +13,8 @@
 use std::time::Duration;
 
 use super::Patience;
-use crate::holder::{Holder, wall_ms};
+use crate::clock::wall_ms;
+use crate::holder::Holder;
 use crate::report::{Reporter, human};
 use crate::timing::Point;
 
