@@ -37,7 +37,7 @@ pub struct Lease {
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
 /// (best effort: an entry left behind expires with the waiters' heartbeat).
 pub async fn leave_waiters(nodes: &Nodes, keys: &LockKeys, token: &str) {
-    let mut call = invocation(&scripts::LEAVE, &[&keys.waiters]);
+    let mut call = invocation(&scripts::LEAVE, &[&keys.waiters, &keys.wake]);
     call.arg(token);
     if let Some(primary) = nodes.primary() {
         let _ = primary.run::<i64>(&call).await;
@@ -270,11 +270,12 @@ impl Lease {
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
         let known = waiter.map_or("", |w| w.known_holder.as_str());
         let call = |heartbeat: u64| {
-            let keys: [&[u8]; 4] = [
+            let keys: [&[u8]; 5] = [
                 &self.keys.lock,
                 &self.keys.meta,
                 &self.keys.waiters,
                 &self.keys.fence,
+                &self.keys.wake,
             ];
             let mut call = invocation(&scripts::ACQUIRE, &keys);
             call.arg(&self.token)

@@ -24,7 +24,7 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
 /// waiter that died does not linger.
 pub const WAKE_TTL_MS: u64 = 10_000;
 
-/// Acquire. KEYS: lock, meta, waiters, fence. ARGV: token, ttl ms, heartbeat ms (0:
+/// Acquire. KEYS: lock, meta, waiters, fence, wake. ARGV: token, ttl ms, heartbeat ms (0:
 /// not waiting), the holder token already known ('' for none), meta field/value pairs.
 /// Returns `{1, fence}` acquired, `{2, fence}` already ours (ttl refreshed), `{-1, type}`
 /// the lock key is not a lock, `{-2, type}` the metadata key holds something else than
@@ -43,7 +43,9 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 /// another type on the lock key is reported; on the metadata key it is reported too,
 /// and the SET just made is undone in the same script, so nothing is touched. A waiter
 /// (heartbeat > 0) that finds the lock busy adds its token to the waiters set and keeps
-/// the set alive for at least its heartbeat; once it holds the lock it leaves the set.
+/// the set alive for at least its heartbeat; once it holds the lock it leaves the set,
+/// and the last waiter to leave deletes the wake list: a wake-up pushed for it while it
+/// took the lock by its own try would otherwise be left for nobody.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -63,8 +65,9 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 5))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
-  if heartbeat > 0 then
-    redis.call('SREM', KEYS[3], ARGV[1])
+  if heartbeat > 0 and redis.call('SREM', KEYS[3], ARGV[1]) == 1
+      and redis.call('EXISTS', KEYS[3]) == 0 then
+    redis.call('DEL', KEYS[5])
   end
   return {1, fence}
 end
@@ -146,7 +149,8 @@ return {1, redis.call('PTTL', KEYS[1])}
 
 /// Leave the waiters and hand a wake-up on (`redlock wait` popped one that may have
 /// been meant for a run waiting to acquire): pushed again only when someone else still
-/// waits. KEYS: waiters, wake. ARGV: token, wake ttl ms.
+/// waits (else the wake list goes with the last waiter). KEYS: waiters, wake. ARGV:
+/// token, wake ttl ms.
 pub static HAND_ON: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -154,17 +158,24 @@ redis.call('SREM', KEYS[1], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('LPUSH', KEYS[2], '1')
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
+else
+  redis.call('DEL', KEYS[2])
 end
 return 1
 "#,
     )
 });
 
-/// Leave the waiters (a waiter that gives up). KEYS: waiters. ARGV: token.
+/// Leave the waiters (a waiter that gives up, or took the lock on other nodes). KEYS:
+/// waiters, wake. ARGV: token. The last waiter to leave deletes the wake list (see
+/// `ACQUIRE`).
 pub static LEAVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-return redis.call('SREM', KEYS[1], ARGV[1])
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+end
+return 1
 "#,
     )
 });

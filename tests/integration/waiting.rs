@@ -415,3 +415,34 @@ fn a_waiter_dead_after_its_wake_up_does_not_strand_the_others() {
     assert_eq!(ran(&s, 3), 3);
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+/// A wake-up pushed for a waiter that then takes the lock without popping it (its own
+/// try, or a quorum on other nodes) is not left behind: the last waiter to leave the
+/// waiters deletes the wake list. Set up without timing: the waiter is frozen (SIGSTOP)
+/// while blocked, so the first release's wake-up goes to its socket and a second
+/// release (the set still names it) pushes one it never pops.
+#[test]
+fn a_wake_up_nobody_pops_leaves_with_the_last_waiter() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "unpopped");
+    args.extend(["--ttl".into(), "60s".into()]);
+    let holder = Holding::start(&args);
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let waiter = start_run(&wargs, "true");
+    assert!(eventually(READY, || blocked_clients(&redis).len() == 1));
+    let pid = Pid::from_raw(waiter.id() as i32);
+    kill(pid, Signal::SIGSTOP).unwrap();
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = Holding::start(&args).finish();
+    assert_eq!(code, 0, "{err}");
+    let wake = format!("{}:wake", lock_key("unpopped"));
+    assert_eq!(redis.cmd::<i64>(&["LLEN", &wake]), 1, "the set-up");
+    kill(pid, Signal::SIGCONT).unwrap();
+    let (code, err) = finish(waiter, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
