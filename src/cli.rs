@@ -176,6 +176,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 
+    /// Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot
+    /// is the Redis server's time rounded down to a multiple of PERIOD from the Unix
+    /// epoch (UTC), whatever the host clocks say. A slot that already had a run exiting
+    /// 0 is not run again: busy exit status (said with --verbose); a failed run leaves
+    /// the slot open for the next try.
+    #[arg(long, value_name = "PERIOD", allow_hyphen_values = true)]
+    pub once_per: Option<String>,
+
+    /// How many past runs the lock's history keeps (`redlock history`, `redlock
+    /// status`), 0 to 1000; 0 records nothing [default: 20].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub history: Option<String>,
+
     /// Record only the program name in the holder metadata, not its arguments.
     #[arg(long)]
     pub hide_args: bool,
@@ -257,6 +270,9 @@ pub enum Command {
     /// Wait until a lock is free, without taking it.
     #[command(after_long_help = verb_help("wait"))]
     Wait(WaitVerbArgs),
+    /// Show a lock's last runs (recorded by redlock-run), newest first.
+    #[command(after_long_help = verb_help("history"))]
+    History(HistoryArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -370,6 +386,21 @@ pub struct WaitVerbArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// Show at most this many runs [default: all that are kept].
+    #[arg(long, short = 'n', value_name = "N", allow_hyphen_values = true)]
+    pub limit: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON (one object: the name and its runs).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -9,8 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::cli::{
-    AcquireArgs, ConnArgs, ExtendArgs, ListArgs, OnLost, ReleaseArgs, RunArgs, StatusArgs,
-    WaitVerbArgs,
+    AcquireArgs, ConnArgs, ExtendArgs, HistoryArgs, ListArgs, OnLost, ReleaseArgs, RunArgs,
+    StatusArgs, WaitVerbArgs,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -48,6 +48,10 @@ pub struct RunConfig {
     pub max_hold: Option<Duration>,
     /// `--events`: the file (or `-`) lifecycle events go to.
     pub events: Option<std::path::PathBuf>,
+    /// `--once-per`: the period whose slots run once.
+    pub once_per: Option<Duration>,
+    /// `--history`: how many runs the lock's history keeps (0: record nothing).
+    pub history: u32,
     pub hide_args: bool,
     pub command: Vec<OsString>,
 }
@@ -96,6 +100,11 @@ const HOLD_MIN: Range = Range {
 const MAX_HOLD: Range = Range {
     flag: "--max-hold",
     min: Duration::from_millis(1),
+    max: YEAR,
+};
+const ONCE_PER: Range = Range {
+    flag: "--once-per",
+    min: Duration::from_secs(1),
     max: YEAR,
 };
 const TIMEOUT: Range = Range {
@@ -164,6 +173,23 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
             ))
         }),
     }
+}
+
+/// The history size from `--history` or its default.
+fn history_size(raw: Option<&str>) -> Result<u32> {
+    let Some(raw) = raw else {
+        return Ok(crate::history::DEFAULT_SIZE);
+    };
+    raw.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n <= crate::history::MAX_SIZE)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--history {raw:?} is not a number of runs (0-{})",
+                crate::history::MAX_SIZE
+            ))
+        })
 }
 
 /// The ttl from `--ttl` or its default.
@@ -342,6 +368,17 @@ impl RunConfig {
             .map(|raw| bounded(HOLD_MIN, raw))
             .transpose()?
             .filter(|d| !d.is_zero());
+        let history = history_size(args.history.as_deref())?;
+        let once_per = args
+            .once_per
+            .as_deref()
+            .map(|raw| bounded(ONCE_PER, raw))
+            .transpose()?;
+        if once_per.is_some() && history == 0 {
+            return Err(Error::usage(
+                "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
+            ));
+        }
         Ok(RunConfig {
             conn,
             keys,
@@ -351,6 +388,8 @@ impl RunConfig {
             on_lost: args.on_lost,
             hold_min,
             events: args.events.clone(),
+            once_per,
+            history,
             max_hold: args
                 .max_hold
                 .as_deref()
@@ -381,6 +420,40 @@ impl StatusConfig {
         Ok(StatusConfig {
             conn,
             keys,
+            json: args.json,
+        })
+    }
+}
+
+/// A checked `redlock history`.
+#[derive(Debug, Clone)]
+pub struct HistoryConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub limit: usize,
+    pub json: bool,
+}
+
+impl HistoryConfig {
+    pub fn from_args(args: HistoryArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        let max = crate::history::MAX_SIZE;
+        let limit = match args.limit.as_deref() {
+            None => max,
+            Some(raw) => raw
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    Error::usage(format!("--limit {raw:?} is not a number of runs (1-{max})"))
+                })?,
+        };
+        Ok(HistoryConfig {
+            conn,
+            keys,
+            limit: limit as usize,
             json: args.json,
         })
     }
@@ -584,6 +657,7 @@ mod tests {
         assert_eq!(c.wait, Wait::For(Duration::ZERO));
         assert_eq!(c.busy_code, 75);
         assert_eq!(c.keys.lock, b"redlock:{k}");
+        assert_eq!((c.once_per, c.history), (None, 20));
     }
 
     #[test]
@@ -605,6 +679,10 @@ mod tests {
             (&["--hold-min", "5"], "--hold-min"),
             (&["--node-timeout", "0s"], "--node-timeout"),
             (&["--prefix", "a{b"], "--prefix"),
+            (&["--once-per", "500ms"], "--once-per"),
+            (&["--once-per", "1d", "--history", "0"], "--history 0"),
+            (&["--history", "1001"], "--history"),
+            (&["--history", "-1"], "--history"),
         ];
         for (extra, needle) in cases {
             let mut args: Vec<&str> = base.to_vec();

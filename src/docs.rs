@@ -248,6 +248,10 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "REDLOCK_REDIS_URL=rediss://ci:PASSWORD@redis:6380 redlock-run --key deploy-production --wait 30m --ttl 1m -- ./deploy.sh",
             ),
             (
+                "Once a day (UTC, by the Redis server's clock) whichever host tries first; a failed run is retried by the next try.",
+                "*/10 * * * * redlock-run --key nightly-report --once-per 1d --busy-exit-code 0 -- /opt/jobs/report.sh",
+            ),
+            (
                 "Redlock over three independent masters.",
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),
@@ -286,6 +290,16 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
             "Hold a lock across several steps of a shell script.",
             "token=$(redlock acquire nightly --ttl 10m --wait 1m) || exit\ntrap 'redlock release nightly --token \"$token\"' EXIT\nstep_one\nredlock extend nightly --token \"$token\" --ttl 10m\nstep_two",
         )],
+        "history" => &[
+            (
+                "Did last night's job run, where, and how did it end?",
+                "redlock history nightly-report --limit 5",
+            ),
+            (
+                "The exit status of the last run, for a monitoring check.",
+                "redlock history nightly-report --limit 1 --json | jq '.runs[0].status'",
+            ),
+        ],
         "extend" => &[(
             "Keep a lock taken with redlock acquire for ten more minutes; exit 79 if it was lost.",
             "redlock extend nightly --token \"$token\" --ttl 10m",

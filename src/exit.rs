@@ -157,6 +157,7 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
             ("75", "still held when --timeout ran out"),
             ("128+N", "signal N ended the wait"),
         ],
+        "history" => &[("0", "the runs were listed (none recorded is fine)")],
         "extend" => &[
             ("0", "extended"),
             (

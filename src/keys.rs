@@ -10,7 +10,10 @@
 //! - wake list: `<prefix>{N}:wake` — a release pushes one element when the set is not
 //!   empty, and exactly one waiter blocked in `BLPOP` on it is woken;
 //! - fence counter: `<prefix>{N}:fence` — incremented by every acquisition, never
-//!   expiring: the fencing number handed to the command (`REDLOCK_FENCE`).
+//!   expiring: the fencing number handed to the command (`REDLOCK_FENCE`);
+//! - run history: `<prefix>{N}:history` — a list of the last runs' outcomes (JSON, newest
+//!   first, trimmed to `--history`), written by the release, never expiring: it answers
+//!   "did last night's job run?" after the lock is long gone, and `--once-per` reads it.
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -33,6 +36,7 @@ pub struct LockKeys {
     pub waiters: Vec<u8>,
     pub wake: Vec<u8>,
     pub fence: Vec<u8>,
+    pub history: Vec<u8>,
 }
 
 /// Checks a prefix (usage error naming `--prefix` when it is unusable).
@@ -66,6 +70,7 @@ impl LockKeys {
             waiters: with(b":waiters"),
             wake: with(b":wake"),
             fence: with(b":fence"),
+            history: with(b":history"),
             lock,
         })
     }
@@ -150,7 +155,7 @@ mod tests {
             if k.has_empty_hash_tag() {
                 continue;
             }
-            for companion in [&k.meta, &k.waiters, &k.wake, &k.fence] {
+            for companion in [&k.meta, &k.waiters, &k.wake, &k.fence, &k.history] {
                 assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));
             }
             assert_eq!(

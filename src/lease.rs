@@ -17,6 +17,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::error::{Error, Kind, Result, most_telling};
+use crate::history::Ending;
 use crate::holder::{Holder, Meta};
 use crate::keys::LockKeys;
 use crate::quorum::Nodes;
@@ -32,6 +33,11 @@ pub struct Lease {
     ttl: Duration,
     /// The fencing number of the last successful acquire (0: none yet).
     fence: std::sync::atomic::AtomicU64,
+    /// `--once-per`: the period whose slot may run once (ms; 0: none).
+    once_per_ms: u64,
+    /// The server's time at the last successful acquire, ms (0: not asked, see
+    /// `once_per_ms`).
+    acquired_ms: std::sync::atomic::AtomicU64,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
@@ -39,6 +45,17 @@ pub struct Lease {
 pub async fn leave_waiters(nodes: &Nodes, keys: &LockKeys, token: &str) {
     let mut call = invocation(&scripts::LEAVE, &[&keys.waiters, &keys.wake]);
     call.arg(token);
+    if let Some(primary) = nodes.primary() {
+        let _ = primary.run::<i64>(&call).await;
+    }
+}
+
+/// Takes `token` out of the lock's waiters and hands a wake-up on to whoever else
+/// waits (a waiter that took a wake-up it has no use for: `redlock wait`, a `--once-per`
+/// run whose slot already ran); best effort, like [`leave_waiters`].
+pub async fn hand_on(nodes: &Nodes, keys: &LockKeys, token: &str) {
+    let mut call = invocation(&scripts::HAND_ON, &[&keys.waiters, &keys.wake]);
+    call.arg(token).arg(scripts::WAKE_TTL_MS);
     if let Some(primary) = nodes.primary() {
         let _ = primary.run::<i64>(&call).await;
     }
@@ -56,6 +73,9 @@ pub enum Acquire {
     Acquired { t_sent: Point },
     /// Someone else holds it (on enough nodes to deny a quorum).
     Busy(Holder),
+    /// `--once-per`: the slot starting at `slot_ms` (server time) already had a
+    /// successful run, recorded as `record` (JSON, see `history::RunRecord`).
+    AlreadyRan { slot_ms: u64, record: Vec<u8> },
 }
 
 /// What a renewal round gave.
@@ -153,6 +173,10 @@ struct Votes {
     busy: Option<Holder>,
     /// A key of ours that holds something else: (the key, its type).
     not_a_lock: Option<(Vec<u8>, String)>,
+    /// The server time of the yes votes (the largest), when asked for.
+    now_ms: u64,
+    /// A node's history says the `--once-per` slot already ran: (slot, record).
+    already_ran: Option<(u64, Vec<u8>)>,
     errors: Vec<Error>,
 }
 
@@ -165,7 +189,21 @@ impl Lease {
             token,
             ttl,
             fence: std::sync::atomic::AtomicU64::new(0),
+            once_per_ms: 0,
+            acquired_ms: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The lease of a `--once-per` run: an acquire in a slot of `period` that already
+    /// had a successful run gives [`Acquire::AlreadyRan`] and takes nothing.
+    pub fn once_per(mut self, period: Option<Duration>) -> Self {
+        self.once_per_ms = period.map_or(0, |p| p.as_millis().max(1) as u64);
+        self
+    }
+
+    /// The server's time at the acquisition, ms, for a `--once-per` lease (else 0).
+    pub fn acquired_ms(&self) -> u64 {
+        self.acquired_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The fencing number of this lease's acquisition: the lock's counter, incremented
@@ -210,11 +248,13 @@ impl Lease {
         let votes = self.vote(meta, waiter).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if let Some((key, kind)) = votes.not_a_lock {
-            self.release_all(0).await.ok();
+            self.release_all(0, None).await.ok();
             let what = if key == self.keys.lock {
                 "a lock"
             } else if key == self.keys.fence {
                 "redlock's fence counter"
+            } else if key == self.keys.history {
+                "redlock's run history"
             } else {
                 "redlock's metadata"
             };
@@ -226,20 +266,28 @@ impl Lease {
                 ),
             ));
         }
+        if let Some((slot_ms, record)) = votes.already_ran {
+            if votes.yes > 0 {
+                let _ = self.release_all(0, None).await;
+            }
+            return Ok(Acquire::AlreadyRan { slot_ms, record });
+        }
         if votes.yes >= self.nodes.quorum() && timing::validity(self.ttl, elapsed).is_some() {
             if self.nodes.given() > 1 && !self.raise_fence(votes.fence).await {
-                let _ = self.release_all(0).await;
+                let _ = self.release_all(0, None).await;
                 return Err(Error::unreachable(
                     "could not record the fencing number on a quorum of nodes; trying again",
                 ));
             }
             self.fence
                 .store(votes.fence, std::sync::atomic::Ordering::Relaxed);
+            self.acquired_ms
+                .store(votes.now_ms, std::sync::atomic::Ordering::Relaxed);
             return Ok(Acquire::Acquired { t_sent });
         }
         if votes.yes > 0 || !votes.errors.is_empty() {
             // Ambiguous or partial: take our token back everywhere it may have landed.
-            let _ = self.release_all(0).await;
+            let _ = self.release_all(0, None).await;
         }
         let denied = votes.errors.len() + self.nodes.missing() < self.nodes.quorum();
         if let Some(holder) = votes.busy.filter(|_| denied) {
@@ -270,18 +318,20 @@ impl Lease {
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
         let known = waiter.map_or("", |w| w.known_holder.as_str());
         let call = |heartbeat: u64| {
-            let keys: [&[u8]; 5] = [
+            let keys: [&[u8]; 6] = [
                 &self.keys.lock,
                 &self.keys.meta,
                 &self.keys.waiters,
                 &self.keys.fence,
                 &self.keys.wake,
+                &self.keys.history,
             ];
             let mut call = invocation(&scripts::ACQUIRE, &keys);
             call.arg(&self.token)
                 .arg(self.ttl_ms())
                 .arg(heartbeat)
-                .arg(known);
+                .arg(known)
+                .arg(self.once_per_ms);
             for (field, value) in meta.fields() {
                 call.arg(field).arg(value);
             }
@@ -312,9 +362,16 @@ impl Lease {
                 })
             });
             match decoded {
-                Ok(Acquired::Yes(fence)) => {
+                Ok(Acquired::Yes { fence, now_ms }) => {
                     votes.yes += 1;
                     votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
+                    votes.now_ms = votes.now_ms.max(u64::try_from(now_ms).unwrap_or(0));
+                }
+                Ok(Acquired::AlreadyRan { slot_ms, record }) => {
+                    votes.already_ran = Some((u64::try_from(slot_ms).unwrap_or(0), record));
+                }
+                Ok(Acquired::ForeignHistory(kind)) => {
+                    votes.not_a_lock = Some((self.keys.history.clone(), kind));
                 }
                 Ok(Acquired::Busy(held)) => {
                     votes.busy.get_or_insert_with(|| Holder::from_held(&held));
@@ -373,19 +430,30 @@ impl Lease {
         leave_waiters(&self.nodes, &self.keys, &self.token).await;
     }
 
+    /// Leaves the lock's waiters, handing a wake-up on (see [`hand_on`]).
+    pub async fn hand_on(&self) {
+        hand_on(&self.nodes, &self.keys, &self.token).await;
+    }
+
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
-    /// A delete wakes one waiter, if any.
-    pub async fn release_all(&self, keep_ms: u64) -> Result<Release> {
-        let keys: [&[u8]; 4] = [
+    /// A delete wakes one waiter, if any. With an `ending`, the run is recorded in the
+    /// lock's history on every node, in the same script (see `scripts::RELEASE`).
+    pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
+        let keys: [&[u8]; 5] = [
             &self.keys.lock,
             &self.keys.meta,
             &self.keys.waiters,
             &self.keys.wake,
+            &self.keys.history,
         ];
+        let record = ending.map(Ending::args);
         // Only the primary node wakes a waiter (see `Nodes::primary`).
         let call = |wake_ttl: u64| {
             let mut call = invocation(&scripts::RELEASE, &keys);
             call.arg(&self.token).arg(keep_ms).arg(wake_ttl);
+            for arg in record.iter().flatten() {
+                call.arg(arg);
+            }
             call
         };
         let (waking, quiet) = (call(scripts::WAKE_TTL_MS), call(0));

@@ -32,6 +32,7 @@ mod error;
 mod events;
 pub mod exit;
 mod guard;
+mod history;
 mod holder;
 mod keys;
 mod lease;

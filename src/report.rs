@@ -128,6 +128,12 @@ pub fn printable(bytes: &[u8]) -> String {
     out
 }
 
+/// A wall-clock time in Unix milliseconds as RFC 3339, to the second.
+pub fn rfc3339(unix_ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,9 +15,10 @@ use crate::config::RunConfig;
 use crate::error::{Error, Result};
 use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
+use crate::history::{self, Ending, RunRecord};
 use crate::holder::{self, Meta};
 use crate::lease::{Lease, Lost, Release, new_token};
-use crate::report::{Reporter, human};
+use crate::report::{Reporter, human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::{self, Point};
 use crate::wait::{self, Patience, Waited};
@@ -35,11 +36,13 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             Ok(nodes) => nodes,
             Err(sig) => return Ok(interrupted_while_waiting(sig, report)),
         };
-    let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token());
+    let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
+        .once_per(config.once_per);
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
     }
-    let t_sent = match take(&config, &lease, &patience, &mut signals, report).await? {
+    let meta = holder_meta(&config, &lease);
+    let t_sent = match take(&config, &lease, &meta, &patience, &mut signals, report).await? {
         Ok(t_sent) => t_sent,
         Err(code) => return Ok(code),
     };
@@ -77,22 +80,33 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         match run_command(&program, &config.command, Some(held), &mut signals, report).await {
             Ok(outcome) => outcome,
             Err(e) => {
-                release(&lease, None, acquired_at, report).await;
+                release(&lease, None, acquired_at, None, report).await;
                 return Err(e);
             }
         };
     let code = child::exit_code(outcome.status);
+    let run = history::Run {
+        meta: &meta,
+        fence: lease.fence(),
+        once_per: config.once_per,
+        size: config.history,
+        start_ms: lease.acquired_ms(),
+    };
+    let held = crate::clock::now().saturating_sub(acquired_at);
     let status = if let Some(lost) = outcome.lost {
-        // The key may still hold our token (a renewal that reached a paused server, or
-        // a lock given up at --max-hold): take it back so it does not linger.
-        let _ = lease.release_all(0).await;
-        report.verbose(|| format!("command ended with status {code} after giving up the lock"));
-        match lost {
+        let status = match lost {
             Lost::MaxHold { .. } => Code::MaxHold.value(),
             _ => Code::Lost.value(),
-        }
+        };
+        // The key may still hold our token (a renewal that reached a paused server, or
+        // a lock given up at --max-hold): take it back so it does not linger.
+        let ending = Ending::of(&run, held, code, status, true);
+        let _ = lease.release_all(0, Some(&ending)).await;
+        report.verbose(|| format!("command ended with status {code} after giving up the lock"));
+        status
     } else {
-        match release(&lease, config.hold_min, acquired_at, report).await {
+        let ending = Ending::of(&run, held, code, code, false);
+        match release(&lease, config.hold_min, acquired_at, Some(&ending), report).await {
             Released::NotOurs => Code::Lost.value(),
             Released::Done => code,
         }
@@ -125,28 +139,64 @@ fn listen() -> Result<Signals> {
 async fn take(
     config: &RunConfig,
     lease: &Lease,
+    meta: &Meta,
     patience: &Patience,
     signals: &mut Signals,
     report: &Reporter,
 ) -> Result<std::result::Result<Point, u8>> {
-    let argv: Vec<String> = config
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let cmdline = holder::recorded_command(&argv, config.hide_args);
-    let meta = Meta::local(lease.token(), &cmdline, config.budget.ttl);
     let chatty = config.busy_code != 0 || report.verbose;
     Ok(
-        match wait::acquire(lease, &meta, patience, chatty, signals, report).await? {
+        match wait::acquire(lease, meta, patience, chatty, signals, report).await? {
             Waited::Acquired { t_sent } => Ok(t_sent),
             Waited::Busy(holder) => {
                 wait::busy_note(lease, &holder, config.busy_code, report);
                 Err(config.busy_code)
             }
             Waited::Interrupted(sig) => Err(interrupted_while_waiting(sig, report)),
+            Waited::AlreadyRan { slot_ms, record } => {
+                already_ran(config, lease, slot_ms, &record, report);
+                Err(config.busy_code)
+            }
         },
     )
+}
+
+/// The holder metadata this run records: who runs what.
+fn holder_meta(config: &RunConfig, lease: &Lease) -> Meta {
+    let argv: Vec<String> = config
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cmdline = holder::recorded_command(&argv, config.hide_args);
+    Meta::local(lease.token(), &cmdline, config.budget.ttl)
+}
+
+/// `--once-per`: this slot already had a successful run; nothing runs. Said with
+/// `--verbose` only (a cron line every minute for a daily job would say it 1439 times a
+/// day), and as a `skipped` event.
+fn already_ran(config: &RunConfig, lease: &Lease, slot_ms: u64, record: &[u8], report: &Reporter) {
+    let run = RunRecord::parse(record).unwrap_or_default();
+    let name = lease.keys().display_name();
+    let period = config.once_per.unwrap_or_default();
+    report.verbose(|| {
+        format!(
+            "{name} already ran in this --once-per {} slot (from {}): {}; not running",
+            human(period),
+            rfc3339(slot_ms),
+            run.describe()
+        )
+    });
+    report.event(
+        "skipped",
+        &name,
+        serde_json::json!({
+            "reason": "already_ran",
+            "slot_start_ms": slot_ms,
+            "once_per_ms": period.as_millis() as u64,
+            "last_run": run,
+        }),
+    );
 }
 
 /// A signal ended the wait: nothing was run; the status is 128+N.
@@ -168,7 +218,7 @@ async fn interrupted_before_start(
     while let Ok(sig) = signals.try_recv() {
         if crate::signals::ends_wait(sig) {
             // The command never ran: whatever the release finds, nothing ran unlocked.
-            let _ = release(lease, None, acquired_at, report).await;
+            let _ = release(lease, None, acquired_at, None, report).await;
             report.note(&format!(
                 "interrupted by {sig} before the command started; nothing was run"
             ));
@@ -259,6 +309,7 @@ async fn release(
     lease: &Lease,
     hold_min: Option<std::time::Duration>,
     acquired_at: Point,
+    ending: Option<&Ending>,
     report: &Reporter,
 ) -> Released {
     let held_for = crate::clock::now().saturating_sub(acquired_at);
@@ -268,12 +319,12 @@ async fn release(
     // timeout, a proxy reset) fails the first request and reconnects only then: try
     // once more rather than leave the key to expire and waiters to poll for it. The
     // release is compare-and-delete, so a second try cannot remove anyone else's lock.
-    let mut result = lease.release_all(keep_ms).await;
+    let mut result = lease.release_all(keep_ms, ending).await;
     if let Err(e) = &result
         && e.is_transient()
     {
         report.verbose(|| format!("release failed, retrying: {e}"));
-        result = lease.release_all(keep_ms).await;
+        result = lease.release_all(keep_ms, ending).await;
     }
     let name = lease.keys().display_name();
     let said = match &result {

@@ -20,8 +20,12 @@ pub struct Held {
 /// The ACQUIRE script's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
-    /// Taken now, or already ours, with the fencing number (0: unknown).
-    Yes(i64),
+    /// Taken now, or already ours, with the fencing number (0: unknown) and the
+    /// server's time in ms when it was asked for (`--once-per`; else 0).
+    Yes { fence: i64, now_ms: i64 },
+    /// The `--once-per` slot starting at `slot_ms` already had a successful run: this
+    /// history record.
+    AlreadyRan { slot_ms: i64, record: Vec<u8> },
     /// Held by another token.
     Busy(Held),
     /// The lock key holds a value of this other type.
@@ -30,6 +34,8 @@ pub enum Acquired {
     ForeignMeta(String),
     /// The fence counter holds a value of this other type (or not a number).
     ForeignFence(String),
+    /// The history key holds a value of this other type (not a list).
+    ForeignHistory(String),
 }
 
 /// The INSPECT script's answer.
@@ -53,7 +59,15 @@ pub enum ForceReleased {
 pub fn acquired(value: Value) -> Option<Acquired> {
     let mut items = array(value)?;
     match int(items.next())? {
-        1 | 2 => Some(Acquired::Yes(int(items.next()).unwrap_or(0))),
+        1 | 2 => Some(Acquired::Yes {
+            fence: int(items.next()).unwrap_or(0),
+            now_ms: int(items.next()).unwrap_or(0),
+        }),
+        -4 => Some(Acquired::AlreadyRan {
+            slot_ms: int(items.next())?,
+            record: bytes(items.next()),
+        }),
+        -5 => Some(Acquired::ForeignHistory(string(items.next()))),
         -1 => Some(Acquired::NotALock(string(items.next()))),
         -2 => Some(Acquired::ForeignMeta(string(items.next()))),
         -3 => Some(Acquired::ForeignFence(string(items.next()))),
@@ -188,7 +202,21 @@ mod tests {
     fn acquire_replies() {
         assert_eq!(
             acquired(Value::Array(vec![Value::Int(1), Value::Int(7)])),
-            Some(Acquired::Yes(7))
+            Some(Acquired::Yes {
+                fence: 7,
+                now_ms: 0
+            })
+        );
+        assert_eq!(
+            acquired(Value::Array(vec![
+                Value::Int(-4),
+                Value::Int(60_000),
+                bulk("{}")
+            ])),
+            Some(Acquired::AlreadyRan {
+                slot_ms: 60_000,
+                record: b"{}".to_vec()
+            })
         );
         assert_eq!(
             acquired(Value::Array(vec![Value::Int(-1), bulk("list")])),

@@ -24,13 +24,22 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
 /// waiter that died does not linger.
 pub const WAKE_TTL_MS: u64 = 10_000;
 
-/// Acquire. KEYS: lock, meta, waiters, fence, wake. ARGV: token, ttl ms, heartbeat ms (0:
-/// not waiting), the holder token already known ('' for none), meta field/value pairs.
-/// Returns `{1, fence}` acquired, `{2, fence}` already ours (ttl refreshed), `{-1, type}`
-/// the lock key is not a lock, `{-2, type}` the metadata key holds something else than
-/// a hash, `{-3, type}` the fence counter something else than a number, `{0, holder
-/// token, pttl, meta pairs}` busy (the pairs empty when the holder is the one already
-/// known).
+/// Acquire. KEYS: lock, meta, waiters, fence, wake, history. ARGV: token, ttl ms,
+/// heartbeat ms (0: not waiting), the holder token already known ('' for none), the
+/// `--once-per` period ms (0: none), meta field/value pairs. Returns `{1, fence, now}`
+/// acquired, `{2, fence, now}` already ours (ttl refreshed), `{-1, type}` the lock key
+/// is not a lock, `{-2, type}` the metadata key holds something else than a hash, `{-3,
+/// type}` the fence counter something else than a number, `{-4, slot start, record}`
+/// the period's slot already had a successful run, `{-5, type}` the history key is not
+/// a list, `{0, holder token, pttl, meta pairs}` busy (the pairs empty when the holder is
+/// the one already known). `now` is the server's `TIME` in ms when a period was given
+/// (else 0).
+///
+/// With a period, the slot is the server's `TIME` rounded down to a multiple of the
+/// period (from the Unix epoch, UTC): hosts whose clocks differ agree on it. The
+/// history (newest first) is read until a run that started before the slot; a record
+/// with `"status":0` that started in the slot means the job already ran: the lock is
+/// not taken. Cost: TIME, TYPE, LRANGE (the history is bounded) on every try.
 ///
 /// Every acquisition increments the lock's fence counter (INCR: one more command) and
 /// records the number in the metadata: a number that only grows, for a protected
@@ -50,6 +59,25 @@ pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local heartbeat = tonumber(ARGV[3])
+local period = tonumber(ARGV[5])
+local now = 0
+if period > 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local slot = now - (now % period)
+  local kind = redis.call('TYPE', KEYS[6])['ok']
+  if kind == 'list' then
+    for _, record in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do
+      local ok, run = pcall(cjson.decode, record)
+      if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
+        if run.start_ms < slot then break end
+        if run.status == 0 then return {-4, slot, record} end
+      end
+    end
+  elseif kind ~= 'none' then
+    return {-5, kind}
+  end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local meta_kind = redis.call('TYPE', KEYS[2])['ok']
   if meta_kind ~= 'none' and meta_kind ~= 'hash' then
@@ -61,15 +89,15 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     redis.call('DEL', KEYS[1])
     return {-3, redis.call('TYPE', KEYS[4])['ok']}
   end
-  if #ARGV > 4 then
-    redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 5))
+  if #ARGV > 5 then
+    redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 6))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
   if heartbeat > 0 and redis.call('SREM', KEYS[3], ARGV[1]) == 1
       and redis.call('EXISTS', KEYS[3]) == 0 then
     redis.call('DEL', KEYS[5])
   end
-  return {1, fence}
+  return {1, fence, now}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then
@@ -82,7 +110,7 @@ if holder == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     fence = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
   end
-  return {2, fence}
+  return {2, fence, now}
 end
 if heartbeat > 0 then
   redis.call('SADD', KEYS[3], ARGV[1])
@@ -200,8 +228,19 @@ return 0
     )
 });
 
-/// Release (compare-and-delete). KEYS: lock, meta, waiters, wake. ARGV: token, keep ms
-/// (0 = delete), wake ttl ms (0: wake nobody on this node). Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours.
+/// Release (compare-and-delete). KEYS: lock, meta, waiters, wake, history. ARGV: token,
+/// keep ms (0 = delete), wake ttl ms (0: wake nobody on this node), then the run's
+/// record: history size (0: record nothing), the record's JSON without its closing
+/// brace, held ms, start ms (0: unknown, taken as now - held), status if the lock was
+/// still ours, status if not, '1' when the run already knows it lost the lock.
+/// Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours.
+///
+/// The record is completed here, in the same script as the delete, so that whoever
+/// takes the lock next (a `--once-per` run) sees it: `"status"` and `"lost"` from what
+/// the release finds, `"start_ms"` and `"end_ms"` in the server's `TIME`. It is pushed
+/// to the history, trimmed to its size, even when the lock is no longer ours (a lost
+/// run is recorded as lost). A history key of another type is left alone. The record
+/// is best effort (`pcall`): a user whose ACL lacks TIME, LPUSH or LTRIM still releases.
 ///
 /// When the lock is no longer ours (deleted or taken over behind our back), our own
 /// metadata may still be there: it is removed if its `token` field is ours, so a lost
@@ -213,7 +252,27 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local ours_meta = redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
-if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
+local ours = redis.pcall('GET', KEYS[1]) == ARGV[1]
+local size = tonumber(ARGV[4] or '0')
+local t = size > 0 and redis.pcall('TIME')
+if t and t[1] then
+  local kind = redis.call('TYPE', KEYS[5])['ok']
+  if kind == 'none' or kind == 'list' then
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local start = tonumber(ARGV[7])
+    if start == 0 then start = now - tonumber(ARGV[6]) end
+    local status = ARGV[9]
+    local lost = 'true'
+    if ours and ARGV[10] ~= '1' then
+      status = ARGV[8]
+      lost = 'false'
+    end
+    redis.pcall('LPUSH', KEYS[5], ARGV[5] .. ',"status":' .. status .. ',"lost":' .. lost
+      .. string.format(',"start_ms":%d,"end_ms":%d}', start, now))
+    redis.pcall('LTRIM', KEYS[5], 0, size - 1)
+  end
+end
+if not ours then
   if ours_meta then
     redis.call('DEL', KEYS[2])
   end

@@ -1,5 +1,5 @@
 //! The operator and scripting verbs: `status`, `list`, `release`, `acquire`, `extend`,
-//! one file each, each taking its checked configuration from [`crate::config`]. They use
+//! `wait`, `history`, one file each, each taking its checked configuration from [`crate::config`]. They use
 //! the same key layout, scripts and nodes as the wrapper; with several `--redis` nodes
 //! they say on how many nodes a lock is present. Their text and JSON shapes are typed
 //! structs beside them (`state.rs` for the shape `status` and `list` share).
@@ -10,6 +10,7 @@
 
 mod acquire;
 mod extend;
+mod history;
 mod list;
 mod release;
 mod state;
@@ -22,7 +23,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{
-    AcquireConfig, Conn, ExtendConfig, ListConfig, ReleaseConfig, StatusConfig, WaitConfig,
+    AcquireConfig, Conn, ExtendConfig, HistoryConfig, ListConfig, ReleaseConfig, StatusConfig,
+    WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
@@ -36,6 +38,7 @@ pub enum Verb {
     Acquire(AcquireConfig),
     Extend(ExtendConfig),
     Wait(WaitConfig),
+    History(HistoryConfig),
 }
 
 impl Verb {
@@ -48,6 +51,7 @@ impl Verb {
             Verb::Acquire(c) => &c.conn,
             Verb::Extend(c) => &c.conn,
             Verb::Wait(c) => &c.conn,
+            Verb::History(c) => &c.conn,
         }
     }
 }
@@ -61,6 +65,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::Acquire(config) => acquire::run(config, report).await,
         Verb::Extend(config) => extend::run(config).await,
         Verb::Wait(config) => wait::run(config, report).await,
+        Verb::History(config) => history::run(config).await,
     }
 }
 

@@ -5,7 +5,7 @@
 use redis::Value;
 use serde::Serialize;
 
-use super::state::{of_nodes, rfc3339};
+use super::state::of_nodes;
 use super::{JsonName, open, print_json, print_line};
 use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
@@ -18,6 +18,7 @@ use crate::quorum::Nodes;
 use crate::redis::reply::{self, ForceReleased};
 use crate::redis::scripts::{self, invocation};
 use crate::report::printable;
+use crate::report::rfc3339;
 
 /// What a release did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -78,7 +79,7 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
 /// Compare-and-delete with the token given.
 async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Released, u8)> {
     let lease = Lease::new(nodes, keys, DEFAULT_TTL, token);
-    match lease.release_all(0).await? {
+    match lease.release_all(0, None).await? {
         Release::Deleted | Release::Kept => Ok((Released::new(Outcome::Released), 0)),
         Release::NotHeld => Err(Error::new(
             Kind::Lost,
@@ -109,7 +110,7 @@ async fn if_dead(nodes: Nodes, keys: LockKeys) -> Result<(Released, u8)> {
         ));
     }
     let lease = Lease::new(nodes, keys, DEFAULT_TTL, holder.token.clone());
-    match lease.release_all(0).await? {
+    match lease.release_all(0, None).await? {
         Release::Deleted | Release::Kept => Ok((
             Released {
                 holder: Some(holder),

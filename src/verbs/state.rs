@@ -2,19 +2,19 @@
 //! that reads for people (`status`) and scripts (`--json`).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, UNIX_EPOCH};
 
 use redis::Value;
 use serde::Serialize;
 
 use super::JsonName;
 use crate::error::{Error, Kind, Result};
+use crate::history::RunRecord;
 use crate::holder::Holder;
 use crate::keys::LockKeys;
 use crate::quorum::Nodes;
 use crate::redis::reply::{self, Inspected};
 use crate::redis::scripts::{self, invocation};
-use crate::report::{human, printable};
+use crate::report::{human, printable, rfc3339};
 
 /// Held or free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,6 +45,9 @@ pub struct LockState {
     pub nodes: usize,
     /// Nodes given that did not answer (down at connect time or on this read).
     pub nodes_unreachable: usize,
+    /// The last run recorded in the lock's history (`status` only; absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<RunRecord>,
 }
 
 /// Reads one lock on every node. The holder is the token present on the most nodes.
@@ -136,6 +139,7 @@ impl LockState {
             present_on,
             nodes: given,
             nodes_unreachable: unreachable,
+            last_run: None,
         }
     }
 
@@ -146,6 +150,15 @@ impl LockState {
 
     /// Human lines for `status`.
     pub fn describe(&self, now_ms: u64) -> String {
+        let mut out = self.describe_holder(now_ms);
+        if let Some(run) = &self.last_run {
+            out.push_str(&format!("\n  last run: {}", run.describe()));
+        }
+        out
+    }
+
+    /// Who holds the lock, or that it is free.
+    fn describe_holder(&self, now_ms: u64) -> String {
         let Some(h) = &self.holder else {
             return format!("{}: free", self.name);
         };
@@ -197,9 +210,4 @@ pub fn of_nodes(present: usize, given: usize, unreachable: usize) -> String {
         out.push_str(&format!(" ({unreachable} unreachable)"));
     }
     out
-}
-
-/// A wall-clock time in Unix milliseconds as RFC 3339, to the second.
-pub fn rfc3339(unix_ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(unix_ms)).to_string()
 }

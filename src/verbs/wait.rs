@@ -15,7 +15,7 @@ use crate::config::{DEFAULT_TTL, WaitConfig};
 use crate::error::{Error, Result};
 use crate::exit::{self, Code};
 use crate::keys::LockKeys;
-use crate::lease::{leave_waiters, new_token};
+use crate::lease::{hand_on, leave_waiters, new_token};
 use crate::quorum::Nodes;
 use crate::redis::reply;
 use crate::redis::scripts::{self, invocation};
@@ -127,11 +127,7 @@ impl Watcher<'_> {
 
     /// Leaves the waiters, handing the wake-up it took on to whoever else waits.
     async fn hand_on(&self) {
-        if let Some(primary) = self.nodes.primary() {
-            let mut call = invocation(&scripts::HAND_ON, &[&self.keys.waiters, &self.keys.wake]);
-            call.arg(&self.token).arg(scripts::WAKE_TTL_MS);
-            let _ = primary.run::<i64>(&call).await;
-        }
+        hand_on(self.nodes, self.keys, &self.token).await;
     }
 
     /// Leaves the waiters (best effort: the entry expires with its heartbeat anyway).

@@ -41,9 +41,17 @@ use crate::timing::{self, Point};
 /// How waiting ended.
 #[derive(Debug)]
 pub enum Waited {
-    Acquired { t_sent: Point },
+    Acquired {
+        t_sent: Point,
+    },
     Busy(Holder),
     Interrupted(Signal),
+    /// `--once-per`: the slot already had a successful run (see
+    /// [`Acquire::AlreadyRan`]); waiting longer would not change that.
+    AlreadyRan {
+        slot_ms: u64,
+        record: Vec<u8>,
+    },
 }
 
 /// Connects to the nodes of `urls`; while `patience` lasts, an unreachable Redis is tried
@@ -103,6 +111,7 @@ pub async fn acquire(
     // trip and leaves nothing behind.
     let failure = match waiter.try_once(false).await? {
         Tried::Acquired(t_sent) => return Ok(Waited::Acquired { t_sent }),
+        Tried::Done(ran) => return Ok(ran),
         Tried::Busy => None,
         Tried::Failed(e) => Some(e),
     };
@@ -114,8 +123,12 @@ pub async fn acquire(
     }
     let waited = waiter.wait(signals).await;
     waiter.progress.ended();
-    if !matches!(waited, Ok(Waited::Acquired { .. })) {
-        lease.leave().await;
+    match waited {
+        Ok(Waited::Acquired { .. }) => {}
+        // The wake-up that brought it here is of use to the next waiter (a --once-per
+        // run finds the slot done, and so will the others; a plain run takes the lock).
+        Ok(Waited::AlreadyRan { .. }) => lease.hand_on().await,
+        _ => lease.leave().await,
     }
     waited
 }
@@ -136,6 +149,8 @@ struct Waiter<'a> {
 /// What one try gave.
 enum Tried {
     Acquired(Point),
+    /// The `--once-per` slot already ran ([`Waited::AlreadyRan`]).
+    Done(Waited),
     Busy,
     /// A transient failure (dropped connection, timeout): busy for all we know.
     Failed(Error),
@@ -154,6 +169,7 @@ impl Waiter<'_> {
                     self.progress.acquired(&self.patience);
                     return Ok(Waited::Acquired { t_sent });
                 }
+                Tried::Done(ran) => return Ok(ran),
                 Tried::Busy => None,
                 Tried::Failed(e) => Some(e),
             };
@@ -206,6 +222,9 @@ impl Waiter<'_> {
                 return Ok(Tried::Acquired(t_sent));
             }
             Ok(Acquire::Busy(holder)) => holder,
+            Ok(Acquire::AlreadyRan { slot_ms, record }) => {
+                return Ok(Tried::Done(Waited::AlreadyRan { slot_ms, record }));
+            }
             Err(e) if e.is_transient() => {
                 self.report
                     .verbose(|| format!("acquire failed, retrying: {e}"));

@@ -7,6 +7,7 @@ mod basics;
 mod docs;
 mod exclusion;
 mod exit_status;
+mod history;
 mod lease_life;
 mod quorum;
 mod signals;

@@ -45,8 +45,17 @@ fn cluster_mutual_exclusion_status_and_list_across_masters() {
         assert_eq!(c.fences_not_increasing, 0, "{name}: {c:?}");
         assert_eq!(c.counter, 200, "{name}");
         assert!(c.failures.is_empty(), "{name}: {c:?}");
+        // The history sits in the lock's slot: the last 20 of the 200 runs.
+        let out = output(redlock().args(["history", name, "--json", "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(doc["runs"].as_array().map(Vec::len), Some(20), "{doc}");
     }
     assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
+    // --once-per in a cluster: the second run of the slot is skipped.
+    let once = args(&["--key", "once", "--redis", &url, "--once-per", "1h"]);
+    assert_eq!(try_once(&once, "true").0, 0);
+    assert_eq!(try_once(&once, "true").0, 75);
 
     // Locks held on every master: status and list see them all.
     let mut held: Vec<String> = Vec::new();
@@ -431,6 +440,9 @@ const LOCKER_ACL: &[&str] = &[
     "+lpush",
     "+blpop",
     "+scan",
+    "+time",
+    "+lrange",
+    "+ltrim",
 ];
 
 #[test]
@@ -446,6 +458,22 @@ fn acl_least_privilege_user_runs_every_verb() {
     let out =
         output(redlock_run().args(["--key", "a", "--redis", &url, "--verbose", "--", "true"]));
     check(&out, 0);
+    // The run history and --once-per.
+    let once = [
+        "--key",
+        "o",
+        "--redis",
+        &url,
+        "--once-per",
+        "1h",
+        "--",
+        "true",
+    ];
+    check(&output(redlock_run().args(once)), 0);
+    check(&output(redlock_run().args(once)), 75);
+    let out = output(redlock().args(["history", "o", "--redis", &url]));
+    check(&out, 0);
+    assert_eq!(stdout(&out).lines().count(), 2, "{}", stdout(&out));
     let out = output(redlock().args(["acquire", "b", "--ttl", "1m", "--redis", &url]));
     check(&out, 0);
     let token = stdout(&out).trim().to_string();

@@ -6,10 +6,12 @@
 //! - `sentinel`: a redis-server in sentinel mode;
 //! - `tls`: certificates made with `openssl`;
 //! - `workload`: the mutual-exclusion workload and its checker;
+//! - `clock`: hosts whose wall clocks are off (libfaketime);
 //! - `holding`: a run holding a lock, its command parked until the test lets it go;
 //! - here: the binaries under test with a clean `REDLOCK_*` environment, running them,
 //!   waiting without fixed sleeps, scratch dirs, the exit codes and the key layout.
 
+mod clock;
 mod cluster;
 mod holding;
 mod sentinel;
@@ -27,6 +29,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use tempfile::TempDir;
 
+pub use clock::with_clock_offset;
 pub use cluster::Cluster;
 pub use holding::Holding;
 pub use sentinel::Sentinel;

@@ -150,11 +150,12 @@ impl Redis {
     }
 
     /// All keys a run may not leave behind (for leftover checks): every key but the
-    /// fence counters (`…:fence`), which outlive every lock by design (the fencing
-    /// number must keep growing).
+    /// fence counters (`…:fence`) and run histories (`…:history`), which outlive every
+    /// lock by design (the fencing number must keep growing; the history answers "did
+    /// it run?" after the lock is gone).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
-        keys.retain(|k| !k.ends_with(":fence"));
+        keys.retain(|k| !k.ends_with(":fence") && !k.ends_with(":history"));
         keys.sort();
         keys
     }

@@ -212,13 +212,14 @@ pub fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Every key in the server, binary-safe, but the fence counters (see `Redis::keys`).
+/// Every key in the server, binary-safe, but fence counters and histories (see
+/// `Redis::keys`).
 pub fn raw_keys(redis: &Redis) -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS")
         .arg("*")
         .query(&mut redis.conn())
         .expect("KEYS");
-    keys.retain(|k| !k.ends_with(b":fence"));
+    keys.retain(|k| !k.ends_with(b":fence") && !k.ends_with(b":history"));
     keys
 }
 

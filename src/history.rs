@@ -1,0 +1,272 @@
+//! The run history: every run's outcome, recorded beside the lock (`<prefix>{N}:history`,
+//! a list of JSON records, newest first, trimmed to `--history`), and `--once-per` slots.
+//!
+//! The wrapper knows who it is, what it ran, for how long and how the command ended;
+//! the release script (see `scripts::RELEASE`) knows whether the lock was still ours
+//! and what time it is on the server. So the wrapper sends the record's JSON without its
+//! closing brace ([`Ending::head`]) and the script completes it with `status`, `lost`,
+//! `start_ms` and `end_ms` in the same script as the delete: the next holder, a
+//! `--once-per` run among them, sees it. Over several nodes each node keeps its own
+//! list; a reader merges them by token ([`merge`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exit::Code;
+use crate::holder::Meta;
+use crate::report::{human, rfc3339};
+
+/// How many runs a lock's history keeps unless `--history` says otherwise.
+pub const DEFAULT_SIZE: u32 = 20;
+
+/// The most `--history` accepts: the history is read whole by a `--once-per` try.
+pub const MAX_SIZE: u32 = 1000;
+
+/// One run as recorded (an element of the history list; `redlock history --json`).
+/// Fields a reader does not find are empty: a record written by hand or by another
+/// version still reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunRecord {
+    /// The run's lock token.
+    pub token: String,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub user: Option<String>,
+    /// The command line as recorded in the holder metadata (redacted, see
+    /// `holder::recorded_command`).
+    pub cmd: Option<String>,
+    pub fence: Option<u64>,
+    /// The `--once-per` period of the run, ms (None: not a once-per run).
+    pub once_per_ms: Option<u64>,
+    /// How long the lock was held, by the wrapper's clock.
+    pub duration_ms: u64,
+    /// How the command ended (its exit status, or 128+N for a signal).
+    pub command_status: Option<i64>,
+    /// The wrapper's exit status: the command's, or 79 (lost), 124 (--max-hold).
+    pub status: i64,
+    /// Whether the lock was lost (or given up at --max-hold) before the command ended.
+    pub lost: bool,
+    /// When the lock was taken and given back, Unix ms in the server's `TIME`.
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+impl RunRecord {
+    /// Parses one list element; `None` for something that is not a record.
+    pub fn parse(raw: &[u8]) -> Option<RunRecord> {
+        serde_json::from_slice(raw).ok()
+    }
+
+    /// How it ended, in a few words: `exit 0`, `exit 3`, `lost the lock, exit 79`.
+    pub fn outcome(&self) -> String {
+        if self.status == i64::from(Code::MaxHold.value()) && self.lost {
+            format!("stopped at --max-hold, exit {}", self.status)
+        } else if self.lost {
+            format!("lost the lock, exit {}", self.status)
+        } else {
+            format!("exit {}", self.status)
+        }
+    }
+
+    /// One line: `2026-11-22T06:00:01Z  exit 0  took 12s  ci-7 pid 4242 user deploy
+    /// fence 42  ./close_orders.sh`.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "{}  {}  took {}  {} pid {} user {}",
+            rfc3339(self.start_ms),
+            self.outcome(),
+            human(Duration::from_millis(self.duration_ms)),
+            self.host.as_deref().unwrap_or("?"),
+            self.pid.map_or("?".into(), |p| p.to_string()),
+            self.user.as_deref().unwrap_or("?"),
+        );
+        if let Some(fence) = self.fence {
+            out.push_str(&format!("  fence {fence}"));
+        }
+        if let Some(cmd) = &self.cmd {
+            out.push_str(&format!("  {cmd}"));
+        }
+        out
+    }
+}
+
+/// The nodes' histories as one, newest first, at most `limit` runs. A run is on every
+/// node its release reached: one record per token, the one that did not find the lock
+/// lost when the nodes disagree (the release counts as done when any node deleted the
+/// key, see `Lease::release_all`).
+pub fn merge(per_node: Vec<Vec<RunRecord>>, limit: usize) -> Vec<RunRecord> {
+    let mut runs: Vec<RunRecord> = Vec::new();
+    for record in per_node.into_iter().flatten() {
+        match runs.iter_mut().find(|r| r.token == record.token) {
+            Some(seen) if seen.lost && !record.lost => *seen = record,
+            Some(_) => {}
+            None => runs.push(record),
+        }
+    }
+    runs.sort_by_key(|r| std::cmp::Reverse((r.end_ms, r.start_ms)));
+    runs.truncate(limit);
+    runs
+}
+
+/// What the wrapper knows at the end of a run, for the release to record.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    /// The history's size (`--history`); 0 records nothing.
+    pub size: u32,
+    /// The record's JSON up to the fields the script adds, without the closing brace.
+    pub head: String,
+    pub held_ms: u64,
+    /// The server's time at the acquire, when known (`--once-per`); else 0.
+    pub start_ms: u64,
+    /// The wrapper's exit status if the release finds the lock still ours.
+    pub status: u8,
+    /// The status if it does not (or `lost`).
+    pub status_if_lost: u8,
+    /// The run already knows it lost the lock (a failed renewal, --max-hold).
+    pub lost: bool,
+}
+
+/// The fields of an [`Ending`]'s head, in the record's order.
+#[derive(Serialize)]
+struct Head<'a> {
+    token: &'a str,
+    host: &'a str,
+    pid: u32,
+    user: &'a str,
+    cmd: &'a str,
+    fence: u64,
+    once_per_ms: Option<u64>,
+    duration_ms: u64,
+    command_status: u8,
+}
+
+/// Who ran what, for an [`Ending`].
+pub struct Run<'a> {
+    pub meta: &'a Meta,
+    pub fence: u64,
+    pub once_per: Option<Duration>,
+    pub size: u32,
+    pub start_ms: u64,
+}
+
+impl Ending {
+    /// The ending of a run whose command ended with `command_status` after holding the
+    /// lock `held` (`lost`: the run knows it lost the lock, and exits `status`).
+    pub fn of(run: &Run, held: Duration, command_status: u8, status: u8, lost: bool) -> Self {
+        let held_ms = held.as_millis() as u64;
+        let head = Head {
+            token: &run.meta.token,
+            host: &run.meta.host,
+            pid: run.meta.pid,
+            user: &run.meta.user,
+            cmd: &run.meta.cmd,
+            fence: run.fence,
+            once_per_ms: run.once_per.map(|p| p.as_millis() as u64),
+            duration_ms: held_ms,
+            command_status,
+        };
+        let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{".to_string());
+        head.pop();
+        Ending {
+            size: run.size,
+            head,
+            held_ms,
+            start_ms: run.start_ms,
+            status,
+            status_if_lost: if lost { status } else { Code::Lost.value() },
+            lost,
+        }
+    }
+
+    /// The release script's record arguments, in order (see `scripts::RELEASE`).
+    pub fn args(&self) -> [String; 7] {
+        [
+            self.size.to_string(),
+            self.head.clone(),
+            self.held_ms.to_string(),
+            self.start_ms.to_string(),
+            self.status.to_string(),
+            self.status_if_lost.to_string(),
+            if self.lost { "1" } else { "0" }.to_string(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(token: &str, end_ms: u64, lost: bool) -> RunRecord {
+        RunRecord {
+            token: token.into(),
+            end_ms,
+            start_ms: end_ms - 10,
+            lost,
+            status: if lost { 79 } else { 0 },
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn merged_histories_have_one_record_per_run_newest_first() {
+        let a = vec![record("t3", 300, false), record("t1", 100, false)];
+        let b = vec![
+            record("t3", 301, true),
+            record("t2", 200, false),
+            record("t1", 100, false),
+        ];
+        let merged = merge(vec![b, a], 10);
+        let tokens: Vec<_> = merged.iter().map(|r| r.token.as_str()).collect();
+        assert_eq!(tokens, ["t3", "t2", "t1"]);
+        assert!(!merged[0].lost, "a node that deleted the key decides");
+        assert_eq!(merge(vec![merged], 2).len(), 2);
+    }
+
+    #[test]
+    fn the_head_is_a_json_object_missing_what_the_script_adds() {
+        let meta = Meta {
+            token: "tok".into(),
+            host: "h\"ost".into(),
+            pid: 7,
+            user: "u".into(),
+            cmd: "./job.sh 'a b'".into(),
+            since_ms: 0,
+            ttl_ms: 30_000,
+            started: None,
+        };
+        let run = Run {
+            meta: &meta,
+            fence: 42,
+            once_per: Some(Duration::from_secs(3600)),
+            size: 20,
+            start_ms: 0,
+        };
+        let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
+        // What the release script appends.
+        let full = format!(
+            "{},\"status\":3,\"lost\":false,\"start_ms\":1,\"end_ms\":1501}}",
+            ending.head
+        );
+        let parsed = RunRecord::parse(full.as_bytes()).expect("a record");
+        assert_eq!(parsed.host.as_deref(), Some("h\"ost"));
+        assert_eq!(parsed.once_per_ms, Some(3_600_000));
+        assert_eq!((parsed.command_status, parsed.status), (Some(3), 3));
+        assert_eq!(parsed.duration_ms, 1500);
+        assert_eq!(ending.args()[6], "0");
+        assert_eq!(ending.status_if_lost, 79);
+        assert_eq!(parsed.outcome(), "exit 3");
+    }
+
+    #[test]
+    fn records_written_by_others_still_read() {
+        assert_eq!(RunRecord::parse(b"not json"), None);
+        let bare = RunRecord::parse(br#"{"status":0,"start_ms":5}"#).unwrap();
+        assert_eq!((bare.status, bare.lost), (0, false));
+        assert_eq!(
+            bare.describe(),
+            "1970-01-01T00:00:00Z  exit 0  took 0ms  ? pid ? user ?"
+        );
+    }
+}

@@ -1,0 +1,81 @@
+//! `redlock history NAME [--limit N] [--json]`: the lock's last runs, newest first, as
+//! recorded by the wrapper's release (see [`crate::history`]). Exit 0, also when no run
+//! is recorded.
+
+use serde::Serialize;
+
+use super::{JsonName, open, print_json, print_line};
+use crate::config::{DEFAULT_TTL, HistoryConfig};
+use crate::error::{Error, Kind, Result};
+use crate::history::{RunRecord, merge};
+use crate::keys::LockKeys;
+use crate::quorum::Nodes;
+use crate::report::printable;
+
+/// The JSON of `redlock history`.
+#[derive(Serialize)]
+struct HistoryJson<'a> {
+    #[serde(flatten)]
+    names: JsonName,
+    runs: &'a [RunRecord],
+}
+
+pub async fn run(config: HistoryConfig) -> Result<u8> {
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let runs = read(&nodes, &config.keys, config.limit).await?;
+    if config.json {
+        print_json(&HistoryJson {
+            names: JsonName::of(&config.keys),
+            runs: &runs,
+        })?;
+    } else if runs.is_empty() {
+        print_line(&format!("{}: no runs recorded", config.keys.display_name()));
+    } else {
+        print_line(&format!(
+            "{}: last {} run{}, newest first",
+            config.keys.display_name(),
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" }
+        ));
+        for run in &runs {
+            print_line(&format!("  {}", run.describe()));
+        }
+    }
+    Ok(0)
+}
+
+/// The lock's last `limit` runs across its nodes, newest first. Elements that are not
+/// records (written by someone else) are skipped; a history key of another type is an
+/// error naming it. Over several nodes, what the answering nodes hold.
+pub async fn read(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<RunRecord>> {
+    let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_sub(1);
+    let cmd = redis::cmd("LRANGE")
+        .arg(&keys.history)
+        .arg(0)
+        .arg(last)
+        .clone();
+    let results = nodes.each(|n| n.query::<Vec<Vec<u8>>>(&cmd)).await;
+    let mut per_node = Vec::new();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(raw) => per_node.push(raw.iter().filter_map(|r| RunRecord::parse(r)).collect()),
+            Err(e) if e.kind() == Kind::NotALock => {
+                return Err(Error::new(
+                    Kind::NotALock,
+                    format!(
+                        "key {} is not a list: not redlock's run history; choose another --key or --prefix",
+                        printable(&keys.history)
+                    ),
+                ));
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if per_node.is_empty()
+        && let Some(e) = errors.into_iter().next()
+    {
+        return Err(e);
+    }
+    Ok(merge(per_node, limit))
+}

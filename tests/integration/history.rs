@@ -1,0 +1,296 @@
+//! Once per period and the run history: `--once-per` runs a job once per slot of the
+//! server's clock across "hosts" whose clocks differ (libfaketime), never by sleeping to
+//! a boundary; a slot starts exactly at a multiple of the period; a failed run leaves
+//! its slot open; the history is bounded, outlives the lock, records lost runs, and
+//! reads the same over Redlock nodes; `status` shows the last run.
+
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::harness::*;
+
+/// `redlock history <name> --json` over `redis_args`: the runs, newest first.
+fn history(redis_args: &[String], name: &str) -> Vec<serde_json::Value> {
+    let out = output(redlock().args(["history", name, "--json"]).args(redis_args));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    doc["runs"].as_array().expect("runs").clone()
+}
+
+fn statuses(runs: &[serde_json::Value]) -> Vec<i64> {
+    runs.iter().map(|r| r["status"].as_i64().unwrap()).collect()
+}
+
+fn real_now_s() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Ages every run in `name`'s history by `ms` (as if it ran that much earlier): the
+/// next slot, without waiting for it. (Moving the server's clock instead is not
+/// possible: see `harness::clock`.)
+fn age_history(redis: &Redis, name: &str, ms: u64) {
+    let key = format!("{}:history", lock_key(name));
+    let runs: Vec<String> = redis.cmd(&["LRANGE", &key, "0", "-1"]);
+    let _: i64 = redis.cmd(&["DEL", &key]);
+    for raw in runs {
+        let mut run: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        for field in ["start_ms", "end_ms"] {
+            run[field] = (run[field].as_u64().unwrap() - ms).into();
+        }
+        let _: i64 = redis.cmd(&["RPUSH", &key, &run.to_string()]);
+    }
+}
+
+/// Eight "hosts" whose clocks are off by -7h … +5h (the -7h one lives in yesterday)
+/// start together, waiting, each with `--once-per 1d`: exactly one runs the job in the
+/// day-slot of the server's clock; the seven others get the lock in turn, find the slot
+/// done and exit 75 saying so. Three rounds; between them the runs recorded are aged
+/// by a day, so the next round is a new slot. The job's own `date` shows that its
+/// host's clock really was off.
+#[test]
+fn once_per_runs_once_per_slot_across_hosts_with_different_clocks() {
+    let s = Scratch::new();
+    let redis = Redis::start();
+    let offsets: [(&str, i64); 8] = [
+        ("-7h", -7 * 3600),
+        ("-3h", -3 * 3600),
+        ("-45m", -45 * 60),
+        ("-1s", -1),
+        ("+0", 0),
+        ("+2s", 2),
+        ("+50m", 50 * 60),
+        ("+5h", 5 * 3600),
+    ];
+    let mut args = lock_args(&redis, "nightly");
+    args.extend(["--once-per", "1d", "--wait", "60s", "--verbose"].map(String::from));
+    let day = 86_400_000;
+    for slot in 0..3 {
+        if slot > 0 {
+            age_history(&redis, "nightly", day);
+        }
+        let hosts: Vec<_> = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, (offset, _))| {
+                let mut cmd = redlock_run();
+                with_clock_offset(&mut cmd, offset);
+                let ran = s.path(&format!("ran-{slot}-{i}"));
+                cmd.args(&args)
+                    .args(["--", "sh", "-c"])
+                    .arg(format!("date +%s > '{}'; sleep 0.1", ran.display()))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped());
+                cmd.spawn().expect("spawn redlock-run")
+            })
+            .collect();
+        let results: Vec<(i32, String)> = hosts
+            .into_iter()
+            .map(|h| finish(h, Duration::from_secs(90)))
+            .collect();
+        let ran: Vec<usize> = (0..8)
+            .filter(|i| s.path(&format!("ran-{slot}-{i}")).exists())
+            .collect();
+        assert_eq!(ran.len(), 1, "slot {slot}: ran on hosts {ran:?}");
+        let host = ran[0];
+        for (i, (code, err)) in results.iter().enumerate() {
+            if i == host {
+                assert_eq!(*code, 0, "slot {slot} host {i}: {err}");
+            } else {
+                assert_eq!(*code, 75, "slot {slot} host {i}: {err}");
+                assert!(
+                    err.contains("already ran in this --once-per 1day slot"),
+                    "slot {slot} host {i}: {err}"
+                );
+            }
+        }
+        // The job saw its host's clock, not the real one.
+        let seen: i64 = read_trimmed(&s.path(&format!("ran-{slot}-{host}")))
+            .parse()
+            .unwrap();
+        let want = real_now_s() + offsets[host].1;
+        assert!(
+            (seen - want).abs() < 120,
+            "host {host} should run {}: date said {seen}, want about {want}",
+            offsets[host].0
+        );
+    }
+    let runs = history(&lock_args(&redis, "nightly")[2..], "nightly");
+    assert_eq!(statuses(&runs), [0, 0, 0], "{runs:?}");
+    let slots: Vec<u64> = runs
+        .iter()
+        .map(|r| r["start_ms"].as_u64().unwrap() / day)
+        .collect();
+    assert_eq!(slots, [slots[2] + 2, slots[2] + 1, slots[2]], "{runs:?}");
+    assert!(runs.iter().all(|r| r["once_per_ms"] == day), "{runs:?}");
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// The slot is the server's `TIME` rounded down to a multiple of the period: a
+/// successful run that started at the slot's first millisecond counts, one that started
+/// a millisecond before does not.
+#[test]
+fn a_slot_starts_at_a_multiple_of_the_period_of_the_servers_clock() {
+    let redis = Redis::start();
+    let key = format!("{}:history", lock_key("daily"));
+    let time: Vec<String> = redis.cmd(&["TIME"]);
+    let now_ms = time[0].parse::<u64>().unwrap() * 1000 + time[1].parse::<u64>().unwrap() / 1000;
+    let day = 86_400_000;
+    let slot = now_ms - now_ms % day;
+    let mut args = lock_args(&redis, "daily");
+    args.extend(["--once-per".into(), "1d".into()]);
+    let record = |start: u64| format!(r#"{{"token":"t{start}","status":0,"start_ms":{start}}}"#);
+    let _: i64 = redis.cmd(&["LPUSH", &key, &record(slot - 1)]);
+    assert_eq!(
+        try_once(&args, "true").0,
+        0,
+        "yesterday's run does not count"
+    );
+    let _: i64 = redis.cmd(&["DEL", &key]);
+    let _: i64 = redis.cmd(&["LPUSH", &key, &record(slot)]);
+    let (code, err) = try_once(&args, "true");
+    assert_eq!(code, 75, "a run at the slot's first ms counts: {err}");
+}
+
+/// A failed run leaves the slot open (the next try runs again); once a run exits 0 the
+/// slot is done: quietly skipped (exit 75, nothing on stderr without --verbose). A run
+/// without --once-per is not held back by it.
+#[test]
+fn a_failed_run_leaves_the_slot_open() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "hourly");
+    args.extend(["--once-per".into(), "1h".into()]);
+    assert_eq!(try_once(&args, "exit 3").0, 3);
+    let (code, err) = try_once(&args, "true");
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = try_once(&args, "echo ran >&2");
+    assert_eq!(code, 75, "{err}");
+    assert_eq!(err, "", "a skipped slot is quiet without --verbose");
+    let (code, err) = try_once(&lock_args(&redis, "hourly"), "true");
+    assert_eq!(code, 0, "{err}");
+    let runs = history(&lock_args(&redis, "hourly")[2..], "hourly");
+    assert_eq!(statuses(&runs), [0, 0, 3], "{runs:?}");
+    assert_eq!(runs[2]["command_status"], 3);
+    assert_eq!(runs[1]["once_per_ms"], 3_600_000);
+    assert!(runs[0]["once_per_ms"].is_null());
+}
+
+/// The history keeps the last N runs (--history), never expires, records a run whose
+/// lock expired under it as lost, and `status` shows the last run of a free lock.
+#[test]
+fn history_is_bounded_and_outlives_the_lock() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "job");
+    args.extend(["--history".into(), "5".into()]);
+    for i in 0..8 {
+        assert_eq!(try_once(&args, &format!("exit {i}")).0, i);
+    }
+    let key = format!("{}:history", lock_key("job"));
+    assert_eq!(redis.cmd::<i64>(&["LLEN", &key]), 5);
+    assert_eq!(redis.pttl(&key), -1, "the history never expires");
+    let conn = &lock_args(&redis, "job")[2..];
+    let runs = history(conn, "job");
+    assert_eq!(statuses(&runs), [7, 6, 5, 4, 3]);
+    let fences: Vec<u64> = runs.iter().map(|r| r["fence"].as_u64().unwrap()).collect();
+    assert_eq!(fences, [8, 7, 6, 5, 4]);
+    for run in &runs {
+        assert!(run["end_ms"].as_u64() >= run["start_ms"].as_u64(), "{run}");
+        assert_eq!(run["lost"], false);
+        assert!(run["host"].is_string() && run["pid"].is_u64() && run["user"].is_string());
+        assert_eq!(run["cmd"], format!("sh -c 'exit {}'", run["status"]));
+    }
+
+    // The lock expires under a running command (its key is given 1 ms to live): the
+    // renewal finds it gone, the run ends lost, and the history says so.
+    let (code, err) = try_once(
+        &args,
+        &format!(
+            "redis-cli -p {} PEXPIRE '{}' 1 >/dev/null; sleep 30",
+            redis.port,
+            lock_key("job")
+        ),
+    );
+    assert_eq!(code, 79, "{err}");
+    let runs = history(conn, "job");
+    assert_eq!(
+        (runs[0]["status"].as_i64(), &runs[0]["lost"]),
+        (Some(79), &serde_json::json!(true))
+    );
+    assert_eq!(runs.len(), 5);
+
+    let out = output(redlock().args(["status", "job"]).args(conn));
+    assert_eq!(crate::harness::code(&out), 1, "free");
+    let text = stdout(&out);
+    assert!(text.starts_with("job: free\n  last run: "), "{text}");
+    assert!(text.contains("lost the lock, exit 79"), "{text}");
+    let out = output(redlock().args(["status", "job", "--json"]).args(conn));
+    let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(doc["state"], "free");
+    assert_eq!(doc["last_run"]["status"], 79);
+    let out = output(
+        redlock()
+            .args(["history", "job", "--limit", "2"])
+            .args(conn),
+    );
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.starts_with("job: last 2 runs, newest first\n"),
+        "{text}"
+    );
+
+    // --history 0 records nothing and leaves the history as it is.
+    let mut quiet = lock_args(&redis, "job");
+    quiet.extend(["--history".into(), "0".into()]);
+    assert_eq!(try_once(&quiet, "true").0, 0);
+    assert_eq!(history(conn, "job").len(), 5);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// Over three Redlock nodes every node keeps the history; `history` shows each run once
+/// (and still does with a node down); `--once-per` skips a slot that ran.
+#[test]
+fn history_and_once_per_over_three_nodes() {
+    let mut nodes: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
+    let mut conn: Vec<String> = Vec::new();
+    for n in &nodes {
+        conn.extend(["--redis".into(), n.url()]);
+    }
+    let mut args = vec!["--key".to_string(), "q".to_string()];
+    args.extend(conn.iter().cloned());
+    let mut once = args.clone();
+    once.extend(["--once-per".into(), "1h".into()]);
+    assert_eq!(try_once(&once, "true").0, 0);
+    assert_eq!(try_once(&once, "true").0, 75);
+    assert_eq!(try_once(&args, "exit 4").0, 4);
+    for n in &nodes {
+        assert_eq!(n.cmd::<i64>(&["LLEN", "redlock:{q}:history"]), 2);
+        assert!(n.keys().is_empty(), "left behind: {:?}", n.keys());
+    }
+    assert_eq!(statuses(&history(&conn, "q")), [4, 0]);
+    nodes[0].stop();
+    assert_eq!(statuses(&history(&conn, "q")), [4, 0]);
+}
+
+/// What is not a list on the history key is not ours: a once-per run refuses it with
+/// one line and the Redis exit status, and touches nothing.
+#[test]
+fn a_foreign_history_key_is_refused_and_left_alone() {
+    let redis = Redis::start();
+    let key = format!("{}:history", lock_key("odd"));
+    let _: () = redis.cmd(&["SET", &key, "mine"]);
+    let mut args = lock_args(&redis, "odd");
+    args.extend(["--once-per".into(), "1h".into()]);
+    let (code, err) = try_once(&args, "true");
+    assert_eq!(code, 76, "{err}");
+    assert!(err.contains("redlock's run history"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // A plain run records nothing there but runs.
+    assert_eq!(try_once(&lock_args(&redis, "odd"), "true").0, 0);
+    assert_eq!(redis.get(&key).as_deref(), Some("mine"));
+    let out = output(redlock().args(["history", "odd", "--redis", &redis.url()]));
+    assert_eq!(crate::harness::code(&out), 76, "{}", stderr(&out));
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
