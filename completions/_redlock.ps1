@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take a lock and print its token (for scripts that cannot wrap one command)')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Extend a lock held with a token')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a lock is free, without taking it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -57,6 +58,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--hold-min', '--hold-min', [CompletionResultType]::ParameterName, 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days')
             [CompletionResult]::new('--max-hold', '--max-hold', [CompletionResultType]::ParameterName, 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124')
             [CompletionResult]::new('--events', '--events', [CompletionResultType]::ParameterName, 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr')
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server''s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try')
+            [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--hide-args', '--hide-args', [CompletionResultType]::ParameterName, 'Record only the program name in the holder metadata, not its arguments')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors (no waiting line, no busy note)')
@@ -166,6 +169,22 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'redlock;history' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most this many runs [default: all that are kept]')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most this many runs [default: all that are kept]')
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
+            [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
+            [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (one object: the name and its runs)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
@@ -181,6 +200,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take a lock and print its token (for scripts that cannot wrap one command)')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Extend a lock held with a token')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a lock is free, without taking it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -204,6 +224,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;wait' {
+            break
+        }
+        'redlock;help;history' {
             break
         }
         'redlock;help;generate' {

@@ -28,6 +28,9 @@ _redlock() {
             redlock,help)
                 cmd="redlock__subcmd__help"
                 ;;
+            redlock,history)
+                cmd="redlock__subcmd__history"
+                ;;
             redlock,list)
                 cmd="redlock__subcmd__list"
                 ;;
@@ -55,6 +58,9 @@ _redlock() {
             redlock__subcmd__help,help)
                 cmd="redlock__subcmd__help__subcmd__help"
                 ;;
+            redlock__subcmd__help,history)
+                cmd="redlock__subcmd__help__subcmd__history"
+                ;;
             redlock__subcmd__help,list)
                 cmd="redlock__subcmd__help__subcmd__list"
                 ;;
@@ -77,7 +83,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-h -V --help --version run status list release acquire extend wait generate help"
+            opts="-h -V --help --version run status list release acquire extend wait history generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -225,7 +231,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help)
-            opts="run status list release acquire extend wait generate help"
+            opts="run status list release acquire extend wait history generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -281,6 +287,20 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -357,6 +377,56 @@ _redlock() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__history)
+            opts="-n -h --limit --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -453,7 +523,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --hide-args --quiet --verbose --help"
+            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --once-per --history --hide-args --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -536,6 +606,14 @@ _redlock() {
                     return 0
                     ;;
                 --events)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --once-per)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -29,6 +29,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
+            cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -53,6 +54,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --hold-min 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days'
             cand --max-hold 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124'
             cand --events 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr'
+            cand --once-per 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server''s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try'
+            cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
             cand -q 'Print nothing but errors (no waiting line, no busy note)'
@@ -155,6 +158,21 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;history'= {
+            cand -n 'Show at most this many runs [default: all that are kept]'
+            cand --limit 'Show at most this many runs [default: all that are kept]'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --json 'Print JSON (one object: the name and its runs)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -169,6 +187,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand acquire 'Take a lock and print its token (for scripts that cannot wrap one command)'
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
+            cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -185,6 +204,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;extend'= {
         }
         &'redlock;help;wait'= {
+        }
+        &'redlock;help;history'= {
         }
         &'redlock;help;generate'= {
         }

@@ -33,6 +33,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Releas
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Extend a lock held with a token'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "wait" -d 'Wait until a lock is free, without taking it'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "history" -d 'Show a lock\'s last runs (recorded by redlock-run), newest first'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'Name of the lock (any non-empty string)' -r
@@ -53,6 +54,8 @@ keep\t'Warn on stderr and let the command finish without the lock; exit 79'"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hold-min -d 'Keep the lock this long after the start even if the command ends sooner (cron de-duplication across hosts whose clocks differ), up to 365 days' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l events -d 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server\'s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l history -d 'How many past runs the lock\'s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
@@ -128,15 +131,27 @@ complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-key -d 'Cli
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -s q -l quiet -d 'Print nothing but errors'
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l limit -d 'Show at most this many runs [default: all that are kept]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print JSON (one object: the name and its runs)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l man -d 'Directory for the man pages' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l completions -d 'Directory for the completions' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "status" -d 'Show whether locks are held, and by whom'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "list" -d 'List the held locks under the prefix'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "extend" -d 'Extend a lock held with a token'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "wait" -d 'Wait until a lock is free, without taking it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "status" -d 'Show whether locks are held, and by whom'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "list" -d 'List the held locks under the prefix'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "extend" -d 'Extend a lock held with a token'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "wait" -d 'Wait until a lock is free, without taking it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "history" -d 'Show a lock\'s last runs (recorded by redlock-run), newest first'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
