@@ -257,6 +257,10 @@ pub enum Command {
     /// Wait until a lock is free, without taking it.
     #[command(after_long_help = verb_help("wait"))]
     Wait(WaitVerbArgs),
+    /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
+    /// clock offset, latency against the ttl.
+    #[command(after_long_help = verb_help("doctor"))]
+    Doctor(DoctorArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -370,6 +374,26 @@ pub struct WaitVerbArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor].
+    #[arg(long, short = 'k', value_name = "NAME")]
+    pub key: Option<OsString>,
+    /// The ttl the latency is judged against, 100ms to 365 days [default: 30s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_TTL",
+        allow_hyphen_values = true
+    )]
+    pub ttl: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print one JSON object (nodes, findings, worst, counts).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -157,6 +157,11 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
             ("75", "still held when --timeout ran out"),
             ("128+N", "signal N ended the wait"),
         ],
+        "doctor" => &[
+            ("0", "no finding at warning or worse (ok and info only)"),
+            ("1", "the worst finding is a warning"),
+            ("2", "at least one finding is an error"),
+        ],
         "extend" => &[
             ("0", "extended"),
             (
