@@ -56,6 +56,12 @@ pub async fn run(config: DoctorConfig) -> Result<u8> {
                 nodes.push(NodeJson::of(&facts));
             }
             Err(e) => {
+                if let Some(mut finding) = judge::not_a_cluster(given(url), &e.to_string()) {
+                    finding.node = Some(url.to_string());
+                    findings.push(finding);
+                    nodes.push(NodeJson::unreached(url));
+                    continue;
+                }
                 findings.push(Finding {
                     check: "connect",
                     severity: Severity::Error,
@@ -70,26 +76,36 @@ pub async fn run(config: DoctorConfig) -> Result<u8> {
     }
     findings.extend(judge::quorum(urls.len()));
     let worst = judge::worst(&findings);
-    let status = judge::exit_status(worst);
+    // A node that could not be reached or refused the credentials decides the status
+    // (the tool's usual code); otherwise the worst finding does.
+    let error = most_telling(errors);
+    let status = error
+        .as_ref()
+        .map_or(judge::exit_status(worst), |e| e.code().value());
     if config.json {
-        print_json(&Report::of(nodes, &findings, worst))?;
+        print_json(&Report::of(nodes, &findings, worst, status))?;
     } else {
-        print_text(&findings, urls.len(), worst);
+        print_text(&findings, urls.len(), status);
     }
-    match most_telling(errors) {
+    match error {
         Some(e) => Err(e.context("doctor could not check every node")),
         None => Ok(status),
+    }
+}
+
+/// What the URL says the server is.
+fn given(url: &RedisUrl) -> Given {
+    match url.topology() {
+        Topology::Single => Given::Single,
+        Topology::Cluster { .. } => Given::Cluster,
+        Topology::Sentinel(_) => Given::Sentinel,
     }
 }
 
 /// Every fact about one node.
 async fn gather(node: &Node, keys: &LockKeys, prefix: &str) -> Facts {
     let url = node.url();
-    let given = match url.topology() {
-        Topology::Single => Given::Single,
-        Topology::Cluster { .. } => Given::Cluster,
-        Topology::Sentinel(_) => Given::Sentinel,
-    };
+    let given = given(url);
     let servers = servers(node).await;
     let acl = acl(node, keys, prefix, given).await;
     let clock = clock(node).await;
@@ -455,7 +471,7 @@ async fn latency(node: &Node, keys: &LockKeys) -> Probe<Vec<Duration>> {
     Probe::Got(rtts)
 }
 
-/// One node in the JSON report.
+/// One node in the JSON report (`reached` false: only `node` is known).
 #[derive(Debug, Serialize)]
 struct NodeJson {
     node: String,
@@ -519,6 +535,8 @@ struct Report<'a> {
     findings: &'a [Finding],
     worst: Severity,
     counts: Counts,
+    /// The exit status (0, 1, 2, or the code of a node that could not be checked).
+    exit: u8,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -545,18 +563,19 @@ impl Counts {
 }
 
 impl<'a> Report<'a> {
-    fn of(nodes: Vec<NodeJson>, findings: &'a [Finding], worst: Severity) -> Self {
+    fn of(nodes: Vec<NodeJson>, findings: &'a [Finding], worst: Severity, exit: u8) -> Self {
         Report {
             nodes,
             findings,
             worst,
             counts: Counts::of(findings),
+            exit,
         }
     }
 }
 
 /// The text report: a header per node, one line per finding, a summary line.
-fn print_text(findings: &[Finding], nodes: usize, worst: Severity) {
+fn print_text(findings: &[Finding], nodes: usize, status: u8) {
     let mut groups: Vec<Option<&str>> = Vec::new();
     for f in findings {
         if !groups.contains(&f.node.as_deref()) {
@@ -588,6 +607,6 @@ fn print_text(findings: &[Finding], nodes: usize, worst: Severity) {
         plural(c.warning, "warning", "warnings"),
         c.info,
         c.ok,
-        judge::exit_status(worst)
+        status
     ));
 }

@@ -718,22 +718,36 @@ pub fn quorum(nodes: usize) -> Option<Finding> {
     }
     let need = crate::quorum::majority(nodes);
     let may_fail = nodes - need;
-    let f = Finding::new(
-        "quorum",
-        if nodes.is_multiple_of(2) {
-            Severity::Info
-        } else {
-            Severity::Ok
-        },
-        format!("{nodes} nodes (Redlock): a lock needs {need} of them, so {may_fail} may be down"),
-    );
-    Some(if nodes.is_multiple_of(2) {
-        f.fix(format!(
-            "an odd number tolerates as many failures with fewer nodes: use {}",
+    let message =
+        format!("{nodes} nodes (Redlock): a lock needs {need} of them, so {may_fail} may be down");
+    if !nodes.is_multiple_of(2) {
+        return Some(Finding::new("quorum", Severity::Ok, message));
+    }
+    let more = nodes + 1 - crate::quorum::majority(nodes + 1);
+    Some(
+        Finding::new(
+            "quorum",
+            Severity::Info,
+            format!("{message}, no more than with {}", nodes - 1),
+        )
+        .fix(format!(
+            "use {} nodes ({more} may be down) or {}",
+            nodes + 1,
             nodes - 1
-        ))
-    } else {
-        f
+        )),
+    )
+}
+
+/// The finding for a connect that failed because a plain server was given as a
+/// Cluster (`None` for any other failure, which keeps its own exit status).
+pub fn not_a_cluster(given: Given, error: &str) -> Option<Finding> {
+    (given == Given::Cluster && error.contains("cluster support disabled")).then(|| {
+        Finding::new(
+            "topology",
+            Severity::Error,
+            "the URL says Redis Cluster but the server has cluster support disabled",
+        )
+        .fix("use redis://host:port for a single server")
     })
 }
 
@@ -976,6 +990,15 @@ mod tests {
             f.message
         );
         assert!(f.fix.unwrap().contains("+evalsha"));
+    }
+
+    #[test]
+    fn quorums() {
+        assert_eq!(quorum(1), None);
+        assert_eq!(quorum(3).unwrap().severity, Severity::Ok);
+        let two = quorum(2).unwrap();
+        assert_eq!(two.severity, Severity::Info);
+        assert!(two.fix.unwrap().contains("use 3 nodes (1 may be down)"));
     }
 
     #[test]
