@@ -210,10 +210,14 @@ pub fn node(facts: &Facts, timing: &Timing) -> Vec<Finding> {
             format!("{} ({address})", facts.node)
         };
         let mut found = Vec::new();
-        found.extend(version(&server.info));
-        found.extend(role(facts.given, &server.info, many));
-        found.extend(eviction(&server.info));
-        found.extend(persistence(server));
+        if let Some(blind) = unread(&server.info) {
+            found.push(blind);
+        } else {
+            found.extend(version(&server.info));
+            found.extend(role(facts.given, &server.info, many));
+            found.extend(eviction(&server.info));
+            found.extend(persistence(server));
+        }
         for f in &mut found {
             f.node = Some(label.clone());
         }
@@ -229,6 +233,23 @@ pub fn node(facts: &Facts, timing: &Timing) -> Vec<Finding> {
     }
     out.extend(rest);
     out
+}
+
+/// One finding for the four checks INFO feeds when INFO could not be read.
+fn unread(info: &Probe<Info>) -> Option<Finding> {
+    let why = match info {
+        Probe::Got(_) => return None,
+        Probe::NoPermission(cmd) => no_permission(cmd),
+        Probe::Failed(why) => why.clone(),
+    };
+    Some(
+        Finding::new(
+            "server",
+            Severity::Info,
+            format!("could not check version, role, eviction and persistence ({why})"),
+        )
+        .fix("run doctor with a user allowed INFO and CONFIG GET (e.g. an admin's URL), or grant +info +config|get"),
+    )
 }
 
 fn could_not(check: &'static str, probe_failed: &str) -> Finding {
