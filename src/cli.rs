@@ -259,6 +259,11 @@ pub enum Command {
     Wait(WaitVerbArgs),
     /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
     /// clock offset, latency against the ttl.
+    ///
+    /// Connects to every node given and prints one line per finding, grouped per node:
+    /// a severity (ok, info, warning, error), what was found and why it matters, and
+    /// what to do. It writes no keys. Checks the user's ACL does not allow are reported as
+    /// "could not check", not failed.
     #[command(after_long_help = verb_help("doctor"))]
     Doctor(DoctorArgs),
     /// Write man pages and shell completions (for packagers and the repository).
@@ -391,7 +396,7 @@ pub struct DoctorArgs {
     pub ttl: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
-    /// Print one JSON object (nodes, findings, worst, counts).
+    /// Print one JSON object (nodes, findings, worst, counts, exit).
     #[arg(long)]
     pub json: bool,
 }
