@@ -291,3 +291,28 @@ fn a_cluster_reports_every_server_and_the_slot() {
     assert_eq!(code(&out), 2, "{text}{}", stderr(&out));
     assert_eq!(lines(&text, "error", "topology").len(), 1, "{text}");
 }
+
+/// Through Sentinel the master is checked, and its replica is an info finding: a
+/// failover to a replica that had not yet received a lock loses it.
+#[test]
+fn a_sentinel_master_with_a_replica_is_checked() {
+    let master = persistent(&["--appendfsync", "always"]);
+    let replica = persistent(&[]);
+    let port = master.port.to_string();
+    let _: () = replica.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+    let synced = eventually(std::time::Duration::from_secs(20), || {
+        master
+            .cmd::<String>(&["INFO", "replication"])
+            .contains("connected_slaves:1")
+    });
+    assert!(synced, "replica did not connect");
+    let sentinel = Sentinel::start("m", master.port);
+    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let out = doctor(&url, &[]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    let role = lines(&text, "info", "role");
+    assert_eq!(role.len(), 1, "{text}");
+    assert!(role[0].contains("1 replica(s)"), "{text}");
+    assert_eq!(lines(&text, "ok", "acl").len(), 1, "{text}");
+}
