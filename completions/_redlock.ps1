@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Extend a lock held with a token')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a lock is free, without taking it')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -185,6 +186,23 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'redlock;doctor' {
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]')
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'The ttl the latency is judged against, 100ms to 365 days [default: 30s]')
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
+            [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
+            [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object (nodes, findings, worst, counts, exit)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
@@ -201,6 +219,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Extend a lock held with a token')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a lock is free, without taking it')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -227,6 +246,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;history' {
+            break
+        }
+        'redlock;help;doctor' {
             break
         }
         'redlock;help;generate' {

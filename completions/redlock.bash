@@ -19,6 +19,9 @@ _redlock() {
             redlock,acquire)
                 cmd="redlock__subcmd__acquire"
                 ;;
+            redlock,doctor)
+                cmd="redlock__subcmd__doctor"
+                ;;
             redlock,extend)
                 cmd="redlock__subcmd__extend"
                 ;;
@@ -48,6 +51,9 @@ _redlock() {
                 ;;
             redlock__subcmd__help,acquire)
                 cmd="redlock__subcmd__help__subcmd__acquire"
+                ;;
+            redlock__subcmd__help,doctor)
+                cmd="redlock__subcmd__help__subcmd__doctor"
                 ;;
             redlock__subcmd__help,extend)
                 cmd="redlock__subcmd__help__subcmd__extend"
@@ -83,7 +89,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-h -V --help --version run status list release acquire extend wait history generate help"
+            opts="-h -V --help --version run status list release acquire extend wait history doctor generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -120,6 +126,60 @@ _redlock() {
                     return 0
                     ;;
                 -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__doctor)
+            opts="-k -h --key --ttl --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ttl)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -231,7 +291,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help)
-            opts="run status list release acquire extend wait history generate help"
+            opts="run status list release acquire extend wait history doctor generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -245,6 +305,20 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help__subcmd__acquire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -30,6 +30,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
+            cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -173,6 +174,22 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;doctor'= {
+            cand -k 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]'
+            cand --key 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]'
+            cand --ttl 'The ttl the latency is judged against, 100ms to 365 days [default: 30s]'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --json 'Print one JSON object (nodes, findings, worst, counts, exit)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -188,6 +205,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
+            cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -206,6 +224,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;wait'= {
         }
         &'redlock;help;history'= {
+        }
+        &'redlock;help;doctor'= {
         }
         &'redlock;help;generate'= {
         }

@@ -34,6 +34,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take a
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Extend a lock held with a token'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "wait" -d 'Wait until a lock is free, without taking it'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "history" -d 'Show a lock\'s last runs (recorded by redlock-run), newest first'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'Name of the lock (any non-empty string)' -r
@@ -142,16 +143,29 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print JSON (one object: the name and its runs)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s k -l key -d 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The ttl the latency is judged against, 100ms to 365 days [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print one JSON object (nodes, findings, worst, counts, exit)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l man -d 'Directory for the man pages' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l completions -d 'Directory for the completions' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "status" -d 'Show whether locks are held, and by whom'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "list" -d 'List the held locks under the prefix'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "extend" -d 'Extend a lock held with a token'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "wait" -d 'Wait until a lock is free, without taking it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "history" -d 'Show a lock\'s last runs (recorded by redlock-run), newest first'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "run" -d 'Run a command while holding a lock (same as redlock-run)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "status" -d 'Show whether locks are held, and by whom'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "list" -d 'List the held locks under the prefix'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "release" -d 'Release a lock: with --token only that holder\'s, with --force whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "acquire" -d 'Take a lock and print its token (for scripts that cannot wrap one command)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "extend" -d 'Extend a lock held with a token'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "wait" -d 'Wait until a lock is free, without taking it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "history" -d 'Show a lock\'s last runs (recorded by redlock-run), newest first'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "doctor" -d 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "generate" -d 'Write man pages and shell completions (for packagers and the repository)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run status list release acquire extend wait history doctor generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

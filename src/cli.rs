@@ -273,6 +273,15 @@ pub enum Command {
     /// Show a lock's last runs (recorded by redlock-run), newest first.
     #[command(after_long_help = verb_help("history"))]
     History(HistoryArgs),
+    /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
+    /// clock offset, latency against the ttl.
+    ///
+    /// Connects to every node given and prints one line per finding, grouped per node:
+    /// a severity (ok, info, warning, error), what was found and why it matters, and
+    /// what to do. It writes no keys. Checks the user's ACL does not allow are reported as
+    /// "could not check", not failed.
+    #[command(after_long_help = verb_help("doctor"))]
+    Doctor(DoctorArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -399,6 +408,26 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON (one object: the name and its runs).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor].
+    #[arg(long, short = 'k', value_name = "NAME")]
+    pub key: Option<OsString>,
+    /// The ttl the latency is judged against, 100ms to 365 days [default: 30s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_TTL",
+        allow_hyphen_values = true
+    )]
+    pub ttl: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print one JSON object (nodes, findings, worst, counts, exit).
     #[arg(long)]
     pub json: bool,
 }

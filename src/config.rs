@@ -9,8 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::cli::{
-    AcquireArgs, ConnArgs, ExtendArgs, HistoryArgs, ListArgs, OnLost, ReleaseArgs, RunArgs,
-    StatusArgs, WaitVerbArgs,
+    AcquireArgs, ConnArgs, DoctorArgs, ExtendArgs, HistoryArgs, ListArgs, OnLost, ReleaseArgs,
+    RunArgs, StatusArgs, WaitVerbArgs,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -604,6 +604,50 @@ impl ExtendConfig {
             conn,
             keys,
             token: args.token,
+            json: args.json,
+        })
+    }
+}
+
+/// A checked `redlock doctor`.
+#[derive(Debug, Clone)]
+pub struct DoctorConfig {
+    pub conn: Conn,
+    /// The keys of the lock named by `--key` (or `doctor`); in a Cluster a name
+    /// starting with `}` is not refused here but reported.
+    pub keys: LockKeys,
+    /// The lease parameters of a run with this ttl and the defaults.
+    pub budget: Budget,
+    pub ttl_given: bool,
+    pub json: bool,
+}
+
+/// The lock name `redlock doctor` checks without `--key`.
+pub const DOCTOR_NAME: &str = "doctor";
+
+impl DoctorConfig {
+    pub fn from_args(args: DoctorArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let name = args.key.unwrap_or_else(|| OsString::from(DOCTOR_NAME));
+        if name.is_empty() {
+            return Err(Error::usage(
+                "the lock name is empty; give --key a non-empty name",
+            ));
+        }
+        let keys = LockKeys::new(&conn.prefix, name.as_bytes())?;
+        let ttl = ttl(args.ttl.as_deref())?;
+        let budget = Budget {
+            ttl,
+            renew_every: timing::default_renew_every(ttl),
+            node_timeout: conn.timeout_for(ttl),
+            kill_after: timing::default_kill_after(ttl),
+        };
+        budget.check().map_err(|e| budget_error(&budget, e))?;
+        Ok(DoctorConfig {
+            conn,
+            keys,
+            budget,
+            ttl_given: args.ttl.is_some(),
             json: args.json,
         })
     }

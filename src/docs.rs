@@ -233,6 +233,7 @@ const SEE_ALSO: &[&str] = &[
     "redlock-release",
     "redlock-acquire",
     "redlock-extend",
+    "redlock-doctor",
 ];
 
 /// (what it does, the command) for a page's EXAMPLES.
@@ -304,6 +305,16 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
             "Keep a lock taken with redlock acquire for ten more minutes; exit 79 if it was lost.",
             "redlock extend nightly --token \"$token\" --ttl 10m",
         )],
+        "doctor" => &[
+            (
+                "Check the Redis a cron lock uses before relying on it: exit 1 on a warning, 2 on an error.",
+                "redlock doctor --redis redis://redis:6379 --key close-order --ttl 30s",
+            ),
+            (
+                "Check that the lock user's ACL allows every command redlock sends; only the errors, for a script.",
+                "REDLOCK_REDIS_URL_FILE=/etc/redlock/url redlock doctor --json | jq '.findings[] | select(.severity == \"error\")'",
+            ),
+        ],
         _ => &[],
     }
 }

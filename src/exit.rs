@@ -158,6 +158,11 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
             ("128+N", "signal N ended the wait"),
         ],
         "history" => &[("0", "the runs were listed (none recorded is fine)")],
+        "doctor" => &[
+            ("0", "no finding at warning or worse (ok and info only)"),
+            ("1", "the worst finding is a warning"),
+            ("2", "at least one finding is an error"),
+        ],
         "extend" => &[
             ("0", "extended"),
             (

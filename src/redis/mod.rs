@@ -28,4 +28,4 @@ pub mod scripts;
 mod url;
 
 pub(crate) use node::Node;
-pub(crate) use url::{DEFAULT_URL, RedisUrl, Tls, apply_tls, redact, split_list};
+pub(crate) use url::{DEFAULT_URL, RedisUrl, Tls, Topology, apply_tls, redact, split_list};

@@ -5,6 +5,7 @@ mod harness;
 
 mod basics;
 mod docs;
+mod doctor;
 mod exclusion;
 mod exit_status;
 mod history;

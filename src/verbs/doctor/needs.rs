@@ -1,0 +1,425 @@
+//! What the tool asks of Redis: every command each verb sends, and every command its
+//! scripts call (a script runs its commands under the caller's ACL user too), with the
+//! key each one touches, so that an ACL check can name the command a user lacks and
+//! the verbs that breaks. Derived from `redis/scripts.rs` and the verbs; a unit test
+//! holds the script table to the scripts' text.
+//!
+//! Data only: the checks themselves run in `doctor.rs`.
+
+/// Which of a lock's keys a command touches (key permissions are checked too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Lock,
+    Meta,
+    Waiters,
+    Wake,
+    Fence,
+    History,
+}
+
+/// One command as sent: its name (`script|load` for a subcommand) and key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub command: &'static str,
+    pub key: Option<Key>,
+}
+
+const fn on(command: &'static str, key: Key) -> Need {
+    Need {
+        command,
+        key: Some(key),
+    }
+}
+
+const fn bare(command: &'static str) -> Need {
+    Need { command, key: None }
+}
+
+/// The Lua scripts of `redis/scripts.rs` and what each calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    Acquire,
+    RaiseFence,
+    Watch,
+    HandOn,
+    Leave,
+    Renew,
+    Release,
+    ForceRelease,
+    Inspect,
+}
+
+impl Script {
+    /// Every command the script may call, on the key it calls it on.
+    pub fn calls(self) -> &'static [Need] {
+        use Key::*;
+        match self {
+            Script::Acquire => {
+                const {
+                    &[
+                        on("set", Lock),
+                        on("type", Meta),
+                        on("del", Lock),
+                        on("incr", Fence),
+                        on("type", Fence),
+                        on("hset", Meta),
+                        on("pexpire", Meta),
+                        on("srem", Waiters),
+                        on("exists", Waiters),
+                        on("del", Wake),
+                        on("get", Lock),
+                        on("type", Lock),
+                        on("pexpire", Lock),
+                        on("hget", Meta),
+                        on("sadd", Waiters),
+                        on("pttl", Waiters),
+                        on("pexpire", Waiters),
+                        on("hgetall", Meta),
+                        on("pttl", Lock),
+                        bare("time"),
+                        on("type", History),
+                        on("lrange", History),
+                    ]
+                }
+            }
+            Script::RaiseFence => {
+                const {
+                    &[
+                        on("get", Fence),
+                        on("set", Fence),
+                        on("hget", Meta),
+                        on("hset", Meta),
+                    ]
+                }
+            }
+            Script::Watch => {
+                const {
+                    &[
+                        on("get", Lock),
+                        on("type", Lock),
+                        on("sadd", Waiters),
+                        on("pttl", Waiters),
+                        on("pexpire", Waiters),
+                        on("pttl", Lock),
+                    ]
+                }
+            }
+            Script::HandOn => {
+                const {
+                    &[
+                        on("srem", Waiters),
+                        on("exists", Waiters),
+                        on("lpush", Wake),
+                        on("pexpire", Wake),
+                        on("del", Wake),
+                    ]
+                }
+            }
+            Script::Leave => {
+                const { &[on("srem", Waiters), on("exists", Waiters), on("del", Wake)] }
+            }
+            Script::Renew => {
+                const {
+                    &[
+                        on("get", Lock),
+                        on("pexpire", Lock),
+                        on("hget", Meta),
+                        on("pexpire", Meta),
+                    ]
+                }
+            }
+            Script::Release => {
+                const {
+                    &[
+                        on("hget", Meta),
+                        on("get", Lock),
+                        on("del", Meta),
+                        on("pexpire", Lock),
+                        on("pexpire", Meta),
+                        on("del", Lock),
+                        on("exists", Waiters),
+                        on("lpush", Wake),
+                        on("pexpire", Wake),
+                        bare("time"),
+                        on("type", History),
+                        on("lpush", History),
+                        on("ltrim", History),
+                    ]
+                }
+            }
+            Script::ForceRelease => {
+                const {
+                    &[
+                        on("type", Lock),
+                        on("get", Lock),
+                        on("type", Meta),
+                        on("hgetall", Meta),
+                        on("del", Meta),
+                        on("del", Lock),
+                        on("exists", Waiters),
+                        on("lpush", Wake),
+                        on("pexpire", Wake),
+                    ]
+                }
+            }
+            Script::Inspect => {
+                const {
+                    &[
+                        on("type", Lock),
+                        on("type", Meta),
+                        on("hgetall", Meta),
+                        on("get", Lock),
+                        on("pttl", Lock),
+                    ]
+                }
+            }
+        }
+    }
+}
+
+/// Whether a script's call is needed only by the run history and `--once-per` (uses of
+/// their own below): the acquire script calls them only for `--once-per`, and the
+/// release script's record is best effort (`pcall`), so a user without them still
+/// takes and releases locks.
+pub fn for_history(need: &Need) -> bool {
+    need.command == "time" || need.key == Some(Key::History)
+}
+
+impl Script {
+    /// The calls a script cannot do without (see [`for_history`]).
+    pub fn required(self) -> impl Iterator<Item = &'static Need> {
+        self.calls().iter().filter(|n| !for_history(n))
+    }
+}
+
+/// A use of the tool that a missing command can break: a verb, or a verb with an
+/// option that needs more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Use {
+    pub name: &'static str,
+    pub scripts: &'static [Script],
+    /// Commands sent directly (besides EVALSHA and SCRIPT LOAD for the scripts).
+    pub direct: &'static [Need],
+    /// Whether the wrapper needs it: a command it lacks is an error, otherwise a warning.
+    pub wrapper: bool,
+}
+
+/// Every use, in the order they are listed.
+pub const USES: &[Use] = &[
+    Use {
+        name: "run",
+        scripts: &[
+            Script::Acquire,
+            Script::RaiseFence,
+            Script::Renew,
+            Script::Release,
+        ],
+        // GET: the re-entrancy check of a run started inside a holder.
+        direct: &[on("get", Key::Lock)],
+        wrapper: true,
+    },
+    Use {
+        name: "run --wait",
+        scripts: &[Script::Acquire, Script::Leave],
+        direct: &[on("blpop", Key::Wake)],
+        wrapper: true,
+    },
+    Use {
+        name: "acquire",
+        scripts: &[Script::Acquire, Script::RaiseFence, Script::Leave],
+        direct: &[on("blpop", Key::Wake)],
+        wrapper: false,
+    },
+    Use {
+        name: "extend",
+        scripts: &[Script::Renew],
+        direct: &[],
+        wrapper: false,
+    },
+    Use {
+        name: "status",
+        scripts: &[Script::Inspect],
+        direct: &[],
+        wrapper: false,
+    },
+    Use {
+        name: "list",
+        scripts: &[Script::Inspect],
+        direct: &[bare("scan")],
+        wrapper: false,
+    },
+    Use {
+        name: "release",
+        scripts: &[Script::Inspect, Script::Release, Script::ForceRelease],
+        direct: &[],
+        wrapper: false,
+    },
+    Use {
+        name: "run --once-per",
+        scripts: &[],
+        direct: &[
+            bare("time"),
+            on("type", Key::History),
+            on("lrange", Key::History),
+        ],
+        wrapper: false,
+    },
+    Use {
+        name: "the run history",
+        scripts: &[],
+        direct: &[
+            bare("time"),
+            on("type", Key::History),
+            on("lpush", Key::History),
+            on("ltrim", Key::History),
+        ],
+        wrapper: false,
+    },
+    Use {
+        name: "history",
+        scripts: &[],
+        direct: &[on("lrange", Key::History)],
+        wrapper: false,
+    },
+    Use {
+        name: "wait",
+        scripts: &[
+            Script::Inspect,
+            Script::Watch,
+            Script::HandOn,
+            Script::Leave,
+        ],
+        direct: &[on("blpop", Key::Wake)],
+        wrapper: false,
+    },
+];
+
+/// How every script is sent: EVALSHA, and SCRIPT LOAD after NOSCRIPT (the script
+/// cache empties on restart and failover, so a user without it works until then).
+pub const SCRIPTING: &[Need] = &[bare("evalsha"), bare("script|load")];
+
+/// What reaching the node needs besides: a Cluster client reads the slot map, a
+/// Sentinel lookup asks the master its ROLE.
+pub fn topology(cluster: bool, sentinel: bool) -> &'static [Need] {
+    match (cluster, sentinel) {
+        (true, _) => const { &[bare("cluster|slots")] },
+        (_, true) => const { &[bare("role")] },
+        _ => &[],
+    }
+}
+
+/// Every distinct command (and key) to check, in a stable order.
+pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
+    let mut out: Vec<Need> = Vec::new();
+    let mut add = |need: Need| {
+        if !out.contains(&need) {
+            out.push(need);
+        }
+    };
+    SCRIPTING.iter().copied().for_each(&mut add);
+    topology(cluster, sentinel)
+        .iter()
+        .copied()
+        .for_each(&mut add);
+    for u in USES {
+        u.direct.iter().copied().for_each(&mut add);
+        for s in u.scripts {
+            s.calls().iter().copied().for_each(&mut add);
+        }
+    }
+    out
+}
+
+/// The uses that `need` is part of: every use for topology, every use that runs a
+/// script for scripting (the history's own uses are parts of `run`, and the `history`
+/// verb reads with LRANGE alone).
+pub fn broken_by(need: Need, cluster: bool, sentinel: bool) -> Vec<&'static Use> {
+    let scripting = SCRIPTING.contains(&need);
+    let everywhere = topology(cluster, sentinel).contains(&need);
+    USES.iter()
+        .filter(|u| {
+            everywhere
+                || (scripting && !u.scripts.is_empty())
+                || u.direct.contains(&need)
+                || u.scripts.iter().any(|s| s.required().any(|n| *n == need))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::scripts;
+
+    /// Every `redis.call`/`redis.pcall` in a script's text is in its table, and the
+    /// table names nothing the script does not call.
+    #[test]
+    fn the_table_matches_the_scripts() {
+        let pairs: [(Script, &redis::Script); 9] = [
+            (Script::Acquire, &scripts::ACQUIRE),
+            (Script::RaiseFence, &scripts::RAISE_FENCE),
+            (Script::Watch, &scripts::WATCH),
+            (Script::HandOn, &scripts::HAND_ON),
+            (Script::Leave, &scripts::LEAVE),
+            (Script::Renew, &scripts::RENEW),
+            (Script::Release, &scripts::RELEASE),
+            (Script::ForceRelease, &scripts::FORCE_RELEASE),
+            (Script::Inspect, &scripts::INSPECT),
+        ];
+        for (which, script) in pairs {
+            let text = script_text(script);
+            let mut called: Vec<String> = Vec::new();
+            for part in text.split("call('").skip(1) {
+                let name = part.split('\'').next().unwrap().to_ascii_lowercase();
+                if !called.contains(&name) {
+                    called.push(name);
+                }
+            }
+            let mut listed: Vec<String> = which
+                .calls()
+                .iter()
+                .map(|n| n.command.to_string())
+                .collect();
+            listed.dedup();
+            for name in &called {
+                assert!(listed.contains(name), "{which:?} calls {name}");
+            }
+            for name in &listed {
+                assert!(called.contains(name), "{which:?} lists {name}");
+            }
+        }
+    }
+
+    fn script_text(script: &redis::Script) -> String {
+        // The client library keeps the text private; its Debug shows it.
+        format!("{script:?}")
+            .replace("\\n", "\n")
+            .replace("\\'", "'")
+    }
+
+    #[test]
+    fn evalsha_breaks_everything_blpop_only_waiting() {
+        let evalsha = bare("evalsha");
+        let scripted = USES.iter().filter(|u| !u.scripts.is_empty()).count();
+        assert_eq!(broken_by(evalsha, false, false).len(), scripted);
+        let slots = bare("cluster|slots");
+        assert_eq!(broken_by(slots, true, false).len(), USES.len());
+        let blpop = on("blpop", Key::Wake);
+        let names: Vec<_> = broken_by(blpop, false, false)
+            .iter()
+            .map(|u| u.name)
+            .collect();
+        assert_eq!(names, ["run --wait", "acquire", "wait"]);
+        let scan = bare("scan");
+        assert!(!broken_by(scan, false, false).iter().any(|u| u.wrapper));
+    }
+
+    #[test]
+    fn all_is_distinct() {
+        let all = all(true, false);
+        for (i, n) in all.iter().enumerate() {
+            assert!(!all[..i].contains(n), "{n:?}");
+        }
+        assert!(all.contains(&bare("cluster|slots")));
+    }
+}
