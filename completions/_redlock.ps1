@@ -60,6 +60,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--max-hold', '--max-hold', [CompletionResultType]::ParameterName, 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124')
             [CompletionResult]::new('--events', '--events', [CompletionResultType]::ParameterName, 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr')
             [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server''s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel')
             [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--hide-args', '--hide-args', [CompletionResultType]::ParameterName, 'Record only the program name in the holder metadata, not its arguments')
@@ -101,6 +102,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;release' {
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Release only if this token holds the lock')
+            [CompletionResult]::new('--slot', '--slot', [CompletionResultType]::ParameterName, 'The slot of a semaphore (--limit) to release, 1 to N [default: 1]')
             [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
             [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')

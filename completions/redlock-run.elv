@@ -39,6 +39,7 @@ set edit:completion:arg-completer[redlock-run] = {|@words|
             cand --max-hold 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124'
             cand --events 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr'
             cand --once-per 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server''s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try'
+            cand --limit 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel'
             cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'

@@ -56,6 +56,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l hold-min -d 'Kee
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Never hold the lock longer than this (1ms to 365 days): renewals stop and the command is stopped as for a lost lock (see --on-lost), exit 124' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l events -d 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server\'s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l history -d 'How many past runs the lock\'s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
@@ -83,6 +84,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-insecure-sk
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print JSON (one object per line)'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l token -d 'Release only if this token holds the lock' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l slot -d 'The slot of a semaphore (--limit) to release, 1 to N [default: 1]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r

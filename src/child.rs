@@ -38,6 +38,8 @@ pub mod env {
     pub const TTL_MS: &str = "REDLOCK_TTL_MS";
     /// The fencing number of this acquisition (grows with every acquisition).
     pub const FENCE: &str = "REDLOCK_FENCE";
+    /// The semaphore slot held (`--limit`).
+    pub const SLOT: &str = "REDLOCK_SLOT";
 }
 
 /// Finds the program before any lock is taken, like the shell: a name with a slash is a

@@ -42,6 +42,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "given to the command: the ttl in milliseconds",
     ),
     (
+        "REDLOCK_SLOT",
+        "given to the command with --limit: the semaphore slot held (1 to N)",
+    ),
+    (
         "REDLOCK_FENCE",
         "given to the command: the fencing number, larger for every acquisition",
     ),
@@ -184,6 +188,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "PERIOD", allow_hyphen_values = true)]
     pub once_per: Option<String>,
 
+    /// Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one
+    /// slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every
+    /// run on the name must give the same N. One server, Cluster or Sentinel.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub limit: Option<String>,
+
     /// How many past runs the lock's history keeps (`redlock history`, `redlock
     /// status`), 0 to 1000; 0 records nothing [default: 20].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
@@ -251,7 +261,7 @@ pub enum Command {
         after_long_help = after_help(),
         override_usage = "redlock run [OPTIONS] --key NAME -- COMMAND [ARGS]..."
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show whether locks are held, and by whom.
     #[command(after_long_help = verb_help("status"))]
     Status(StatusArgs),
@@ -326,6 +336,9 @@ pub struct ReleaseArgs {
     /// (a pid reused by another process counts as gone); otherwise refuse (exit 75).
     #[arg(long, conflicts_with_all = ["force", "token"])]
     pub if_dead: bool,
+    /// The slot of a semaphore (--limit) to release, 1 to N [default: 1].
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub slot: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON.

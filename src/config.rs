@@ -14,7 +14,7 @@ use crate::cli::{
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
-use crate::keys::{DEFAULT_PREFIX, LockKeys};
+use crate::keys::{DEFAULT_PREFIX, LockKeys, Shape};
 use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
 use crate::report::human;
 use crate::timing::{self, Budget, BudgetError};
@@ -52,6 +52,8 @@ pub struct RunConfig {
     pub once_per: Option<Duration>,
     /// `--history`: how many runs the lock's history keeps (0: record nothing).
     pub history: u32,
+    /// `--limit`, `--fair`: what kind of lock the name is.
+    pub shape: Shape,
     pub hide_args: bool,
     pub command: Vec<OsString>,
 }
@@ -173,6 +175,35 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
             ))
         }),
     }
+}
+
+/// The most `--limit` accepts: a busy try of a semaphore looks at every slot.
+pub const MAX_LIMIT: u32 = 100;
+
+/// The kind of lock from `--limit`.
+fn shape(limit: Option<&str>, nodes: usize) -> Result<Shape> {
+    let Some(raw) = limit else {
+        return Ok(Shape::Plain);
+    };
+    let limit = raw
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--limit {raw:?} is not a number of holders (1-{MAX_LIMIT})"
+            ))
+        })?;
+    if limit == 1 {
+        return Ok(Shape::Plain);
+    }
+    if nodes > 1 {
+        return Err(Error::usage(format!(
+            "--limit {limit} works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: every node would have to grant the same slot, one Redlock round per slot"
+        )));
+    }
+    Ok(Shape::Semaphore(limit))
 }
 
 /// The history size from `--history` or its default.
@@ -374,6 +405,7 @@ impl RunConfig {
             .as_deref()
             .map(|raw| bounded(ONCE_PER, raw))
             .transpose()?;
+        let shape = shape(args.limit.as_deref(), conn.urls.len())?;
         if once_per.is_some() && history == 0 {
             return Err(Error::usage(
                 "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
@@ -390,6 +422,7 @@ impl RunConfig {
             events: args.events.clone(),
             once_per,
             history,
+            shape,
             max_hold: args
                 .max_hold
                 .as_deref()
@@ -499,7 +532,9 @@ pub enum Whose {
 #[derive(Debug, Clone)]
 pub struct ReleaseConfig {
     pub conn: Conn,
+    /// The lock's keys, or with `--slot` the semaphore slot's.
     pub keys: LockKeys,
+    pub slot: Option<u32>,
     pub whose: Whose,
     pub json: bool,
 }
@@ -507,7 +542,22 @@ pub struct ReleaseConfig {
 impl ReleaseConfig {
     pub fn from_args(args: ReleaseArgs) -> Result<Self> {
         let conn = Conn::from_args(&args.conn)?;
-        let keys = conn.keys(&args.key)?;
+        let slot = args
+            .slot
+            .as_deref()
+            .map(|raw| {
+                raw.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        Error::usage(format!(
+                            "--slot {raw:?} is not a semaphore slot (1-{MAX_LIMIT})"
+                        ))
+                    })
+            })
+            .transpose()?;
+        let keys = conn.keys(&args.key)?.for_slot(slot.unwrap_or(1));
         let whose = match (args.token, args.force, args.if_dead) {
             (Some(token), _, _) => Whose::Token(token),
             (None, true, _) => Whose::Anyone,
@@ -522,6 +572,7 @@ impl ReleaseConfig {
         Ok(ReleaseConfig {
             conn,
             keys,
+            slot,
             whose,
             json: args.json,
         })
@@ -727,6 +778,9 @@ mod tests {
             (&["--once-per", "1d", "--history", "0"], "--history 0"),
             (&["--history", "1001"], "--history"),
             (&["--history", "-1"], "--history"),
+            (&["--limit", "0"], "--limit"),
+            (&["--limit", "101"], "--limit"),
+            (&["--limit", "3", "--redis", "redis://h:2"], "independent"),
         ];
         for (extra, needle) in cases {
             let mut args: Vec<&str> = base.to_vec();

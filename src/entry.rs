@@ -33,7 +33,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
         Err(e) => return clap_exit("redlock", e),
     };
     let verb = match cli.command {
-        Command::Run(args) => return wrapper("redlock", args),
+        Command::Run(args) => return wrapper("redlock", *args),
         Command::Generate(args) => return generate(&args),
         Command::Status(args) => StatusConfig::from_args(args).map(Verb::Status),
         Command::List(args) => ListConfig::from_args(args).map(Verb::List),

@@ -13,7 +13,16 @@
 //!   expiring: the fencing number handed to the command (`REDLOCK_FENCE`);
 //! - run history: `<prefix>{N}:history` — a list of the last runs' outcomes (JSON, newest
 //!   first, trimmed to `--history`), written by the release, never expiring: it answers
-//!   "did last night's job run?" after the lock is long gone, and `--once-per` reads it.
+//!   "did last night's job run?" after the lock is long gone, and `--once-per` reads it;
+//! - mode: `<prefix>{N}:mode` — what kind of lock the name is while it is in use: `limit
+//!   L` (a semaphore, `--limit L`) or `fair` (a queue, `--fair`); absent for a plain lock.
+//!   It lives at least as long as its holders and waiters, so a run of another kind is
+//!   refused rather than let in beside them;
+//! - semaphore slots: slot 1 is the lock key itself, slot i > 1 is `<prefix>{N}:slot:i`,
+//!   each an ordinary lock with its own metadata (`…:meta`);
+//! - fair queue: `<prefix>{N}:queue` (a sorted set of waiting tokens by ticket),
+//!   `<prefix>{N}:beats` (their heartbeat deadlines), `<prefix>{N}:queue:info` (who each
+//!   waiter is), and one wake list per waiter, `<prefix>{N}:wake:<token>`.
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -37,6 +46,31 @@ pub struct LockKeys {
     pub wake: Vec<u8>,
     pub fence: Vec<u8>,
     pub history: Vec<u8>,
+    pub mode: Vec<u8>,
+    pub queue: Vec<u8>,
+    pub beats: Vec<u8>,
+    pub queue_info: Vec<u8>,
+}
+
+/// The kinds of lock a name can be (all runs on a name must agree: see the mode key in
+/// `keys.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// One holder.
+    #[default]
+    Plain,
+    /// Up to this many holders at once (`--limit`, > 1), each in its own slot.
+    Semaphore(u32),
+}
+
+impl Shape {
+    /// The mode key's value for this kind (`None`: a plain lock has none).
+    pub fn mode(self) -> Option<String> {
+        match self {
+            Shape::Plain => None,
+            Shape::Semaphore(limit) => Some(format!("limit {limit}")),
+        }
+    }
 }
 
 /// Checks a prefix (usage error naming `--prefix` when it is unusable).
@@ -71,8 +105,23 @@ impl LockKeys {
             wake: with(b":wake"),
             fence: with(b":fence"),
             history: with(b":history"),
+            mode: with(b":mode"),
+            queue: with(b":queue"),
+            beats: with(b":beats"),
+            queue_info: with(b":queue:info"),
             lock,
         })
+    }
+
+    /// The keys of semaphore slot `slot` (1-based): slot 1 is the lock key itself, the
+    /// others `…:slot:i`; every other key is the name's.
+    pub fn for_slot(&self, slot: u32) -> LockKeys {
+        let mut keys = self.clone();
+        if slot > 1 {
+            keys.lock = [self.lock.as_slice(), format!(":slot:{slot}").as_bytes()].concat();
+            keys.meta = [keys.lock.as_slice(), b":meta"].concat();
+        }
+        keys
     }
 
     /// Whether the hash tag is empty (name starts with `}`): the keys would then hash to
@@ -130,6 +179,9 @@ mod tests {
         assert_eq!(k.meta, b"redlock:{close-order}:meta");
         assert_eq!(k.waiters, b"redlock:{close-order}:waiters");
         assert_eq!(k.wake, b"redlock:{close-order}:wake");
+        assert_eq!(k.for_slot(1), k);
+        assert_eq!(k.for_slot(3).lock, b"redlock:{close-order}:slot:3");
+        assert_eq!(k.for_slot(3).meta, b"redlock:{close-order}:slot:3:meta");
     }
 
     #[test]
@@ -155,7 +207,21 @@ mod tests {
             if k.has_empty_hash_tag() {
                 continue;
             }
-            for companion in [&k.meta, &k.waiters, &k.wake, &k.fence, &k.history] {
+            let seventh = k.for_slot(7);
+            let companions = [
+                &k.meta,
+                &k.waiters,
+                &k.wake,
+                &k.fence,
+                &k.history,
+                &k.mode,
+                &k.queue,
+                &k.beats,
+                &k.queue_info,
+                &seventh.lock,
+                &seventh.meta,
+            ];
+            for companion in companions {
                 assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));
             }
             assert_eq!(

@@ -19,7 +19,7 @@ use redis::Value;
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::history::Ending;
 use crate::holder::{Holder, Meta};
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, Shape};
 use crate::quorum::Nodes;
 use crate::redis::reply::{self, Acquired};
 use crate::redis::scripts::{self, invocation};
@@ -38,6 +38,10 @@ pub struct Lease {
     /// The server's time at the last successful acquire, ms (0: not asked, see
     /// `once_per_ms`).
     acquired_ms: std::sync::atomic::AtomicU64,
+    /// What kind of lock the name is.
+    shape: Shape,
+    /// The slot taken and its keys (a semaphore's slot > 1); unset: the name's own.
+    held: std::sync::OnceLock<(u32, LockKeys)>,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
@@ -59,6 +63,25 @@ pub async fn hand_on(nodes: &Nodes, keys: &LockKeys, token: &str) {
     if let Some(primary) = nodes.primary() {
         let _ = primary.run::<i64>(&call).await;
     }
+}
+
+/// The usage error of a run whose kind of lock differs from the one the name is in use
+/// as (`mode`: the mode key's value, or `plain`).
+fn other_kind(shape: Shape, keys: &LockKeys, mode: &str) -> Error {
+    let name = keys.display_name();
+    let is = match mode.strip_prefix("limit ") {
+        Some(limit) => format!("a semaphore of {limit} slots (--limit {limit})"),
+        None if mode == "fair" => "a fair queue (--fair)".to_string(),
+        None if mode == "plain" => "a plain lock (no --limit, no --fair)".to_string(),
+        None => format!("a lock of another kind ({mode:?})"),
+    };
+    let asked = match shape {
+        Shape::Plain => "a plain lock".to_string(),
+        Shape::Semaphore(limit) => format!("--limit {limit}"),
+    };
+    Error::usage(format!(
+        "lock {name} is in use as {is}, and this run asked for {asked}; every run on a name must ask for the same kind (the name's kind is kept until a ttl after its last holder or waiter)"
+    ))
 }
 
 /// A fresh token: a UUID v4 from the OS CSPRNG, new for every acquisition.
@@ -177,6 +200,10 @@ struct Votes {
     now_ms: u64,
     /// A node's history says the `--once-per` slot already ran: (slot, record).
     already_ran: Option<(u64, Vec<u8>)>,
+    /// The semaphore slot taken (single node).
+    slot: u32,
+    /// The name is in use as another kind of lock (the mode key's value).
+    other_kind: Option<String>,
     errors: Vec<Error>,
 }
 
@@ -191,7 +218,33 @@ impl Lease {
             fence: std::sync::atomic::AtomicU64::new(0),
             once_per_ms: 0,
             acquired_ms: std::sync::atomic::AtomicU64::new(0),
+            shape: Shape::Plain,
+            held: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The lease of a lock of another kind than plain (see [`Shape`]).
+    pub fn shape(mut self, shape: Shape) -> Self {
+        self.shape = shape;
+        self
+    }
+
+    /// Whether the lock is a semaphore (`--limit`).
+    pub fn is_semaphore(&self) -> bool {
+        self.limit() > 1
+    }
+
+    /// How many may hold the lock at once (1: a plain lock).
+    pub fn limit(&self) -> u32 {
+        match self.shape {
+            Shape::Semaphore(limit) => limit,
+            _ => 1,
+        }
+    }
+
+    /// The semaphore slot held (1-based; 1 for a plain lock).
+    pub fn slot(&self) -> u32 {
+        self.held.get().map_or(1, |(slot, _)| *slot)
     }
 
     /// The lease of a `--once-per` run: an acquire in a slot of `period` that already
@@ -214,8 +267,10 @@ impl Lease {
         self.fence.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The lock's keys; once a semaphore slot is held, the lock and metadata keys are
+    /// the slot's.
     pub fn keys(&self) -> &LockKeys {
-        &self.keys
+        self.held.get().map_or(&self.keys, |(_, keys)| keys)
     }
 
     pub fn token(&self) -> &str {
@@ -266,6 +321,9 @@ impl Lease {
                 ),
             ));
         }
+        if let Some(mode) = votes.other_kind {
+            return Err(other_kind(self.shape, &self.keys, &mode));
+        }
         if let Some((slot_ms, record)) = votes.already_ran {
             if votes.yes > 0 {
                 let _ = self.release_all(0, None).await;
@@ -283,6 +341,9 @@ impl Lease {
                 .store(votes.fence, std::sync::atomic::Ordering::Relaxed);
             self.acquired_ms
                 .store(votes.now_ms, std::sync::atomic::Ordering::Relaxed);
+            if votes.slot > 1 {
+                let _ = self.held.set((votes.slot, self.keys.for_slot(votes.slot)));
+            }
             return Ok(Acquire::Acquired { t_sent });
         }
         if votes.yes > 0 || !votes.errors.is_empty() {
@@ -317,21 +378,34 @@ impl Lease {
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
         let known = waiter.map_or("", |w| w.known_holder.as_str());
+        let k = &self.keys;
+        let slots: Vec<LockKeys> = match self.shape {
+            Shape::Semaphore(limit) => (1..=limit).map(|i| k.for_slot(i)).collect(),
+            Shape::Plain => Vec::new(),
+        };
+        let mut keys: Vec<&[u8]> = match self.shape {
+            Shape::Plain => vec![
+                &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+            ],
+            Shape::Semaphore(_) => vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history],
+        };
+        for slot in &slots {
+            keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
+        }
+        let script = match self.shape {
+            Shape::Plain => &scripts::ACQUIRE,
+            Shape::Semaphore(_) => &scripts::SEM_ACQUIRE,
+        };
         let call = |heartbeat: u64| {
-            let keys: [&[u8]; 6] = [
-                &self.keys.lock,
-                &self.keys.meta,
-                &self.keys.waiters,
-                &self.keys.fence,
-                &self.keys.wake,
-                &self.keys.history,
-            ];
-            let mut call = invocation(&scripts::ACQUIRE, &keys);
+            let mut call = invocation(script, &keys);
             call.arg(&self.token)
                 .arg(self.ttl_ms())
                 .arg(heartbeat)
                 .arg(known)
                 .arg(self.once_per_ms);
+            if let Shape::Semaphore(limit) = self.shape {
+                call.arg(limit);
+            }
             for (field, value) in meta.fields() {
                 call.arg(field).arg(value);
             }
@@ -362,14 +436,20 @@ impl Lease {
                 })
             });
             match decoded {
-                Ok(Acquired::Yes { fence, now_ms }) => {
+                Ok(Acquired::Yes {
+                    fence,
+                    now_ms,
+                    slot,
+                }) => {
                     votes.yes += 1;
+                    votes.slot = u32::try_from(slot).unwrap_or(1);
                     votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
                     votes.now_ms = votes.now_ms.max(u64::try_from(now_ms).unwrap_or(0));
                 }
                 Ok(Acquired::AlreadyRan { slot_ms, record }) => {
                     votes.already_ran = Some((u64::try_from(slot_ms).unwrap_or(0), record));
                 }
+                Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
                 Ok(Acquired::ForeignHistory(kind)) => {
                     votes.not_a_lock = Some((self.keys.history.clone(), kind));
                 }
@@ -394,8 +474,16 @@ impl Lease {
     /// One renewal round (compare-and-pexpire on every node).
     pub async fn renew(&self) -> Renew {
         let t_sent = crate::clock::now();
-        let mut call = invocation(&scripts::RENEW, &[&self.keys.lock, &self.keys.meta]);
+        let keys = self.keys();
+        let mode = self.shape.mode();
+        let mut call = match &mode {
+            Some(_) => invocation(&scripts::RENEW, &[&keys.lock, &keys.meta, &keys.mode]),
+            None => invocation(&scripts::RENEW, &[&keys.lock, &keys.meta]),
+        };
         call.arg(&self.token).arg(self.ttl_ms());
+        if let Some(mode) = &mode {
+            call.arg(mode);
+        }
         let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
@@ -439,13 +527,8 @@ impl Lease {
     /// A delete wakes one waiter, if any. With an `ending`, the run is recorded in the
     /// lock's history on every node, in the same script (see `scripts::RELEASE`).
     pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
-        let keys: [&[u8]; 5] = [
-            &self.keys.lock,
-            &self.keys.meta,
-            &self.keys.waiters,
-            &self.keys.wake,
-            &self.keys.history,
-        ];
+        let k = self.keys();
+        let keys: [&[u8]; 5] = [&k.lock, &k.meta, &k.waiters, &k.wake, &k.history];
         let record = ending.map(Ending::args);
         // Only the primary node wakes a waiter (see `Nodes::primary`).
         let call = |wake_ttl: u64| {
@@ -467,6 +550,9 @@ impl Lease {
                 })
             })
             .await;
+        if let Shape::Semaphore(limit) = self.shape {
+            self.settle(limit).await;
+        }
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
         for result in results {
@@ -485,10 +571,20 @@ impl Lease {
         }
     }
 
+    /// Removes a semaphore's mode key once no slot is held (best effort: it expires a
+    /// ttl after the last holder's last renewal anyway).
+    async fn settle(&self, limit: u32) {
+        let slots: Vec<Vec<u8>> = (1..=limit).map(|i| self.keys.for_slot(i).lock).collect();
+        let mut keys: Vec<&[u8]> = vec![&self.keys.mode];
+        keys.extend(slots.iter().map(Vec::as_slice));
+        let call = invocation(&scripts::SEM_SETTLE, &keys);
+        let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
+    }
+
     /// Whether `token` is the lock's value on a quorum of nodes (re-entrancy check).
     /// A node that does not answer only matters when it could have made the difference.
     pub async fn held_by(&self, token: &str) -> Result<bool> {
-        let cmd = redis::cmd("GET").arg(&self.keys.lock).clone();
+        let cmd = redis::cmd("GET").arg(&self.keys().lock).clone();
         let results = self.nodes.each(|n| n.query::<Value>(&cmd)).await;
         let mut yes = 0;
         let mut errors = Vec::new();

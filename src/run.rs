@@ -37,7 +37,8 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             Err(sig) => return Ok(interrupted_while_waiting(sig, report)),
         };
     let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
-        .once_per(config.once_per);
+        .once_per(config.once_per)
+        .shape(config.shape);
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
     }
@@ -243,16 +244,23 @@ async fn run_command(
         (
             h.budget.ttl.as_millis().to_string(),
             h.lease.fence().to_string(),
+            h.lease.slot().to_string(),
         )
     });
     let envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
-        (Some(h), Some((ttl_ms, fence))) => vec![
-            (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
-            (env::NAME, OsStr::from_bytes(&h.lease.keys().name)),
-            (env::TOKEN, OsStr::new(h.lease.token())),
-            (env::TTL_MS, OsStr::new(ttl_ms)),
-            (env::FENCE, OsStr::new(fence)),
-        ],
+        (Some(h), Some((ttl_ms, fence, slot))) => {
+            let mut envs = vec![
+                (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
+                (env::NAME, OsStr::from_bytes(&h.lease.keys().name)),
+                (env::TOKEN, OsStr::new(h.lease.token())),
+                (env::TTL_MS, OsStr::new(ttl_ms)),
+                (env::FENCE, OsStr::new(fence)),
+            ];
+            if h.lease.is_semaphore() {
+                envs.push((env::SLOT, OsStr::new(slot)));
+            }
+            envs
+        }
         _ => Vec::new(),
     };
     let mut guard = GroupGuard::fork();

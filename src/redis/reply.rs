@@ -22,7 +22,7 @@ pub struct Held {
 pub enum Acquired {
     /// Taken now, or already ours, with the fencing number (0: unknown) and the
     /// server's time in ms when it was asked for (`--once-per`; else 0).
-    Yes { fence: i64, now_ms: i64 },
+    Yes { fence: i64, now_ms: i64, slot: i64 },
     /// The `--once-per` slot starting at `slot_ms` already had a successful run: this
     /// history record.
     AlreadyRan { slot_ms: i64, record: Vec<u8> },
@@ -36,6 +36,9 @@ pub enum Acquired {
     ForeignFence(String),
     /// The history key holds a value of this other type (not a list).
     ForeignHistory(String),
+    /// The name is in use as another kind of lock: the mode key's value (`limit 3`,
+    /// `fair`), or `plain`.
+    OtherKind(String),
 }
 
 /// The INSPECT script's answer.
@@ -62,12 +65,14 @@ pub fn acquired(value: Value) -> Option<Acquired> {
         1 | 2 => Some(Acquired::Yes {
             fence: int(items.next()).unwrap_or(0),
             now_ms: int(items.next()).unwrap_or(0),
+            slot: int(items.next()).unwrap_or(1),
         }),
         -4 => Some(Acquired::AlreadyRan {
             slot_ms: int(items.next())?,
             record: bytes(items.next()),
         }),
         -5 => Some(Acquired::ForeignHistory(string(items.next()))),
+        -6 => Some(Acquired::OtherKind(string(items.next()))),
         -1 => Some(Acquired::NotALock(string(items.next()))),
         -2 => Some(Acquired::ForeignMeta(string(items.next()))),
         -3 => Some(Acquired::ForeignFence(string(items.next()))),
@@ -204,7 +209,8 @@ mod tests {
             acquired(Value::Array(vec![Value::Int(1), Value::Int(7)])),
             Some(Acquired::Yes {
                 fence: 7,
-                now_ms: 0
+                now_ms: 0,
+                slot: 1
             })
         );
         assert_eq!(

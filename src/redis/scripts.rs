@@ -19,21 +19,50 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
     call
 }
 
+/// The `--once-per` check every acquire script starts with (`period` and `now` are
+/// locals of the script; `history` the history key): with a period, `now` is the
+/// server's `TIME` in ms, and a run in the history (newest first, read until one that
+/// started before the slot) that started in this slot and exited 0 ends the script with
+/// `{-4, slot start, record}`; a history key that is not a list with `{-5, type}`.
+fn once_per(history: &str) -> String {
+    r#"
+if period > 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local slot = now - (now % period)
+  local kind = redis.call('TYPE', HISTORY)['ok']
+  if kind == 'list' then
+    for _, record in ipairs(redis.call('LRANGE', HISTORY, 0, -1)) do
+      local ok, run = pcall(cjson.decode, record)
+      if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
+        if run.start_ms < slot then break end
+        if run.status == 0 then return {-4, slot, record} end
+      end
+    end
+  elseif kind ~= 'none' then
+    return {-5, kind}
+  end
+end"#
+        .replace("HISTORY", history)
+}
+
 /// How long a wake-up pushed by a release waits for a waiter to pop it (ms): long
 /// enough for a waiter between two tries to find it, short enough that a push for a
 /// waiter that died does not linger.
 pub const WAKE_TTL_MS: u64 = 10_000;
 
-/// Acquire. KEYS: lock, meta, waiters, fence, wake, history. ARGV: token, ttl ms,
+/// Acquire. KEYS: lock, meta, waiters, fence, wake, history, mode. ARGV: token, ttl ms,
 /// heartbeat ms (0: not waiting), the holder token already known ('' for none), the
 /// `--once-per` period ms (0: none), meta field/value pairs. Returns `{1, fence, now}`
 /// acquired, `{2, fence, now}` already ours (ttl refreshed), `{-1, type}` the lock key
 /// is not a lock, `{-2, type}` the metadata key holds something else than a hash, `{-3,
 /// type}` the fence counter something else than a number, `{-4, slot start, record}`
 /// the period's slot already had a successful run, `{-5, type}` the history key is not
-/// a list, `{0, holder token, pttl, meta pairs}` busy (the pairs empty when the holder is
-/// the one already known). `now` is the server's `TIME` in ms when a period was given
-/// (else 0).
+/// a list, `{-6, mode}` the name is in use as another kind of lock (a semaphore, a fair
+/// queue: see the mode key in `keys.rs`; the SET just made is undone; on busy, checked
+/// when the holder is new to the caller, with its metadata), `{0, holder
+/// token, pttl, meta pairs}` busy (the pairs empty when the holder is the one already
+/// known). `now` is the server's `TIME` in ms when a period was given (else 0).
 ///
 /// With a period, the slot is the server's `TIME` rounded down to a multiple of the
 /// period (from the Unix epoch, UTC): hosts whose clocks differ agree on it. The
@@ -57,28 +86,17 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 /// took the lock by its own try would otherwise be left for nobody.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        r#"
+        &r#"
 local heartbeat = tonumber(ARGV[3])
 local period = tonumber(ARGV[5])
 local now = 0
-if period > 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local slot = now - (now % period)
-  local kind = redis.call('TYPE', KEYS[6])['ok']
-  if kind == 'list' then
-    for _, record in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do
-      local ok, run = pcall(cjson.decode, record)
-      if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
-        if run.start_ms < slot then break end
-        if run.status == 0 then return {-4, slot, record} end
-      end
-    end
-  elseif kind ~= 'none' then
-    return {-5, kind}
-  end
-end
+--ONCE_PER--
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local mode = redis.pcall('GET', KEYS[7])
+  if type(mode) == 'string' then
+    redis.call('DEL', KEYS[1])
+    return {-6, mode}
+  end
   local meta_kind = redis.call('TYPE', KEYS[2])['ok']
   if meta_kind ~= 'none' and meta_kind ~= 'hash' then
     redis.call('DEL', KEYS[1])
@@ -119,10 +137,123 @@ if heartbeat > 0 then
   end
 end
 local meta = {}
-if holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
-  meta = redis.call('HGETALL', KEYS[2])
+if holder ~= ARGV[4] then
+  local mode = redis.pcall('GET', KEYS[7])
+  if type(mode) == 'string' then
+    return {-6, mode}
+  end
+  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+    meta = redis.call('HGETALL', KEYS[2])
+  end
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
+"#
+        .replace("--ONCE_PER--", &once_per("KEYS[6]")),
+    )
+});
+
+/// Acquire a slot of a semaphore (`--limit L`, L > 1). KEYS: mode, waiters, wake, fence,
+/// history, then the lock and metadata key of each slot 1..L. ARGV: token, ttl ms,
+/// heartbeat ms, the holder token already known, the `--once-per` period ms, L, meta
+/// field/value pairs. Returns what [`ACQUIRE`] does, with the slot taken after the
+/// server time (`{1, fence, now, slot}`); busy names the holder of the slot that expires
+/// first (the earliest a slot can come free without a release).
+///
+/// Each slot is an ordinary lock (`SET NX PX`, its own metadata), tried in order; the
+/// first free one is taken. The mode key says `limit L` while any slot is held (kept at
+/// least as long as the holders' ttl here and by their renewals): a run asking another
+/// L, or a plain run, is refused while it is there (`{-6, mode}`, or `{-6, 'plain'}` when
+/// a plain holder has the lock key). Cost: up to L SETs, and on busy L GETs and PTTLs.
+pub static SEM_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        &r#"
+local heartbeat = tonumber(ARGV[3])
+local period = tonumber(ARGV[5])
+local limit = tonumber(ARGV[6])
+local ttl = tonumber(ARGV[2])
+local now = 0
+--ONCE_PER--
+local want = 'limit ' .. limit
+local mode = redis.pcall('GET', KEYS[1])
+if type(mode) == 'string' then
+  if mode ~= want then return {-6, mode} end
+elseif redis.call('EXISTS', KEYS[6]) == 1 then
+  return {-6, 'plain'}
+end
+for i = 1, limit do
+  local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  if redis.call('SET', lock, ARGV[1], 'NX', 'PX', ttl) then
+    local meta_kind = redis.call('TYPE', meta)['ok']
+    if meta_kind ~= 'none' and meta_kind ~= 'hash' then
+      redis.call('DEL', lock)
+      return {-2, meta_kind}
+    end
+    local fence = redis.pcall('INCR', KEYS[4])
+    if type(fence) ~= 'number' then
+      redis.call('DEL', lock)
+      return {-3, redis.call('TYPE', KEYS[4])['ok']}
+    end
+    redis.call('HSET', meta, 'fence', fence, 'slot', i, unpack(ARGV, 7))
+    redis.call('PEXPIRE', meta, ttl)
+    if redis.call('PTTL', KEYS[1]) < ttl then
+      redis.call('SET', KEYS[1], want, 'PX', ttl)
+    end
+    if heartbeat > 0 and redis.call('SREM', KEYS[2], ARGV[1]) == 1
+        and redis.call('EXISTS', KEYS[2]) == 0 then
+      redis.call('DEL', KEYS[3])
+    end
+    return {1, fence, now, i}
+  end
+end
+local first, first_pttl = 0, -1
+for i = 1, limit do
+  local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  local holder = redis.pcall('GET', lock)
+  if type(holder) ~= 'string' then
+    return {-1, redis.call('TYPE', lock)['ok']}
+  end
+  local pttl = redis.call('PTTL', lock)
+  if holder == ARGV[1] then
+    redis.call('PEXPIRE', lock, ttl)
+    local fence = 0
+    if redis.pcall('HGET', meta, 'token') == ARGV[1] then
+      redis.call('PEXPIRE', meta, ttl)
+      fence = tonumber(redis.call('HGET', meta, 'fence')) or 0
+    end
+    return {2, fence, now, i}
+  end
+  if first == 0 or (pttl >= 0 and (first_pttl < 0 or pttl < first_pttl)) then
+    first, first_pttl = i, pttl
+  end
+end
+if heartbeat > 0 then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  if redis.call('PTTL', KEYS[2]) < heartbeat then
+    redis.call('PEXPIRE', KEYS[2], heartbeat)
+  end
+end
+local lock, meta = KEYS[4 + 2 * first], KEYS[5 + 2 * first]
+local holder = redis.call('GET', lock)
+local meta_pairs = {}
+if holder ~= ARGV[4] and redis.call('TYPE', meta)['ok'] == 'hash' then
+  meta_pairs = redis.call('HGETALL', meta)
+end
+return {0, holder, first_pttl, meta_pairs}
+"#
+        .replace("--ONCE_PER--", &once_per("KEYS[5]")),
+    )
+});
+
+/// After a semaphore holder's release: the mode key goes when no slot is held any
+/// more (else it stays, kept up by the holders). KEYS: mode, the lock key of each slot.
+/// Returns 1 when the mode key was removed.
+pub static SEM_SETTLE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+end
+return redis.call('DEL', KEYS[1])
 "#,
     )
 });
@@ -208,8 +339,10 @@ return 1
     )
 });
 
-/// Renew (compare-and-pexpire). KEYS: lock, meta. ARGV: token, ttl ms (always > 0:
-/// `PEXPIRE key 0` would delete the key). Returns 1 renewed, 0 not ours (never re-SETs).
+/// Renew (compare-and-pexpire). KEYS: lock, meta, and for a semaphore or fair queue
+/// the mode key. ARGV: token, ttl ms (always > 0: `PEXPIRE key 0` would delete the
+/// key), the mode. Returns 1 renewed, 0 not ours (never re-SETs the lock). The mode key
+/// is kept at least as long as the lock.
 /// The metadata key is touched only when it is ours (its `token` field is ours); a
 /// value of another type there belongs to someone else. (`pcall`: on a key of another
 /// type the read is an error value, which is not our token.)
@@ -220,6 +353,9 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+  if KEYS[3] and redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2])
   end
   return 1
 end

@@ -247,6 +247,8 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
             Key::Wake => keys.wake.clone(),
             Key::Fence => keys.fence.clone(),
             Key::History => keys.history.clone(),
+            Key::Mode => keys.mode.clone(),
+            Key::Slot => keys.for_slot(2).lock,
         }
     };
     let mut out: Vec<Vec<u8>> = need

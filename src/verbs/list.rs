@@ -31,13 +31,18 @@ pub async fn run(config: ListConfig) -> Result<u8> {
     Ok(0)
 }
 
-/// The names of the lock keys matching the pattern, on any node, sorted, once each.
+/// The names of the lock keys matching the pattern, on any node, sorted, once each; a
+/// semaphore whose first slot is free is found by its mode key.
 async fn names(nodes: &Nodes, config: &ListConfig) -> Result<Vec<Vec<u8>>> {
     let mut names: Vec<Vec<u8>> = Vec::new();
+    let modes = [config.matcher.as_slice(), b":mode"].concat();
     for node in nodes.iter() {
-        for key in node.scan(&config.matcher).await? {
-            if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, &key) {
-                names.push(name);
+        for pattern in [&config.matcher, &modes] {
+            for key in node.scan(pattern).await? {
+                let lock = key.strip_suffix(b":mode").unwrap_or(&key);
+                if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, lock) {
+                    names.push(name);
+                }
             }
         }
     }
@@ -51,10 +56,27 @@ fn line(state: &LockState, now_ms: u64) -> String {
     let Some(h) = &state.holder else {
         return format!("{}\tfree", state.name);
     };
+    let holders = match (state.limit, state.held) {
+        (Some(limit), Some(held)) => {
+            let each: Vec<String> = state
+                .slots
+                .iter()
+                .filter_map(|s| {
+                    Some(format!(
+                        "slot {}: {}",
+                        s.slot,
+                        s.holder.as_ref()?.describe(now_ms)
+                    ))
+                })
+                .collect();
+            format!("{held} of {limit} slots held: {}", each.join("; "))
+        }
+        _ => h.describe(now_ms),
+    };
     let mut line = format!(
         "{}\t{}\tttl {}",
         state.name,
-        h.describe(now_ms),
+        holders,
         h.ttl_left.map_or("none".into(), human)
     );
     if state.nodes > 1 {

@@ -48,6 +48,9 @@ struct Released {
     /// The name for people.
     #[serde(skip)]
     name: String,
+    /// The semaphore slot released (`--slot`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slot: Option<u32>,
     result: Outcome,
     holder: Option<Holder>,
     #[serde(flatten)]
@@ -56,7 +59,10 @@ struct Released {
 
 pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    let name = config.keys.display_name();
+    let name = match config.slot {
+        Some(slot) => format!("{} slot {slot}", config.keys.display_name()),
+        None => config.keys.display_name(),
+    };
     let keys = config.keys.clone();
     let (released, code) = match config.whose {
         Whose::Token(token) => by_token(nodes, config.keys, token).await?,
@@ -66,6 +72,7 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let released = Released {
         names: Some(JsonName::of(&keys)),
         name,
+        slot: config.slot,
         ..released
     };
     if config.json {
@@ -213,6 +220,7 @@ impl Released {
         Released {
             names: None,
             name: String::new(),
+            slot: None,
             result,
             holder: None,
             spread: None,

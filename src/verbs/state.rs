@@ -48,10 +48,69 @@ pub struct LockState {
     /// The last run recorded in the lock's history (`status` only; absent when none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_run: Option<RunRecord>,
+    /// A semaphore (`--limit`): its number of slots; absent for a plain lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// A semaphore: how many slots are held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<u32>,
+    /// A semaphore: every slot, in order (`holder` null when free).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<SlotState>,
 }
 
-/// Reads one lock on every node. The holder is the token present on the most nodes.
+/// One slot of a semaphore.
+#[derive(Debug, Serialize)]
+pub struct SlotState {
+    pub slot: u32,
+    pub holder: Option<Holder>,
+    pub ttl_left_ms: Option<u64>,
+}
+
+/// Reads one lock on every node: a plain lock, or every slot of a semaphore (the
+/// mode key says `limit L` while one is in use; its first slot's holder stands for it
+/// where one holder is shown).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
+    let Some(limit) = semaphore_limit(nodes, keys).await else {
+        return read_one(nodes, keys).await;
+    };
+    let mut slots = Vec::new();
+    let mut first: Option<LockState> = None;
+    for slot in 1..=limit {
+        let state = read_one(nodes, &keys.for_slot(slot)).await?;
+        slots.push(SlotState {
+            slot,
+            holder: state.holder.clone(),
+            ttl_left_ms: state.ttl_left_ms,
+        });
+        if first.as_ref().is_none_or(|f| f.holder.is_none()) {
+            first = Some(state);
+        }
+    }
+    let mut state = match first {
+        Some(state) => state,
+        None => read_one(nodes, keys).await?,
+    };
+    state.names = JsonName::of(keys);
+    state.limit = Some(limit);
+    state.held = Some(slots.iter().filter(|s| s.holder.is_some()).count() as u32);
+    state.slots = slots;
+    Ok(state)
+}
+
+/// The number of slots of the semaphore `keys` names, if it is one in use.
+async fn semaphore_limit(nodes: &Nodes, keys: &LockKeys) -> Option<u32> {
+    let cmd = redis::cmd("GET").arg(&keys.mode).clone();
+    let results = nodes.each(|n| n.query::<Option<String>>(&cmd)).await;
+    results
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find_map(|mode| mode.strip_prefix("limit ")?.parse().ok())
+}
+
+/// Reads one lock key on every node. The holder is the token present on the most nodes.
+async fn read_one(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     let call = invocation(&scripts::INSPECT, &[&keys.lock, &keys.meta]);
     let results = nodes.each(|n| n.run::<Value>(&call)).await;
     // (node URL, holder there), for the nodes where the key is a lock.
@@ -140,6 +199,9 @@ impl LockState {
             nodes: given,
             nodes_unreachable: unreachable,
             last_run: None,
+            limit: None,
+            held: None,
+            slots: Vec::new(),
         }
     }
 
@@ -157,8 +219,27 @@ impl LockState {
         out
     }
 
-    /// Who holds the lock, or that it is free.
+    /// Who holds the lock, or that it is free; for a semaphore, every slot.
     fn describe_holder(&self, now_ms: u64) -> String {
+        if let (Some(limit), Some(held)) = (self.limit, self.held) {
+            let mut out = format!("{}: {held} of {limit} slots held", self.name);
+            for slot in &self.slots {
+                out.push_str(&format!("\n  slot {}: ", slot.slot));
+                match &slot.holder {
+                    Some(h) => {
+                        out.push_str(&h.describe(now_ms));
+                        if let Some(ttl) = h.ttl_left {
+                            out.push_str(&format!(", ttl {}", human(ttl)));
+                        }
+                        if let Some(fence) = h.fence {
+                            out.push_str(&format!(", fence {fence}"));
+                        }
+                    }
+                    None => out.push_str("free"),
+                }
+            }
+            return out;
+        }
         let Some(h) = &self.holder else {
             return format!("{}: free", self.name);
         };

@@ -326,8 +326,12 @@ pub async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> 
 pub fn busy_note(lease: &Lease, holder: &Holder, busy_code: u8, report: &Reporter) {
     let line = || {
         format!(
-            "lock {} is busy: held by {}{}",
+            "lock {} is busy{}: held by {}{}",
             lease.keys().display_name(),
+            match lease.limit() {
+                1 => String::new(),
+                n => format!(" (all {n} slots held; the first to come free)"),
+            },
             holder.describe(wall_ms()),
             holder
                 .ttl_left

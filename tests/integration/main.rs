@@ -4,6 +4,7 @@
 mod harness;
 
 mod basics;
+mod capacity;
 mod docs;
 mod doctor;
 mod exclusion;

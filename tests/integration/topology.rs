@@ -56,6 +56,11 @@ fn cluster_mutual_exclusion_status_and_list_across_masters() {
     let once = args(&["--key", "once", "--redis", &url, "--once-per", "1h"]);
     assert_eq!(try_once(&once, "true").0, 0);
     assert_eq!(try_once(&once, "true").0, 75);
+    // A semaphore in a cluster: its slots and mode key live in the lock's hash slot.
+    let two = args(&["--key", "pool", "--redis", &url, "--limit", "2"]);
+    let (a, b) = (Holding::start(&two), Holding::start(&two));
+    assert_eq!(try_once(&two, "true").0, 75);
+    assert_eq!((a.finish().0, b.finish().0), (0, 0));
 
     // Locks held on every master: status and list see them all.
     let mut held: Vec<String> = Vec::new();
@@ -237,6 +242,14 @@ fn sentinel_finds_the_master_and_the_new_one_after_failover() {
     let out = output(redlock().args(["acquire", "before", "--ttl", "1m", "--redis", &url]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(master.exists("redlock:{before}"));
+    // A semaphore through the sentinel: two holders at once, the third is busy.
+    let two: Vec<String> = ["--key", "pool", "--redis", &url, "--limit", "2"]
+        .map(String::from)
+        .to_vec();
+    let (a, b) = (Holding::start(&two), Holding::start(&two));
+    assert!(master.exists("redlock:{pool}:slot:2"));
+    assert_eq!(try_once(&two, "true").0, 75);
+    assert_eq!((a.finish().0, b.finish().0), (0, 0));
 
     // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
     assert!(

@@ -15,6 +15,9 @@ pub enum Key {
     Wake,
     Fence,
     History,
+    Mode,
+    /// A semaphore's slot key other than the first (`…:slot:2`).
+    Slot,
 }
 
 /// One command as sent: its name (`script|load` for a subcommand) and key.
@@ -39,6 +42,8 @@ const fn bare(command: &'static str) -> Need {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Script {
     Acquire,
+    SemAcquire,
+    SemSettle,
     RaiseFence,
     Watch,
     HandOn,
@@ -79,9 +84,43 @@ impl Script {
                         bare("time"),
                         on("type", History),
                         on("lrange", History),
+                        on("get", Mode),
                     ]
                 }
             }
+            Script::SemAcquire => {
+                const {
+                    &[
+                        bare("time"),
+                        on("type", History),
+                        on("lrange", History),
+                        on("get", Mode),
+                        on("exists", Lock),
+                        on("set", Slot),
+                        on("type", Meta),
+                        on("del", Slot),
+                        on("incr", Fence),
+                        on("type", Fence),
+                        on("hset", Meta),
+                        on("pexpire", Meta),
+                        on("pttl", Mode),
+                        on("set", Mode),
+                        on("srem", Waiters),
+                        on("exists", Waiters),
+                        on("del", Wake),
+                        on("get", Slot),
+                        on("type", Slot),
+                        on("pttl", Slot),
+                        on("pexpire", Slot),
+                        on("hget", Meta),
+                        on("sadd", Waiters),
+                        on("pttl", Waiters),
+                        on("pexpire", Waiters),
+                        on("hgetall", Meta),
+                    ]
+                }
+            }
+            Script::SemSettle => const { &[on("exists", Slot), on("del", Mode)] },
             Script::RaiseFence => {
                 const {
                     &[
@@ -125,6 +164,8 @@ impl Script {
                         on("pexpire", Lock),
                         on("hget", Meta),
                         on("pexpire", Meta),
+                        on("pttl", Mode),
+                        on("set", Mode),
                     ]
                 }
             }
@@ -255,6 +296,17 @@ pub const USES: &[Use] = &[
         wrapper: false,
     },
     Use {
+        name: "run --limit",
+        scripts: &[
+            Script::SemAcquire,
+            Script::SemSettle,
+            Script::Renew,
+            Script::Release,
+        ],
+        direct: &[],
+        wrapper: false,
+    },
+    Use {
         name: "run --once-per",
         scripts: &[],
         direct: &[
@@ -355,8 +407,10 @@ mod tests {
     /// table names nothing the script does not call.
     #[test]
     fn the_table_matches_the_scripts() {
-        let pairs: [(Script, &redis::Script); 9] = [
+        let pairs: [(Script, &redis::Script); 11] = [
             (Script::Acquire, &scripts::ACQUIRE),
+            (Script::SemAcquire, &scripts::SEM_ACQUIRE),
+            (Script::SemSettle, &scripts::SEM_SETTLE),
             (Script::RaiseFence, &scripts::RAISE_FENCE),
             (Script::Watch, &scripts::WATCH),
             (Script::HandOn, &scripts::HAND_ON),
