@@ -42,6 +42,7 @@ set edit:completion:arg-completer[redlock-run] = {|@words|
             cand --limit 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel'
             cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --fair 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
             cand -q 'Print nothing but errors (no waiting line, no busy note)'
             cand --quiet 'Print nothing but errors (no waiting line, no busy note)'

@@ -59,6 +59,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l history -d 'How many past runs the lock\'s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l fair -d 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say what happens: connect retries, acquire, renewals, release'

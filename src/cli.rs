@@ -188,6 +188,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "PERIOD", allow_hyphen_values = true)]
     pub once_per: Option<String>,
 
+    /// Wait in a first-come, first-served queue: the lock goes to the longest waiter,
+    /// and the waiting line says your place ("you are #2 of 4"). Every run on the name
+    /// must give --fair. One server, Cluster or Sentinel.
+    #[arg(long, conflicts_with = "limit")]
+    pub fair: bool,
+
     /// Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one
     /// slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every
     /// run on the name must give the same N. One server, Cluster or Sentinel.

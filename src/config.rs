@@ -180,10 +180,15 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
 /// The most `--limit` accepts: a busy try of a semaphore looks at every slot.
 pub const MAX_LIMIT: u32 = 100;
 
-/// The kind of lock from `--limit`.
-fn shape(limit: Option<&str>, nodes: usize) -> Result<Shape> {
+/// The kind of lock from `--limit` and `--fair`.
+fn shape(limit: Option<&str>, fair: bool, nodes: usize) -> Result<Shape> {
+    if fair && nodes > 1 {
+        return Err(Error::usage(format!(
+            "--fair works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: the queue's order would have to be agreed by a majority of them"
+        )));
+    }
     let Some(raw) = limit else {
-        return Ok(Shape::Plain);
+        return Ok(if fair { Shape::Fair } else { Shape::Plain });
     };
     let limit = raw
         .trim()
@@ -405,7 +410,7 @@ impl RunConfig {
             .as_deref()
             .map(|raw| bounded(ONCE_PER, raw))
             .transpose()?;
-        let shape = shape(args.limit.as_deref(), conn.urls.len())?;
+        let shape = shape(args.limit.as_deref(), args.fair, conn.urls.len())?;
         if once_per.is_some() && history == 0 {
             return Err(Error::usage(
                 "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
@@ -781,6 +786,7 @@ mod tests {
             (&["--limit", "0"], "--limit"),
             (&["--limit", "101"], "--limit"),
             (&["--limit", "3", "--redis", "redis://h:2"], "independent"),
+            (&["--fair", "--redis", "redis://h:2"], "independent"),
         ];
         for (extra, needle) in cases {
             let mut args: Vec<&str> = base.to_vec();

@@ -61,6 +61,8 @@ pub enum Shape {
     Plain,
     /// Up to this many holders at once (`--limit`, > 1), each in its own slot.
     Semaphore(u32),
+    /// First come, first served (`--fair`).
+    Fair,
 }
 
 impl Shape {
@@ -69,6 +71,7 @@ impl Shape {
         match self {
             Shape::Plain => None,
             Shape::Semaphore(limit) => Some(format!("limit {limit}")),
+            Shape::Fair => Some("fair".to_string()),
         }
     }
 }
@@ -122,6 +125,11 @@ impl LockKeys {
             keys.meta = [keys.lock.as_slice(), b":meta"].concat();
         }
         keys
+    }
+
+    /// The wake list of one waiter of a fair queue.
+    pub fn own_wake(&self, token: &str) -> Vec<u8> {
+        [self.wake.as_slice(), b":", token.as_bytes()].concat()
     }
 
     /// Whether the hash tag is empty (name starts with `}`): the keys would then hash to
@@ -182,6 +190,7 @@ mod tests {
         assert_eq!(k.for_slot(1), k);
         assert_eq!(k.for_slot(3).lock, b"redlock:{close-order}:slot:3");
         assert_eq!(k.for_slot(3).meta, b"redlock:{close-order}:slot:3:meta");
+        assert_eq!(k.own_wake("t1"), b"redlock:{close-order}:wake:t1");
     }
 
     #[test]
@@ -220,6 +229,7 @@ mod tests {
                 &k.queue_info,
                 &seventh.lock,
                 &seventh.meta,
+                &k.own_wake("t"),
             ];
             for companion in companions {
                 assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));

@@ -42,6 +42,8 @@ pub struct Lease {
     shape: Shape,
     /// The slot taken and its keys (a semaphore's slot > 1); unset: the name's own.
     held: std::sync::OnceLock<(u32, LockKeys)>,
+    /// A fair queue's waiter: its place and the queue's length at the last try.
+    place: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
@@ -78,6 +80,7 @@ fn other_kind(shape: Shape, keys: &LockKeys, mode: &str) -> Error {
     let asked = match shape {
         Shape::Plain => "a plain lock".to_string(),
         Shape::Semaphore(limit) => format!("--limit {limit}"),
+        Shape::Fair => "--fair".to_string(),
     };
     Error::usage(format!(
         "lock {name} is in use as {is}, and this run asked for {asked}; every run on a name must ask for the same kind (the name's kind is kept until a ttl after its last holder or waiter)"
@@ -220,6 +223,7 @@ impl Lease {
             acquired_ms: std::sync::atomic::AtomicU64::new(0),
             shape: Shape::Plain,
             held: std::sync::OnceLock::new(),
+            place: Default::default(),
         }
     }
 
@@ -381,13 +385,25 @@ impl Lease {
         let k = &self.keys;
         let slots: Vec<LockKeys> = match self.shape {
             Shape::Semaphore(limit) => (1..=limit).map(|i| k.for_slot(i)).collect(),
-            Shape::Plain => Vec::new(),
+            _ => Vec::new(),
         };
+        let own_wake = k.own_wake(&self.token);
         let mut keys: Vec<&[u8]> = match self.shape {
             Shape::Plain => vec![
                 &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
             ],
             Shape::Semaphore(_) => vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history],
+            Shape::Fair => vec![
+                &k.lock,
+                &k.meta,
+                &k.queue,
+                &k.beats,
+                &k.fence,
+                &k.history,
+                &k.mode,
+                &k.queue_info,
+                &own_wake,
+            ],
         };
         for slot in &slots {
             keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
@@ -395,7 +411,16 @@ impl Lease {
         let script = match self.shape {
             Shape::Plain => &scripts::ACQUIRE,
             Shape::Semaphore(_) => &scripts::SEM_ACQUIRE,
+            Shape::Fair => &scripts::FAIR_ACQUIRE,
         };
+        let who = serde_json::json!({
+            "host": meta.host,
+            "pid": meta.pid,
+            "user": meta.user,
+            "cmd": meta.cmd,
+            "since_ms": crate::clock::wall_ms(),
+        })
+        .to_string();
         let call = |heartbeat: u64| {
             let mut call = invocation(script, &keys);
             call.arg(&self.token)
@@ -403,8 +428,14 @@ impl Lease {
                 .arg(heartbeat)
                 .arg(known)
                 .arg(self.once_per_ms);
-            if let Shape::Semaphore(limit) = self.shape {
-                call.arg(limit);
+            match self.shape {
+                Shape::Semaphore(limit) => {
+                    call.arg(limit);
+                }
+                Shape::Fair => {
+                    call.arg(&who);
+                }
+                Shape::Plain => {}
             }
             for (field, value) in meta.fields() {
                 call.arg(field).arg(value);
@@ -453,8 +484,11 @@ impl Lease {
                 Ok(Acquired::ForeignHistory(kind)) => {
                     votes.not_a_lock = Some((self.keys.history.clone(), kind));
                 }
-                Ok(Acquired::Busy(held)) => {
+                Ok(Acquired::Busy { held, place }) => {
                     votes.busy.get_or_insert_with(|| Holder::from_held(&held));
+                    if let Some(place) = place {
+                        self.set_place(place);
+                    }
                 }
                 Ok(Acquired::NotALock(kind)) => {
                     votes.not_a_lock = Some((self.keys.lock.clone(), kind));
@@ -515,12 +549,65 @@ impl Lease {
     /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
     /// cannot leaves with its heartbeat.
     pub async fn leave(&self) {
-        leave_waiters(&self.nodes, &self.keys, &self.token).await;
+        if self.shape == Shape::Fair {
+            self.leave_queue().await;
+        } else {
+            leave_waiters(&self.nodes, &self.keys, &self.token).await;
+        }
     }
 
-    /// Leaves the lock's waiters, handing a wake-up on (see [`hand_on`]).
+    /// Leaves the lock's waiters, handing a wake-up on (see [`hand_on`]); a fair
+    /// queue's head that leaves wakes the next in line.
     pub async fn hand_on(&self) {
-        hand_on(&self.nodes, &self.keys, &self.token).await;
+        if self.shape == Shape::Fair {
+            self.leave_queue().await;
+        } else {
+            hand_on(&self.nodes, &self.keys, &self.token).await;
+        }
+    }
+
+    /// Leaves a fair queue (see `scripts::FAIR_LEAVE`).
+    async fn leave_queue(&self) {
+        let k = &self.keys;
+        let own = k.own_wake(&self.token);
+        let mut call = invocation(
+            &scripts::FAIR_LEAVE,
+            &[&k.lock, &k.queue, &k.beats, &k.queue_info, &own],
+        );
+        call.arg(&self.token).arg(scripts::WAKE_TTL_MS);
+        let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        self.settle().await;
+    }
+
+    /// The list this run blocks on while it waits: a fair queue's waiter its own (only
+    /// the head is woken), others the lock's shared one.
+    pub fn wake_key(&self) -> Vec<u8> {
+        match self.shape {
+            Shape::Fair => self.keys.own_wake(&self.token),
+            _ => self.keys.wake.clone(),
+        }
+    }
+
+    /// Whether the lock is a fair queue (`--fair`).
+    pub fn is_fair(&self) -> bool {
+        self.shape == Shape::Fair
+    }
+
+    /// In a fair queue: this run's place (1-based) and the queue's length, as the last
+    /// try found them.
+    pub fn place(&self) -> Option<(u64, u64)> {
+        let (place, of) = (
+            self.place.0.load(std::sync::atomic::Ordering::Relaxed),
+            self.place.1.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        (place > 0).then_some((place, of))
+    }
+
+    fn set_place(&self, (place, of): (u64, u64)) {
+        self.place
+            .0
+            .store(place, std::sync::atomic::Ordering::Relaxed);
+        self.place.1.store(of, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
@@ -528,12 +615,13 @@ impl Lease {
     /// lock's history on every node, in the same script (see `scripts::RELEASE`).
     pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
         let k = self.keys();
-        let keys: [&[u8]; 5] = [&k.lock, &k.meta, &k.waiters, &k.wake, &k.history];
+        let keys: [&[u8]; 6] = [&k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue];
         let record = ending.map(Ending::args);
+        let fair = if self.shape == Shape::Fair { "1" } else { "0" };
         // Only the primary node wakes a waiter (see `Nodes::primary`).
         let call = |wake_ttl: u64| {
             let mut call = invocation(&scripts::RELEASE, &keys);
-            call.arg(&self.token).arg(keep_ms).arg(wake_ttl);
+            call.arg(&self.token).arg(keep_ms).arg(wake_ttl).arg(fair);
             for arg in record.iter().flatten() {
                 call.arg(arg);
             }
@@ -550,9 +638,7 @@ impl Lease {
                 })
             })
             .await;
-        if let Shape::Semaphore(limit) = self.shape {
-            self.settle(limit).await;
-        }
+        self.settle().await;
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
         for result in results {
@@ -571,13 +657,18 @@ impl Lease {
         }
     }
 
-    /// Removes a semaphore's mode key once no slot is held (best effort: it expires a
-    /// ttl after the last holder's last renewal anyway).
-    async fn settle(&self, limit: u32) {
-        let slots: Vec<Vec<u8>> = (1..=limit).map(|i| self.keys.for_slot(i).lock).collect();
+    /// Removes the mode key of a semaphore once no slot is held, of a fair queue once
+    /// the lock is free and nobody waits (best effort: it expires a ttl or a heartbeat
+    /// after its last use anyway). Nothing for a plain lock.
+    async fn settle(&self) {
+        let in_use: Vec<Vec<u8>> = match self.shape {
+            Shape::Plain => return,
+            Shape::Semaphore(limit) => (1..=limit).map(|i| self.keys.for_slot(i).lock).collect(),
+            Shape::Fair => vec![self.keys.lock.clone(), self.keys.queue.clone()],
+        };
         let mut keys: Vec<&[u8]> = vec![&self.keys.mode];
-        keys.extend(slots.iter().map(Vec::as_slice));
-        let call = invocation(&scripts::SEM_SETTLE, &keys);
+        keys.extend(in_use.iter().map(Vec::as_slice));
+        let call = invocation(&scripts::SETTLE, &keys);
         let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
     }
 

@@ -26,8 +26,12 @@ pub enum Acquired {
     /// The `--once-per` slot starting at `slot_ms` already had a successful run: this
     /// history record.
     AlreadyRan { slot_ms: i64, record: Vec<u8> },
-    /// Held by another token.
-    Busy(Held),
+    /// Held by another token; in a fair queue, this waiter's place (1-based; 0: not in
+    /// it) and the queue's length.
+    Busy {
+        held: Held,
+        place: Option<(u64, u64)>,
+    },
     /// The lock key holds a value of this other type.
     NotALock(String),
     /// The metadata key holds a value of this other type (not a hash).
@@ -76,7 +80,12 @@ pub fn acquired(value: Value) -> Option<Acquired> {
         -1 => Some(Acquired::NotALock(string(items.next()))),
         -2 => Some(Acquired::ForeignMeta(string(items.next()))),
         -3 => Some(Acquired::ForeignFence(string(items.next()))),
-        0 => Some(Acquired::Busy(held(&mut items))),
+        0 => {
+            let held = held(&mut items);
+            let place = int(items.next()).zip(int(items.next()));
+            let place = place.map(|(p, n)| (p.max(0) as u64, n.max(0) as u64));
+            Some(Acquired::Busy { held, place })
+        }
         _ => None,
     }
 }
@@ -236,11 +245,14 @@ mod tests {
         ]);
         assert_eq!(
             acquired(busy),
-            Some(Acquired::Busy(Held {
-                token: b"tok".to_vec(),
-                pttl_ms: 1500,
-                meta: vec![(b"host".to_vec(), b"h".to_vec())],
-            }))
+            Some(Acquired::Busy {
+                held: Held {
+                    token: b"tok".to_vec(),
+                    pttl_ms: 1500,
+                    meta: vec![(b"host".to_vec(), b"h".to_vec())],
+                },
+                place: None
+            })
         );
         assert_eq!(acquired(Value::Int(1)), None);
         assert_eq!(acquired(Value::Array(vec![Value::Int(7)])), None);

@@ -244,16 +244,169 @@ return {0, holder, first_pttl, meta_pairs}
     )
 });
 
-/// After a semaphore holder's release: the mode key goes when no slot is held any
-/// more (else it stays, kept up by the holders). KEYS: mode, the lock key of each slot.
-/// Returns 1 when the mode key was removed.
-pub static SEM_SETTLE: LazyLock<Script> = LazyLock::new(|| {
+/// After a release by a semaphore holder or a fair queue's holder, or a fair waiter
+/// leaving: the mode key goes when nothing uses the name any more (else it stays, kept
+/// up by the holders and waiters). KEYS: mode, then the keys whose existence means "in
+/// use" (every slot's lock key; or the lock and the queue). Returns 1 when the mode key
+/// was removed.
+pub static SETTLE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 for i = 2, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
 end
 return redis.call('DEL', KEYS[1])
+"#,
+    )
+});
+
+/// Acquire a fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta,
+/// queue, beats, fence, history, mode, queue info, this waiter's wake list. ARGV:
+/// token, ttl ms, heartbeat ms (0: try without joining the queue), the holder token
+/// already known, the `--once-per` period ms, who this waiter is (JSON for `status`),
+/// meta field/value pairs. Returns what [`ACQUIRE`] does; busy adds this waiter's
+/// place and the queue's length (`{0, holder, pttl, meta, place, waiting}`; place 0:
+/// not in the queue; holder '' when the lock is free but promised to the head, with the
+/// time until the head's heartbeat runs out as pttl).
+///
+/// The queue is a sorted set of tokens by ticket (tickets are drawn from the fence
+/// counter, which only grows, so arrival order is the ticket order), with each
+/// waiter's heartbeat deadline (server time) in a second sorted set: every try drops the
+/// waiters whose heartbeat ran out, so a dead waiter holds the line for at most its
+/// heartbeat, and wakes the new head if the lock is free. Only the head may take a free
+/// lock. The mode key says `fair` while the lock is held or anyone waits; a plain run or
+/// a semaphore is refused meanwhile, and a fair run is refused beside a plain holder.
+/// Cost: TIME, GET, ZRANGEBYSCORE, ZRANGE, then SET … (taken) or ZSCORE, ZADD, PTTLs,
+/// ZRANK, ZCARD (waiting); O(1) in the number of waiters but for the dead ones dropped.
+pub static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        &r#"
+local heartbeat = tonumber(ARGV[3])
+local period = tonumber(ARGV[5])
+local ttl = tonumber(ARGV[2])
+local now = 0
+--ONCE_PER--
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local mode = redis.pcall('GET', KEYS[7])
+if type(mode) == 'string' then
+  if mode ~= 'fair' then return {-6, mode} end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  return {-6, 'plain'}
+end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
+for _, gone in ipairs(dead) do
+  redis.call('ZREM', KEYS[3], gone)
+  redis.call('ZREM', KEYS[4], gone)
+  redis.call('HDEL', KEYS[8], gone)
+end
+local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if (not head or head == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
+  local meta_kind = redis.call('TYPE', KEYS[2])['ok']
+  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
+    redis.call('DEL', KEYS[1])
+    return {-2, meta_kind}
+  end
+  local fence = redis.pcall('INCR', KEYS[5])
+  if type(fence) ~= 'number' then
+    redis.call('DEL', KEYS[1])
+    return {-3, redis.call('TYPE', KEYS[5])['ok']}
+  end
+  redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 7))
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  if head then
+    redis.call('ZREM', KEYS[3], ARGV[1])
+    redis.call('ZREM', KEYS[4], ARGV[1])
+    redis.call('HDEL', KEYS[8], ARGV[1])
+    redis.call('DEL', KEYS[9])
+  end
+  if redis.call('PTTL', KEYS[7]) < ttl then
+    redis.call('SET', KEYS[7], 'fair', 'PX', ttl)
+  end
+  return {1, fence, now}
+end
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' then
+  return {-1, redis.call('TYPE', KEYS[1])['ok']}
+end
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  local fence = 0
+  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[2], ttl)
+    fence = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
+  end
+  return {2, fence, now}
+end
+if heartbeat > 0 then
+  if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+    local ticket = redis.pcall('INCR', KEYS[5])
+    if type(ticket) ~= 'number' then
+      return {-3, redis.call('TYPE', KEYS[5])['ok']}
+    end
+    redis.call('ZADD', KEYS[3], ticket, ARGV[1])
+    redis.call('HSET', KEYS[8], ARGV[1], ARGV[6])
+  end
+  redis.call('ZADD', KEYS[4], now + heartbeat, ARGV[1])
+  local keep = math.max(heartbeat, ttl)
+  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[8]}) do
+    if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, keep) end
+  end
+  if redis.call('PTTL', KEYS[7]) < keep then
+    redis.call('SET', KEYS[7], 'fair', 'PX', keep)
+  end
+end
+head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local pttl
+if holder then
+  pttl = redis.call('PTTL', KEYS[1])
+else
+  holder = ''
+  pttl = 0
+  if head then
+    pttl = math.max(0, (tonumber(redis.call('ZSCORE', KEYS[4], head)) or now) - now)
+    if #dead > 0 and head ~= ARGV[1] then
+      -- The head may be new and asleep: its turn has come.
+      local wake = string.sub(KEYS[9], 1, #KEYS[9] - #ARGV[1]) .. head
+      redis.call('LPUSH', wake, '1')
+      redis.call('PEXPIRE', wake, 10000)
+    end
+  end
+end
+local meta = {}
+if holder ~= '' and holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+  meta = redis.call('HGETALL', KEYS[2])
+end
+local place = redis.call('ZRANK', KEYS[3], ARGV[1])
+place = place and place + 1 or 0
+return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3])}
+"#
+        .replace("--ONCE_PER--", &once_per("KEYS[6]")),
+    )
+});
+
+/// Leave a fair queue (a waiter that gives up or is interrupted). KEYS: lock, queue,
+/// beats, queue info, this waiter's wake list. ARGV: token, wake ttl ms. When it was the
+/// head and the lock is free, the next in line is woken (its turn has come).
+pub static FAIR_LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('DEL', KEYS[5])
+if head == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
+  local next = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if next then
+    local wake = string.sub(KEYS[5], 1, #KEYS[5] - #ARGV[1]) .. next
+    redis.call('LPUSH', wake, '1')
+    redis.call('PEXPIRE', wake, ARGV[2])
+  end
+end
+return 1
 "#,
     )
 });
@@ -364,9 +517,11 @@ return 0
     )
 });
 
-/// Release (compare-and-delete). KEYS: lock, meta, waiters, wake, history. ARGV: token,
-/// keep ms (0 = delete), wake ttl ms (0: wake nobody on this node), then the run's
-/// record: history size (0: record nothing), the record's JSON without its closing
+/// Release (compare-and-delete). KEYS: lock, meta, waiters, wake, history, queue. ARGV:
+/// token, keep ms (0 = delete), wake ttl ms (0: wake nobody on this node), '1' for a
+/// fair queue's lock (the head of the queue is woken, on its own wake list
+/// `<wake>:<token>`, instead of whoever blocks longest on the shared one), then the
+/// run's record: history size (0: record nothing), the record's JSON without its closing
 /// brace, held ms, start ms (0: unknown, taken as now - held), status if the lock was
 /// still ours, status if not, '1' when the run already knows it lost the lock.
 /// Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours.
@@ -389,21 +544,21 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
         r#"
 local ours_meta = redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
 local ours = redis.pcall('GET', KEYS[1]) == ARGV[1]
-local size = tonumber(ARGV[4] or '0')
+local size = tonumber(ARGV[5] or '0')
 local t = size > 0 and redis.pcall('TIME')
 if t and t[1] then
   local kind = redis.call('TYPE', KEYS[5])['ok']
   if kind == 'none' or kind == 'list' then
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    local start = tonumber(ARGV[7])
-    if start == 0 then start = now - tonumber(ARGV[6]) end
-    local status = ARGV[9]
+    local start = tonumber(ARGV[8])
+    if start == 0 then start = now - tonumber(ARGV[7]) end
+    local status = ARGV[10]
     local lost = 'true'
-    if ours and ARGV[10] ~= '1' then
-      status = ARGV[8]
+    if ours and ARGV[11] ~= '1' then
+      status = ARGV[9]
       lost = 'false'
     end
-    redis.pcall('LPUSH', KEYS[5], ARGV[5] .. ',"status":' .. status .. ',"lost":' .. lost
+    redis.pcall('LPUSH', KEYS[5], ARGV[6] .. ',"status":' .. status .. ',"lost":' .. lost
       .. string.format(',"start_ms":%d,"end_ms":%d}', start, now))
     redis.pcall('LTRIM', KEYS[5], 0, size - 1)
   end
@@ -427,17 +582,27 @@ if ours_meta then
 else
   redis.call('DEL', KEYS[1])
 end
-if tonumber(ARGV[3]) > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('LPUSH', KEYS[4], '1')
-  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+if tonumber(ARGV[3]) > 0 then
+  if ARGV[4] == '1' then
+    local head = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
+    if head then
+      -- The head's own wake list: the lock's wake key plus its token, in the lock's
+      -- hash slot like every key here (computed, as only the queue knows the head).
+      redis.call('LPUSH', KEYS[4] .. ':' .. head, '1')
+      redis.call('PEXPIRE', KEYS[4] .. ':' .. head, ARGV[3])
+    end
+  elseif redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.call('LPUSH', KEYS[4], '1')
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+  end
 end
 return 1
 "#,
     )
 });
 
-/// Force release, whatever the owner. KEYS: lock, meta, waiters, wake. ARGV: wake ttl
-/// ms (0: wake nobody on this node). Returns `{0}` free, `{-1, type}` not a lock (left alone), `{1, token, meta
+/// Force release, whatever the owner. KEYS: lock, meta, waiters, wake, queue. ARGV: wake
+/// ttl ms (0: wake nobody on this node); a fair queue's head is woken on its own list. Returns `{0}` free, `{-1, type}` not a lock (left alone), `{1, token, meta
 /// pairs}` removed (and a waiter woken, as by a release).
 pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -452,9 +617,15 @@ if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   redis.call('DEL', KEYS[2])
 end
 redis.call('DEL', KEYS[1])
-if tonumber(ARGV[1]) > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('LPUSH', KEYS[4], '1')
-  redis.call('PEXPIRE', KEYS[4], ARGV[1])
+if tonumber(ARGV[1]) > 0 then
+  local head = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
+  if head then
+    redis.call('LPUSH', KEYS[4] .. ':' .. head, '1')
+    redis.call('PEXPIRE', KEYS[4] .. ':' .. head, ARGV[1])
+  elseif redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.call('LPUSH', KEYS[4], '1')
+    redis.call('PEXPIRE', KEYS[4], ARGV[1])
+  end
 end
 return {1, holder, meta}
 "#,

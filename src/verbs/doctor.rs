@@ -249,6 +249,10 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
             Key::History => keys.history.clone(),
             Key::Mode => keys.mode.clone(),
             Key::Slot => keys.for_slot(2).lock,
+            Key::Queue => keys.queue.clone(),
+            Key::Beats => keys.beats.clone(),
+            Key::QueueInfo => keys.queue_info.clone(),
+            Key::OwnWake => keys.own_wake("TOKEN"),
         }
     };
     let mut out: Vec<Vec<u8>> = need
@@ -281,7 +285,10 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("pexpire", Some(k)) => vec![key(k), s("1000")],
         ("sadd" | "srem", Some(k)) => vec![key(k), s("t")],
         ("lpush", Some(k)) => vec![key(k), s("1")],
-        ("lrange" | "ltrim", Some(k)) => vec![key(k), s("0"), s("-1")],
+        ("lrange" | "ltrim" | "zrange", Some(k)) => vec![key(k), s("0"), s("-1")],
+        ("zrangebyscore", Some(k)) => vec![key(k), s("-inf"), s("+inf")],
+        ("zrem" | "zscore" | "zrank" | "hdel", Some(k)) => vec![key(k), s("t")],
+        ("zadd", Some(k)) => vec![key(k), s("1"), s("t")],
         ("blpop", Some(k)) => vec![key(k), s("0.001")],
         (_, Some(k)) => vec![key(k)],
         (_, None) => vec![],

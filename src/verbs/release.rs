@@ -156,7 +156,13 @@ fn alive(holder: &Holder) -> Option<String> {
 /// Deletes the lock and its metadata on every node whoever holds it; names the holder
 /// whose token was removed from the most nodes.
 async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
-    let all: [&[u8]; 4] = [&keys.lock, &keys.meta, &keys.waiters, &keys.wake];
+    let all: [&[u8]; 5] = [
+        &keys.lock,
+        &keys.meta,
+        &keys.waiters,
+        &keys.wake,
+        &keys.queue,
+    ];
     let call = |wake_ttl: u64| {
         let mut call = invocation(&scripts::FORCE_RELEASE, &all);
         call.arg(wake_ttl);

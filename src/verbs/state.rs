@@ -57,6 +57,23 @@ pub struct LockState {
     /// A semaphore: every slot, in order (`holder` null when free).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<SlotState>,
+    /// A fair queue (`--fair`): its waiters, first in line first; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<Vec<Waiting>>,
+}
+
+/// A waiter in a fair queue, as it described itself when it joined.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Waiting {
+    /// 1 is next.
+    pub place: usize,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub user: Option<String>,
+    pub cmd: Option<String>,
+    /// Since when it waits, Unix ms on its host's clock.
+    pub since_ms: Option<u64>,
 }
 
 /// One slot of a semaphore.
@@ -71,7 +88,13 @@ pub struct SlotState {
 /// mode key says `limit L` while one is in use; its first slot's holder stands for it
 /// where one holder is shown).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
-    let Some(limit) = semaphore_limit(nodes, keys).await else {
+    let mode = mode(nodes, keys).await;
+    if mode.as_deref() == Some("fair") {
+        let mut state = read_one(nodes, keys).await?;
+        state.queue = Some(queue(nodes, keys).await);
+        return Ok(state);
+    }
+    let Some(limit) = mode.and_then(|m| m.strip_prefix("limit ")?.parse().ok()) else {
         return read_one(nodes, keys).await;
     };
     let mut slots = Vec::new();
@@ -98,15 +121,42 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     Ok(state)
 }
 
-/// The number of slots of the semaphore `keys` names, if it is one in use.
-async fn semaphore_limit(nodes: &Nodes, keys: &LockKeys) -> Option<u32> {
+/// What kind of lock the name is in use as (the mode key: `limit L`, `fair`), if any.
+async fn mode(nodes: &Nodes, keys: &LockKeys) -> Option<String> {
     let cmd = redis::cmd("GET").arg(&keys.mode).clone();
     let results = nodes.each(|n| n.query::<Option<String>>(&cmd)).await;
-    results
-        .into_iter()
-        .flatten()
-        .flatten()
-        .find_map(|mode| mode.strip_prefix("limit ")?.parse().ok())
+    results.into_iter().flatten().flatten().next()
+}
+
+/// A fair queue's waiters in order (what the primary node holds; empty when it cannot
+/// be read: the lock's state is the answer, the queue a detail).
+async fn queue(nodes: &Nodes, keys: &LockKeys) -> Vec<Waiting> {
+    let Some(node) = nodes.primary() else {
+        return Vec::new();
+    };
+    let order = redis::cmd("ZRANGE").arg(&keys.queue).arg(0).arg(-1).clone();
+    let Ok(tokens) = node.query::<Vec<Vec<u8>>>(&order).await else {
+        return Vec::new();
+    };
+    if tokens.is_empty() {
+        return Vec::new();
+    }
+    let who = redis::cmd("HMGET")
+        .arg(&keys.queue_info)
+        .arg(&tokens)
+        .clone();
+    let infos: Vec<Option<Vec<u8>>> = node.query(&who).await.unwrap_or_default();
+    tokens
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let info = infos.get(i).cloned().flatten().unwrap_or_default();
+            Waiting {
+                place: i + 1,
+                ..serde_json::from_slice(&info).unwrap_or_default()
+            }
+        })
+        .collect()
 }
 
 /// Reads one lock key on every node. The holder is the token present on the most nodes.
@@ -202,6 +252,7 @@ impl LockState {
             limit: None,
             held: None,
             slots: Vec::new(),
+            queue: None,
         }
     }
 
@@ -213,6 +264,25 @@ impl LockState {
     /// Human lines for `status`.
     pub fn describe(&self, now_ms: u64) -> String {
         let mut out = self.describe_holder(now_ms);
+        if let Some(queue) = &self.queue {
+            out.push_str(&format!("\n  queue:   {} waiting (--fair)", queue.len()));
+            for w in queue {
+                out.push_str(&format!(
+                    "\n    #{} {} pid {} user {} ({}){}",
+                    w.place,
+                    w.host.as_deref().unwrap_or("?"),
+                    w.pid.map_or("?".into(), |p| p.to_string()),
+                    w.user.as_deref().unwrap_or("?"),
+                    w.cmd.as_deref().unwrap_or("?"),
+                    w.since_ms
+                        .map(|s| format!(
+                            ", waiting for {}",
+                            human(std::time::Duration::from_millis(now_ms.saturating_sub(s)))
+                        ))
+                        .unwrap_or_default()
+                ));
+            }
+        }
         if let Some(run) = &self.last_run {
             out.push_str(&format!("\n  last run: {}", run.describe()));
         }

@@ -38,6 +38,11 @@ use crate::quorum::Nodes;
 use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
 
+/// The longest a fair queue's waiter blocks between tries: its heartbeat is this plus
+/// the time a try may take, and a waiter that died leaves the line that much after its
+/// last try.
+const FAIR_BEAT: Duration = Duration::from_secs(5);
+
 /// How waiting ended.
 #[derive(Debug)]
 pub enum Waited {
@@ -108,8 +113,10 @@ pub async fn acquire(
         attempt: 0,
     };
     // The first try, as no waiter yet: the common, uncontended case costs one round
-    // trip and leaves nothing behind.
-    let failure = match waiter.try_once(false).await? {
+    // trip and leaves nothing behind. In a fair queue a run that may wait takes its
+    // place in line at once: its arrival is its place.
+    let queue_now = lease.is_fair() && patience.allows_waiting();
+    let failure = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => return Ok(Waited::Acquired { t_sent }),
         Tried::Done(ran) => return Ok(ran),
         Tried::Busy => None,
@@ -180,7 +187,11 @@ impl Waiter<'_> {
                     None => Ok(Waited::Busy(self.last.clone())),
                 };
             };
-            let nap = self.safety_net(failure.is_some()).min(left);
+            let mut nap = self.safety_net(failure.is_some()).min(left);
+            if self.lease.is_fair() {
+                // A queued waiter comes back within its heartbeat, or loses its place.
+                nap = nap.min(FAIR_BEAT);
+            }
             if let Some(sig) = self.block(nap, signals).await {
                 return Ok(Waited::Interrupted(sig));
             }
@@ -243,7 +254,8 @@ impl Waiter<'_> {
             holder
         };
         if self.patience.allows_waiting() {
-            self.progress.busy(&holder, &self.patience);
+            self.progress
+                .busy(&holder, self.lease.place(), &self.patience);
         }
         self.last = holder;
         Ok(Tried::Busy)
@@ -252,11 +264,14 @@ impl Waiter<'_> {
     /// How long this waiter promises to come back: the longest it blocks, plus the time
     /// a try may take.
     fn heartbeat(&self) -> Duration {
-        let longest = self
-            .last
-            .ttl_left
-            .map_or(Duration::ZERO, |ttl| timing::until_expiry(ttl, 1.0))
-            .max(Duration::from_secs(2));
+        let longest = if self.lease.is_fair() {
+            FAIR_BEAT
+        } else {
+            self.last
+                .ttl_left
+                .map_or(Duration::ZERO, |ttl| timing::until_expiry(ttl, 1.0))
+                .max(Duration::from_secs(2))
+        };
         longest + self.lease.node_timeout() * 2 + Duration::from_secs(1)
     }
 
@@ -297,10 +312,7 @@ impl Waiter<'_> {
 async fn woken_or_slept(lease: &Lease, nap: Duration) -> bool {
     let until = crate::clock::now() + nap;
     if let Some(primary) = lease.nodes().primary()
-        && matches!(
-            pop_until(primary, &lease.keys().wake, until).await,
-            Ok(true)
-        )
+        && matches!(pop_until(primary, &lease.wake_key(), until).await, Ok(true))
     {
         return true;
     }

@@ -33,6 +33,8 @@ pub struct Progress<'a> {
     next: Point,
     /// The holder last shown.
     holder: Holder,
+    /// In a fair queue: this run's place and the queue's length.
+    place: Option<(u64, u64)>,
     /// Whether anything was shown.
     shown: bool,
 }
@@ -46,15 +48,17 @@ impl<'a> Progress<'a> {
             lines: chatty && !report.quiet && !report.terminal,
             next: crate::clock::now(),
             holder: Holder::default(),
+            place: None,
             shown: false,
         }
     }
 
     /// The lock was found busy (or Redis unreachable, with no holder) at a try.
-    pub fn busy(&mut self, holder: &Holder, patience: &Patience) {
-        let changed = holder.token != self.holder.token;
+    pub fn busy(&mut self, holder: &Holder, place: Option<(u64, u64)>, patience: &Patience) {
+        let changed = holder.token != self.holder.token || place != self.place;
         let first = !self.shown;
         self.holder = holder.clone();
+        self.place = place;
         if first || changed {
             self.report.event(
                 "waiting",
@@ -64,6 +68,8 @@ impl<'a> Progress<'a> {
                     "holder_token": holder.token_prefix(),
                     "holder_ttl_ms": holder.ttl_left.map(|t| t.as_millis() as u64),
                     "waited_ms": patience.waited().as_millis() as u64,
+                    "place": place.map(|(p, _)| p),
+                    "queue": place.map(|(_, n)| n),
                 }),
             );
         }
@@ -75,9 +81,13 @@ impl<'a> Progress<'a> {
             } else {
                 "still waiting for"
             };
-            let now_held = if first { "held by" } else { "now held by" };
+            let now_held = match (first, self.holder.token.is_empty()) {
+                (_, true) => "",
+                (true, false) => "held by ",
+                (false, false) => "now held by ",
+            };
             self.line(&format!(
-                "{lead} {}: {now_held} {}",
+                "{lead} {}: {now_held}{}",
                 self.name,
                 self.detail(patience)
             ));
@@ -93,8 +103,13 @@ impl<'a> Progress<'a> {
         if self.report.live() {
             self.refresh(patience);
         } else if self.lines {
+            let held = if self.holder.token.is_empty() {
+                ""
+            } else {
+                "held by "
+            };
             self.line(&format!(
-                "still waiting for {}: held by {}",
+                "still waiting for {}: {held}{}",
                 self.name,
                 self.detail(patience)
             ));
@@ -134,10 +149,11 @@ impl<'a> Progress<'a> {
     fn refresh(&mut self, patience: &Patience) {
         // The times first, the holder's command last: the line is cut to the width.
         self.report.status_line(&format!(
-            "waiting for {}: {}; held by {}",
+            "waiting for {}: {}{}; {}",
             self.name,
             waited(patience),
-            self.holder.describe_command_last(wall_ms())
+            self.place_text(),
+            self.who(|h| format!("held by {}", h.describe_command_last(wall_ms())))
         ));
         self.shown = true;
         self.next = crate::clock::now() + REFRESH;
@@ -149,9 +165,31 @@ impl<'a> Progress<'a> {
         self.next = crate::clock::now() + LINE_EVERY;
     }
 
-    /// `host pid 42 (cmd) for 3m 12s; waited 12s, 4m 48s left`.
+    /// `host pid 42 (cmd) for 3m 12s; you are #2 of 4; waited 12s, 4m 48s left`.
     fn detail(&self, patience: &Patience) -> String {
-        format!("{}; {}", self.holder.describe(wall_ms()), waited(patience))
+        format!(
+            "{}{}; {}",
+            self.who(|h| h.describe(wall_ms())),
+            self.place_text(),
+            waited(patience)
+        )
+    }
+
+    /// The holder as `describe` says it, or, when a fair queue's lock is free but
+    /// promised to the first in line, that.
+    fn who(&self, describe: impl Fn(&Holder) -> String) -> String {
+        if self.holder.token.is_empty() && self.place.is_some() {
+            "free, going to the first in line".to_string()
+        } else {
+            describe(&self.holder)
+        }
+    }
+
+    /// `; you are #2 of 4` in a fair queue.
+    fn place_text(&self) -> String {
+        self.place
+            .map(|(place, of)| format!("; you are #{place} of {of}"))
+            .unwrap_or_default()
     }
 }
 

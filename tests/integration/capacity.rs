@@ -249,3 +249,170 @@ fn status_list_and_release_show_the_slots() {
     assert_eq!(stdout(&out), "", "nobody holds a slot any more");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+// A fair queue (--fair) ------------------------------------------------------------------
+
+/// The tokens waiting in `name`'s fair queue.
+fn queued(redis: &Redis, name: &str) -> usize {
+    redis.cmd::<i64>(&["ZCARD", &format!("{}:queue", lock_key(name))]) as usize
+}
+
+/// Starts `n` fair waiters one after the other, each once the previous one is in line
+/// (arrival order is then known); each appends its index to `order` and exits.
+fn line_up(
+    args: &[String],
+    redis: &Redis,
+    name: &str,
+    order: &std::path::Path,
+    n: usize,
+) -> Vec<std::process::Child> {
+    let before = queued(redis, name);
+    (0..n)
+        .map(|i| {
+            let waiter = start_run(args, &format!("echo {i} >> '{}'", order.display()));
+            assert!(
+                eventually(READY, || queued(redis, name) == before + i + 1),
+                "waiter {i} never joined the queue"
+            );
+            waiter
+        })
+        .collect()
+}
+
+/// Ten waiters started in a known order get the lock in that order, every time, over
+/// twenty rounds; nothing is left behind.
+#[test]
+fn fair_waiters_get_the_lock_in_arrival_order() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut args = lock_args(&redis, "deploy");
+    args.extend(["--fair".into(), "--ttl".into(), "30s".into()]);
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    for round in 0..20 {
+        let order = s.path(&format!("order{round}"));
+        let holder = Holding::start(&args);
+        let waiters = line_up(&wargs, &redis, "deploy", &order, 10);
+        let (code, err) = holder.finish();
+        assert_eq!(code, 0, "{err}");
+        for waiter in waiters {
+            let (code, err) = finish(waiter, Duration::from_secs(60));
+            assert_eq!(code, 0, "round {round}: {err}");
+        }
+        let got: Vec<String> = read_trimmed(&order).lines().map(String::from).collect();
+        let want: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        assert_eq!(got, want, "round {round}");
+    }
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// A waiter killed (SIGKILL) in the middle of the queue holds the line for at most its
+/// heartbeat: the one behind it gets the lock no later than the dead waiter's heartbeat
+/// deadline (plus a second for the last round trips), by the server's own clock.
+#[test]
+fn a_killed_waiter_holds_the_line_for_at_most_its_heartbeat() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let order = s.path("order");
+    let mut args = lock_args(&redis, "line");
+    args.push("--fair".into());
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let holder = Holding::start(&args);
+    let mut waiters = line_up(&wargs, &redis, "line", &order, 3);
+    let queue = format!("{}:queue", lock_key("line"));
+    let dead: String = redis.cmd::<Vec<String>>(&["ZRANGE", &queue, "1", "1"])[0].clone();
+    let mut middle = waiters.remove(1);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(middle.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_child(&mut middle, Duration::from_secs(10));
+    // Its last promise to come back (server time, ms): it cannot renew it any more.
+    let beats = format!("{}:beats", lock_key("line"));
+    let deadline: f64 = redis
+        .cmd::<String>(&["ZSCORE", &beats, &dead])
+        .parse()
+        .unwrap();
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    for waiter in waiters {
+        let (code, err) = finish(waiter, Duration::from_secs(60));
+        assert_eq!(code, 0, "{err}");
+    }
+    assert_eq!(read_trimmed(&order), "0\n2");
+    let runs: Vec<String> =
+        redis.cmd(&["LRANGE", &format!("{}:history", lock_key("line")), "0", "0"]);
+    let last: serde_json::Value = serde_json::from_str(&runs[0]).unwrap();
+    let started = last["start_ms"].as_f64().unwrap();
+    assert!(
+        started <= deadline + 1000.0,
+        "the last waiter got the lock {} ms after the dead one's heartbeat ran out",
+        started - deadline
+    );
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// Each waiter says its place when it starts waiting ("you are #3 of 3"); `status` lists the queue in order (text and JSON); a plain run on
+/// the name is refused while the queue is in use, and so is a fair run beside a plain
+/// holder.
+#[test]
+fn fair_waiters_see_their_place_and_status_lists_the_queue() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let order = s.path("order");
+    let mut args = lock_args(&redis, "prod");
+    args.push("--fair".into());
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into()]);
+    let holder = Holding::start(&args);
+    let waiters = line_up(&wargs, &redis, "prod", &order, 3);
+    let conn = ["--redis".to_string(), redis.url()];
+    let out = output(redlock().args(["status", "prod"]).args(&conn));
+    let text = stdout(&out);
+    assert!(
+        text.contains("\n  queue:   3 waiting (--fair)\n    #1 "),
+        "{text}"
+    );
+    assert!(text.contains("\n    #3 "), "{text}");
+    let out = output(redlock().args(["status", "prod", "--json"]).args(&conn));
+    let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let pids: Vec<u64> = doc["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["pid"].as_u64().unwrap())
+        .collect();
+    let want: Vec<u64> = waiters.iter().map(|w| u64::from(w.id())).collect();
+    assert_eq!(pids, want, "{doc}");
+    let (code, err) = try_once(&lock_args(&redis, "prod"), "true");
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("a fair queue (--fair)"), "{err}");
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    let mut errs = Vec::new();
+    for waiter in waiters {
+        let (code, err) = finish(waiter, Duration::from_secs(60));
+        assert_eq!(code, 0, "{err}");
+        errs.push(err);
+    }
+    for (i, err) in errs.iter().enumerate() {
+        let first = err.lines().next().unwrap_or("");
+        let place = format!("; you are #{} of {}; ", i + 1, i + 1);
+        assert!(
+            first.starts_with("redlock-run: waiting for prod: held by "),
+            "{err}"
+        );
+        assert!(first.contains(&place), "waiter {i}: {err}");
+    }
+    // Only the head is woken at a release: the others learn their new place at their
+    // next try (at least every heartbeat), not at every hand-over.
+    // A plain holder: a fair run is refused.
+    let plain = Holding::start(&lock_args(&redis, "prod"));
+    let (code, err) = try_once(&args, "true");
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("a plain lock"), "{err}");
+    assert_eq!(plain.finish().0, 0);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}

@@ -119,7 +119,7 @@ fn an_acl_user_without_evalsha_is_an_error_and_the_password_stays_hidden() {
         assert!(found[0].contains("EVALSHA denied"), "{text}");
         assert!(
             found[0]
-                .contains("breaks run, run --wait, acquire, extend, status, list, release, wait"),
+                .contains("breaks run, run --wait, acquire, extend, status, list, release, run --limit, run --fair, wait"),
             "{text}"
         );
         assert!(found[0].contains("+evalsha"), "{text}");
@@ -145,7 +145,7 @@ fn a_least_privilege_user_is_checked_with_its_own_rights() {
     ];
     // Everything the scripts and verbs need but BLPOP (waiting).
     acl.extend(
-        "+type +set +get +del +exists +hset +hget +hgetall +pexpire +pttl +incr +sadd +srem +lpush +scan +time +lrange +ltrim"
+        "+type +set +get +del +exists +hset +hget +hgetall +pexpire +pttl +incr +sadd +srem +lpush +scan +time +lrange +ltrim +zadd +zrem +zrange +zrangebyscore +zscore +zrank +zcard +hdel"
             .split(' '),
     );
     let _: () = redis.cmd(&acl);
@@ -156,11 +156,11 @@ fn a_least_privilege_user_is_checked_with_its_own_rights() {
     let found = lines(&text, "error", "acl");
     assert_eq!(found.len(), 1, "{text}");
     assert!(
-        found[0].contains("BLPOP on redlock:{job}:wake denied"),
+        found[0].contains("BLPOP on redlock:{job}:wake, redlock:{job}:wake:TOKEN denied"),
         "{text}"
     );
     assert!(
-        found[0].contains("breaks run --wait, acquire, wait"),
+        found[0].contains("breaks run --wait, acquire, wait, run --fair"),
         "{text}"
     );
     assert!(found[0].contains("redis.acl_check_cmd"), "{text}");

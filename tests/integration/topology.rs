@@ -61,6 +61,23 @@ fn cluster_mutual_exclusion_status_and_list_across_masters() {
     let (a, b) = (Holding::start(&two), Holding::start(&two));
     assert_eq!(try_once(&two, "true").0, 75);
     assert_eq!((a.finish().0, b.finish().0), (0, 0));
+    // A fair queue in a cluster: the release wakes the head on its own wake list.
+    let fair = args(&["--key", "line", "--redis", &url, "--fair"]);
+    let holder = Holding::start(&fair);
+    let waiter = start_run(
+        &[fair.clone(), args(&["--wait", "30s", "--verbose"])].concat(),
+        "true",
+    );
+    let owner = &cluster.nodes[cluster.owner("redlock:{line}")];
+    assert!(eventually(Duration::from_secs(20), || owner
+        .exists("redlock:{line}:queue")));
+    let (status, err) = holder.finish();
+    assert_eq!(status, 0, "{err}");
+    assert!(!err.contains("could not release"), "{err}");
+    let (status, err) = finish(waiter, Duration::from_secs(30));
+    assert_eq!(status, 0, "{err}");
+    assert!(err.contains("woken by a release"), "{err}");
+    assert!(cluster.keys().is_empty(), "left: {:?}", cluster.keys());
 
     // Locks held on every master: status and list see them all.
     let mut held: Vec<String> = Vec::new();
@@ -456,6 +473,14 @@ const LOCKER_ACL: &[&str] = &[
     "+time",
     "+lrange",
     "+ltrim",
+    "+zadd",
+    "+zrem",
+    "+zrange",
+    "+zrangebyscore",
+    "+zscore",
+    "+zrank",
+    "+zcard",
+    "+hdel",
 ];
 
 #[test]

@@ -18,6 +18,11 @@ pub enum Key {
     Mode,
     /// A semaphore's slot key other than the first (`…:slot:2`).
     Slot,
+    /// A fair queue's keys: the queue, the heartbeats, who waits, a waiter's wake list.
+    Queue,
+    Beats,
+    QueueInfo,
+    OwnWake,
 }
 
 /// One command as sent: its name (`script|load` for a subcommand) and key.
@@ -43,7 +48,9 @@ const fn bare(command: &'static str) -> Need {
 pub enum Script {
     Acquire,
     SemAcquire,
-    SemSettle,
+    Settle,
+    FairAcquire,
+    FairLeave,
     RaiseFence,
     Watch,
     HandOn,
@@ -120,7 +127,64 @@ impl Script {
                     ]
                 }
             }
-            Script::SemSettle => const { &[on("exists", Slot), on("del", Mode)] },
+            Script::Settle => const { &[on("exists", Slot), on("del", Mode)] },
+            Script::FairAcquire => {
+                const {
+                    &[
+                        bare("time"),
+                        on("type", History),
+                        on("lrange", History),
+                        on("get", Mode),
+                        on("exists", Lock),
+                        on("zrangebyscore", Beats),
+                        on("zrem", Queue),
+                        on("zrem", Beats),
+                        on("hdel", QueueInfo),
+                        on("zrange", Queue),
+                        on("set", Lock),
+                        on("type", Meta),
+                        on("del", Lock),
+                        on("incr", Fence),
+                        on("type", Fence),
+                        on("hset", Meta),
+                        on("pexpire", Meta),
+                        on("del", OwnWake),
+                        on("pttl", Mode),
+                        on("set", Mode),
+                        on("get", Lock),
+                        on("type", Lock),
+                        on("pexpire", Lock),
+                        on("hget", Meta),
+                        on("zscore", Queue),
+                        on("zadd", Queue),
+                        on("hset", QueueInfo),
+                        on("zadd", Beats),
+                        on("pttl", Queue),
+                        on("pexpire", Queue),
+                        on("pttl", Lock),
+                        on("zscore", Beats),
+                        on("lpush", OwnWake),
+                        on("pexpire", OwnWake),
+                        on("hgetall", Meta),
+                        on("zrank", Queue),
+                        on("zcard", Queue),
+                    ]
+                }
+            }
+            Script::FairLeave => {
+                const {
+                    &[
+                        on("zrange", Queue),
+                        on("zrem", Queue),
+                        on("zrem", Beats),
+                        on("hdel", QueueInfo),
+                        on("del", OwnWake),
+                        on("exists", Lock),
+                        on("lpush", OwnWake),
+                        on("pexpire", OwnWake),
+                    ]
+                }
+            }
             Script::RaiseFence => {
                 const {
                     &[
@@ -185,6 +249,9 @@ impl Script {
                         on("type", History),
                         on("lpush", History),
                         on("ltrim", History),
+                        on("zrange", Queue),
+                        on("lpush", OwnWake),
+                        on("pexpire", OwnWake),
                     ]
                 }
             }
@@ -197,6 +264,9 @@ impl Script {
                         on("hgetall", Meta),
                         on("del", Meta),
                         on("del", Lock),
+                        on("zrange", Queue),
+                        on("lpush", OwnWake),
+                        on("pexpire", OwnWake),
                         on("exists", Waiters),
                         on("lpush", Wake),
                         on("pexpire", Wake),
@@ -218,18 +288,31 @@ impl Script {
     }
 }
 
-/// Whether a script's call is needed only by the run history and `--once-per` (uses of
-/// their own below): the acquire script calls them only for `--once-per`, and the
-/// release script's record is best effort (`pcall`), so a user without them still
-/// takes and releases locks.
-pub fn for_history(need: &Need) -> bool {
-    need.command == "time" || need.key == Some(Key::History)
+/// Whether a call of a script that plain runs share is made only for an option (uses
+/// of their own below): the run history and `--once-per` (the acquire script reads the
+/// history only for `--once-per`; the release's record is best effort, `pcall`), a
+/// semaphore's or a fair queue's keys, and the mode key beyond the plain acquire's
+/// GET. A user without them still takes and releases plain locks.
+pub fn optional(need: &Need) -> bool {
+    use Key::*;
+    need.command == "time"
+        || matches!(
+            need.key,
+            Some(History | Slot | Queue | Beats | QueueInfo | OwnWake)
+        )
+        || (need.key == Some(Mode) && need.command != "get")
 }
 
 impl Script {
-    /// The calls a script cannot do without (see [`for_history`]).
+    /// The calls a use of the script cannot do without: all of them for the scripts of
+    /// one option (a semaphore's, a fair queue's), the non-[`optional`] ones for the
+    /// scripts plain runs share.
     pub fn required(self) -> impl Iterator<Item = &'static Need> {
-        self.calls().iter().filter(|n| !for_history(n))
+        let whole = matches!(
+            self,
+            Script::SemAcquire | Script::Settle | Script::FairAcquire | Script::FairLeave
+        );
+        self.calls().iter().filter(move |n| whole || !optional(n))
     }
 }
 
@@ -299,11 +382,31 @@ pub const USES: &[Use] = &[
         name: "run --limit",
         scripts: &[
             Script::SemAcquire,
-            Script::SemSettle,
+            Script::Settle,
             Script::Renew,
             Script::Release,
         ],
-        direct: &[],
+        // The renewal keeps the mode key up.
+        direct: &[on("pttl", Key::Mode), on("set", Key::Mode)],
+        wrapper: false,
+    },
+    Use {
+        name: "run --fair",
+        scripts: &[
+            Script::FairAcquire,
+            Script::FairLeave,
+            Script::Settle,
+            Script::Renew,
+            Script::Release,
+        ],
+        // The renewal keeps the mode key up; the release wakes the head on its list.
+        direct: &[
+            on("pttl", Key::Mode),
+            on("set", Key::Mode),
+            on("zrange", Key::Queue),
+            on("lpush", Key::OwnWake),
+            on("blpop", Key::OwnWake),
+        ],
         wrapper: false,
     },
     Use {
@@ -407,10 +510,12 @@ mod tests {
     /// table names nothing the script does not call.
     #[test]
     fn the_table_matches_the_scripts() {
-        let pairs: [(Script, &redis::Script); 11] = [
+        let pairs: [(Script, &redis::Script); 13] = [
+            (Script::FairAcquire, &scripts::FAIR_ACQUIRE),
+            (Script::FairLeave, &scripts::FAIR_LEAVE),
             (Script::Acquire, &scripts::ACQUIRE),
             (Script::SemAcquire, &scripts::SEM_ACQUIRE),
-            (Script::SemSettle, &scripts::SEM_SETTLE),
+            (Script::Settle, &scripts::SETTLE),
             (Script::RaiseFence, &scripts::RAISE_FENCE),
             (Script::Watch, &scripts::WATCH),
             (Script::HandOn, &scripts::HAND_ON),
