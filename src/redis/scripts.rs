@@ -547,19 +547,19 @@ local ours = redis.pcall('GET', KEYS[1]) == ARGV[1]
 local size = tonumber(ARGV[5] or '0')
 local t = size > 0 and redis.pcall('TIME')
 if t and t[1] then
-  local kind = redis.call('TYPE', KEYS[5])['ok']
-  if kind == 'none' or kind == 'list' then
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    local start = tonumber(ARGV[8])
-    if start == 0 then start = now - tonumber(ARGV[7]) end
-    local status = ARGV[10]
-    local lost = 'true'
-    if ours and ARGV[11] ~= '1' then
-      status = ARGV[9]
-      lost = 'false'
-    end
-    redis.pcall('LPUSH', KEYS[5], ARGV[6] .. ',"status":' .. status .. ',"lost":' .. lost
-      .. string.format(',"start_ms":%d,"end_ms":%d}', start, now))
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local start = tonumber(ARGV[8])
+  if start == 0 then start = now - tonumber(ARGV[7]) end
+  local status = ARGV[10]
+  local lost = 'true'
+  if ours and ARGV[11] ~= '1' then
+    status = ARGV[9]
+    lost = 'false'
+  end
+  -- A history key of another type fails the push (pcall) and is left alone.
+  local pushed = redis.pcall('LPUSH', KEYS[5], ARGV[6] .. ',"status":' .. status
+    .. ',"lost":' .. lost .. string.format(',"start_ms":%d,"end_ms":%d}', start, now))
+  if type(pushed) == 'number' then
     redis.pcall('LTRIM', KEYS[5], 0, size - 1)
   end
 end

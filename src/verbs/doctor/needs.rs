@@ -246,7 +246,6 @@ impl Script {
                         on("lpush", Wake),
                         on("pexpire", Wake),
                         bare("time"),
-                        on("type", History),
                         on("lpush", History),
                         on("ltrim", History),
                         on("zrange", Queue),
@@ -424,7 +423,6 @@ pub const USES: &[Use] = &[
         scripts: &[],
         direct: &[
             bare("time"),
-            on("type", Key::History),
             on("lpush", Key::History),
             on("ltrim", Key::History),
         ],
