@@ -674,8 +674,9 @@ impl Lease {
 
     /// Whether `token` is the lock's value on a quorum of nodes (re-entrancy check).
     /// A node that does not answer only matters when it could have made the difference.
-    pub async fn held_by(&self, token: &str) -> Result<bool> {
-        let cmd = redis::cmd("GET").arg(&self.keys().lock).clone();
+    /// `key`: the lock key to look at (a semaphore's slot; else the lock's).
+    pub async fn held_by(&self, key: &[u8], token: &str) -> Result<bool> {
+        let cmd = redis::cmd("GET").arg(key).clone();
         let results = self.nodes.each(|n| n.query::<Value>(&cmd)).await;
         let mut yes = 0;
         let mut errors = Vec::new();

@@ -289,10 +289,17 @@ async fn reentrant(
     else {
         return Ok(None);
     };
-    if key.as_bytes() != lease.keys().lock.as_slice() {
+    // A semaphore's holder holds one slot: the one in its environment.
+    let slot = std::env::var(env::SLOT)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|_| lease.is_semaphore())
+        .unwrap_or(1);
+    let held = lease.keys().for_slot(slot).lock;
+    if key.as_bytes() != held.as_slice() {
         return Ok(None);
     }
-    if !lease.held_by(&token).await? {
+    if !lease.held_by(&held, &token).await? {
         report.verbose(|| "inherited token does not hold the lock; acquiring".to_string());
         return Ok(None);
     }

@@ -149,6 +149,25 @@ fn a_killed_holders_slot_comes_back_after_its_ttl() {
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
 
+/// A run nested inside a semaphore holder's command (same name and N) runs at once in
+/// its parent's slot, whichever slot that is, instead of waiting for a slot of its own.
+#[test]
+fn a_nested_run_reenters_its_parents_slot() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "nest");
+    args.extend(["--limit".into(), "2".into()]);
+    let first = Holding::start(&args);
+    let inner = format!(
+        "{RUN} --key nest --redis {} --limit 2 -- sh -c 'echo inner in slot $REDLOCK_SLOT >&2'",
+        redis.url()
+    );
+    let (code, err) = try_once(&args, &inner);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("inner in slot 2"), "{err}");
+    assert_eq!(first.finish().0, 0);
+    assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
 /// Runs on one name agree on N: another N, or a plain run, is a usage error (64) with
 /// one line naming both, and touches nothing; N = 1 is a plain lock.
 #[test]
