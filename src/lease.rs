@@ -643,7 +643,8 @@ impl Lease {
         let mut first_error = None;
         for result in results {
             match result {
-                Ok(1) => outcome = Release::Deleted,
+                // 3: an earlier try of this release deleted it (its reply was lost).
+                Ok(1 | 3) => outcome = Release::Deleted,
                 Ok(2) if outcome != Release::Deleted => outcome = Release::Kept,
                 Ok(_) => {}
                 Err(e) => {

@@ -524,7 +524,14 @@ return 0
 /// run's record: history size (0: record nothing), the record's JSON without its closing
 /// brace, held ms, start ms (0: unknown, taken as now - held), status if the lock was
 /// still ours, status if not, '1' when the run already knows it lost the lock.
-/// Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours.
+/// Returns 1 deleted, 2 kept for `--hold-min`, 0 not ours, 3 already released by an
+/// earlier try of this release.
+///
+/// A release whose reply was lost (a dropped connection, a timeout after the script
+/// ran) is tried again; the retry finds the key gone. It looks for its own record among
+/// the history's newest runs: there, the first try ran (3, or 0 when that try found the
+/// lock lost), and nothing is recorded twice. Without a history (`--history 0`) a retry
+/// cannot tell and reports the lock lost.
 ///
 /// The record is completed here, in the same script as the delete, so that whoever
 /// takes the lock next (a `--once-per` run) sees it: `"status"` and `"lost"` from what
@@ -545,6 +552,18 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
 local ours_meta = redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
 local ours = redis.pcall('GET', KEYS[1]) == ARGV[1]
 local size = tonumber(ARGV[5] or '0')
+if size > 0 and not ours then
+  local recent = redis.pcall('LRANGE', KEYS[5], 0, 9)
+  if type(recent) == 'table' then
+    local mine = '"token":"' .. ARGV[1] .. '"'
+    for _, record in ipairs(recent) do
+      if string.find(record, mine, 1, true) then
+        if string.find(record, '"lost":false', 1, true) then return 3 end
+        return 0
+      end
+    end
+  end
+end
 local t = size > 0 and redis.pcall('TIME')
 if t and t[1] then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

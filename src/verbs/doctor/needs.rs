@@ -245,6 +245,7 @@ impl Script {
                         on("exists", Waiters),
                         on("lpush", Wake),
                         on("pexpire", Wake),
+                        on("lrange", History),
                         bare("time"),
                         on("lpush", History),
                         on("ltrim", History),
