@@ -182,7 +182,10 @@ mod tests {
     #[test]
     fn checker_no_free_witness_slot_is_an_overlap_even_if_the_log_looks_clean() {
         // r1 was killed before END but was still alive (its slot taken) when r2 began.
-        let v = check(&log(&["BEGIN r1 t1 1 0", "BEGIN r2 t2 2 -", "END r2 t2"]), 1);
+        let v = check(
+            &log(&["BEGIN r1 t1 1 0", "BEGIN r2 t2 2 -", "END r2 t2"]),
+            1,
+        );
         assert_eq!(v.overlaps, 1);
     }
 
@@ -278,7 +281,12 @@ mod tests {
         ]);
         assert_eq!(check(&unfair, 1).out_of_order, 2, "r1 and r2 overtaken");
         // Runs without an arrival record are not judged.
-        let unrecorded = log(&["ARRIVE r2", "BEGIN r1 t1 1 0", "END r1 t1", "BEGIN r2 t2 2 0"]);
+        let unrecorded = log(&[
+            "ARRIVE r2",
+            "BEGIN r1 t1 1 0",
+            "END r1 t1",
+            "BEGIN r2 t2 2 0",
+        ]);
         assert_eq!(check(&unrecorded, 1).out_of_order, 0);
     }
 

@@ -42,7 +42,7 @@ pub use sentinel::Sentinel;
 pub use server::{Redis, free_port};
 pub use terminal::*;
 pub use tls::Certs;
-pub use workload::{Underway, Workload, contend};
+pub use workload::{Report, Underway, Workload, contend};
 
 pub const RUN: &str = env!("CARGO_BIN_EXE_redlock-run");
 pub const REDLOCK: &str = env!("CARGO_BIN_EXE_redlock");

@@ -167,8 +167,7 @@ impl BusyScript {
         let looper = &self.looper;
         assert!(
             eventually(Duration::from_secs(10), || {
-                redis::cmd("SCRIPT").arg("KILL").query::<()>(killer).is_ok()
-                    || looper.is_finished()
+                redis::cmd("SCRIPT").arg("KILL").query::<()>(killer).is_ok() || looper.is_finished()
             }),
             "SCRIPT KILL never landed"
         );
@@ -263,8 +262,7 @@ pub fn schedule(
 ) -> Schedule {
     let start = Instant::now();
     let mut injections = 0;
-    while (running.completed() < sections || injections < min_injections)
-        && start.elapsed() < limit
+    while (running.completed() < sections || injections < min_injections) && start.elapsed() < limit
     {
         std::thread::sleep(quiet.mul_f64(1.0 + 2.0 * fastrand::f64()));
         if faults.is_empty() {

@@ -100,7 +100,11 @@ impl Redis {
             let _ = self.child.wait();
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis on port {} did not restart:\n{}", self.port, self.log());
+        panic!(
+            "redis on port {} did not restart:\n{}",
+            self.port,
+            self.log()
+        );
     }
 
     /// A TLS-only server (`--port 0 --tls-port P`) with the certificates from `certs`;

@@ -1,7 +1,8 @@
 //! The mutual-exclusion workload (Jepsen's lock-set adapted to a wrapper): K
 //! contenders loop `redlock-run <args> -- section`, where `section` (a shell script)
 //! takes a witness slot with `flock -n`, appends `BEGIN` to one shared O_APPEND log,
-//! reads a counter file, pauses a random 0..max, writes the counter plus one and
+//! reads a counter file, pauses a random 0..max, writes the counter plus one (by a
+//! rename, so a section killed half-way leaves the old value, not an empty file) and
 //! appends `END` (log format and judgement: `checker`). Each run's exit status is
 //! held to the documented table and to what the row allows. The nemesis (the test's
 //! own thread) injects faults while it runs; [`contend`] is the plain fault-free form.
@@ -33,6 +34,10 @@ pub struct Workload {
     pub limit: usize,
     /// The section's pause between reading and writing the counter: random, 0..this.
     pub max_pause: Duration,
+    /// The share of sections (0..1) that pause a random 0..`long_pause` instead, so
+    /// that stalling faults catch holders mid-section.
+    pub long_share: f64,
+    pub long_pause: Duration,
     /// The section traps SIGTERM, so only SIGKILL stops it.
     pub ignore_term: bool,
     /// `--wait` of each run.
@@ -55,6 +60,8 @@ impl Workload {
             contenders,
             limit: 1,
             max_pause: Duration::from_millis(20),
+            long_share: 0.0,
+            long_pause: Duration::ZERO,
             ignore_term: false,
             wait: "forever".into(),
             rounds: None,
@@ -112,7 +119,7 @@ fn section_script(w: &Workload, scratch: &Scratch) -> String {
          echo \"BEGIN $RUN $REDLOCK_TOKEN ${{REDLOCK_FENCE:--}} $slot\" >> '{log}'\n\
          read n < '{counter}'\n\
          [ \"$PAUSE\" = 0 ] || sleep \"$PAUSE\"\n\
-         echo $((n + 1)) > '{counter}'\n\
+         echo $((n + 1)) > '{counter}'.$$ && mv '{counter}'.$$ '{counter}'\n\
          echo \"END $RUN $REDLOCK_TOKEN\" >> '{log}'",
         trap = if w.ignore_term { "trap '' TERM\n" } else { "" },
         limit = w.limit,
@@ -152,7 +159,12 @@ fn contender(
     while !shared.stop.load(Ordering::SeqCst) && w.rounds.is_none_or(|r| round < r) {
         let run = format!("c{i}r{round}");
         round += 1;
-        let pause_ms = fastrand::u64(0..=w.max_pause.as_millis() as u64);
+        let max = if fastrand::f64() < w.long_share {
+            w.long_pause
+        } else {
+            w.max_pause
+        };
+        let pause_ms = fastrand::u64(0..=max.as_millis() as u64);
         let pause = format!("{}.{:03}", pause_ms / 1000, pause_ms % 1000);
         if w.arrivals {
             append(log, &format!("ARRIVE {run}\n"));
