@@ -96,6 +96,7 @@ impl Workload {
             .collect();
         Underway {
             limit: self.limit,
+            rounds: self.rounds,
             allowed: self.allowed.clone(),
             scratch,
             log,
@@ -217,6 +218,7 @@ fn append(path: &std::path::Path, line: &str) {
 /// A workload under way.
 pub struct Underway {
     limit: usize,
+    rounds: Option<usize>,
     allowed: Vec<i32>,
     scratch: Scratch,
     log: PathBuf,
@@ -261,9 +263,12 @@ impl Underway {
         kill(Pid::from_raw(pid), signal).is_ok()
     }
 
-    /// Stops the contenders after their current run, waits for them and judges the log.
+    /// Stops the contenders after their current run (or, with rounds, after their last
+    /// round), waits for them and judges the log.
     pub fn finish(self) -> Report {
-        self.shared.stop.store(true, Ordering::SeqCst);
+        if self.rounds.is_none() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+        }
         let outcomes: Vec<Outcome> = self
             .workers
             .into_iter()
