@@ -379,16 +379,6 @@ fn stale_token_of_a_finished_run_gets_no_bypass() {
 
 // Script cache flushed, connection killed ------------------------------------------
 
-/// Waits until a renewal lands after now. The test shortens the key's ttl to half of
-/// what is left; only a renewal can raise it again. (Comparing with an earlier PTTL
-/// reading is not enough: one taken in the millisecond of a renewal is never exceeded.)
-fn renewed_after_now(redis: &Redis, key: &str) -> bool {
-    let low = (pttl(redis, key) / 2).max(1);
-    let set: i64 = redis.cmd(&["PEXPIRE", key, &low.to_string()]);
-    assert_eq!(set, 1, "key {key} vanished");
-    eventually(Duration::from_secs(10), || pttl(redis, key) > low + 50)
-}
-
 #[test]
 fn script_flush_during_a_hold_is_no_loss() {
     let redis = Redis::start();

@@ -11,6 +11,7 @@ mod exclusion;
 mod exit_status;
 mod history;
 mod lease_life;
+mod nemesis;
 mod quorum;
 mod signals;
 mod topology;

@@ -5,15 +5,21 @@
 //! - `cluster`: a Redis Cluster joined by `redis-cli --cluster create`;
 //! - `sentinel`: a redis-server in sentinel mode;
 //! - `tls`: certificates made with `openssl`;
-//! - `workload`: the mutual-exclusion workload and its checker;
+//! - `workload`: the mutual-exclusion workload (K contenders, a shared log);
+//! - `checker`: the lock-set checker that judges the workload's log by log order;
+//! - `proxy`: a switchable TCP proxy (blackhole, replies dropped, reset, latency);
+//! - `nemesis`: faults injected while a workload runs, and their schedule;
 //! - `clock`: hosts whose wall clocks are off (libfaketime);
 //! - `holding`: a run holding a lock, its command parked until the test lets it go;
 //! - here: the binaries under test with a clean `REDLOCK_*` environment, running them,
 //!   waiting without fixed sleeps, scratch dirs, the exit codes and the key layout.
 
+pub mod checker;
 mod clock;
 mod cluster;
 mod holding;
+pub mod nemesis;
+pub mod proxy;
 mod sentinel;
 mod server;
 mod terminal;
@@ -36,7 +42,7 @@ pub use sentinel::Sentinel;
 pub use server::{Redis, free_port};
 pub use terminal::*;
 pub use tls::Certs;
-pub use workload::contend;
+pub use workload::{Report, Underway, Workload, contend};
 
 pub const RUN: &str = env!("CARGO_BIN_EXE_redlock-run");
 pub const REDLOCK: &str = env!("CARGO_BIN_EXE_redlock");
@@ -279,6 +285,16 @@ pub fn lost_lines(err: &str) -> usize {
 
 /// How long a background run may take to get ready before the test calls it a hang.
 pub const READY: Duration = Duration::from_secs(20);
+
+/// Waits until a renewal lands after now. The test shortens the key's ttl to half of
+/// what is left; only a renewal can raise it again. (Comparing with an earlier PTTL
+/// reading is not enough: one taken in the millisecond of a renewal is never exceeded.)
+pub fn renewed_after_now(redis: &Redis, key: &str) -> bool {
+    let low = (pttl(redis, key) / 2).max(1);
+    let set: i64 = redis.cmd(&["PEXPIRE", key, &low.to_string()]);
+    assert_eq!(set, 1, "key {key} vanished");
+    eventually(Duration::from_secs(10), || pttl(redis, key) > low + 50)
+}
 
 /// A later run that waits up to 10 s gets the lock (it was freed or expired), and
 /// nothing is left in Redis after it.

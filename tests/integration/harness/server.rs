@@ -21,6 +21,8 @@ pub struct Redis {
     pub dir: TempDir,
     child: Child,
     pub password: Option<String>,
+    /// The extra `redis-server` arguments, kept for [`Redis::restart`].
+    extra: Vec<String>,
 }
 
 impl Redis {
@@ -43,13 +45,7 @@ impl Redis {
         let launched = launch(
             "redis",
             port,
-            |dir, port, log| {
-                let mut cmd = redis_server(dir, log);
-                cmd.args(["--port", &port.to_string()])
-                    .args(["--enable-debug-command", "local"])
-                    .args(extra);
-                cmd
-            },
+            |dir, port, log| plain_server(dir, port, log, extra),
             |server| {
                 ping(&format!(
                     "redis://{}127.0.0.1:{}",
@@ -58,7 +54,57 @@ impl Redis {
                 ))
             },
         );
-        Redis::from(launched, password_of(extra))
+        let mut redis = Redis::from(launched, password_of(extra));
+        redis.extra = extra.iter().map(|a| a.to_string()).collect();
+        redis
+    }
+
+    /// `kill -9`, then the same server again on the same port and dir at once: with
+    /// `--appendonly yes` it comes back with its data, otherwise empty. (A port taken
+    /// in between by someone else fails the restart; nothing else binds these.)
+    pub fn restart(&mut self) {
+        self.crash();
+        self.start_again();
+    }
+
+    /// `kill -9` without a restart: the port refuses connections until
+    /// [`Redis::start_again`].
+    pub fn crash(&mut self) {
+        let _ = kill(self.pid(), Signal::SIGCONT);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the crashed server again, on its port and dir, and waits until it answers.
+    pub fn start_again(&mut self) {
+        let log = self.dir.path().join("redis.log");
+        let extra = self.extra.clone();
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        for _ in 0..10 {
+            self.child = plain_server(self.dir.path(), self.port, &log, &extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server");
+            let mut exited = false;
+            let up = eventually(Duration::from_secs(10), || {
+                exited = !matches!(self.child.try_wait(), Ok(None));
+                exited || ping(&self.url())
+            });
+            if up && !exited {
+                return;
+            }
+            // The port may linger for a moment after the kill; try again.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "redis on port {} did not restart:\n{}",
+            self.port,
+            self.log()
+        );
     }
 
     /// A TLS-only server (`--port 0 --tls-port P`) with the certificates from `certs`;
@@ -102,6 +148,7 @@ impl Redis {
             dir: launched.dir,
             child: launched.child,
             password,
+            extra: Vec::new(),
         }
     }
 
@@ -259,6 +306,15 @@ pub fn launch(
         let _ = launched.child.wait();
     }
     panic!("{what} did not start; last log:\n{last_log}");
+}
+
+/// A plain (not TLS) server on `port` with DEBUG allowed and `extra` arguments last.
+fn plain_server(dir: &Path, port: u16, log: &Path, extra: &[&str]) -> Command {
+    let mut cmd = redis_server(dir, log);
+    cmd.args(["--port", &port.to_string()])
+        .args(["--enable-debug-command", "local"])
+        .args(extra);
+    cmd
 }
 
 /// `redis-server` on loopback, without persistence, in `dir`, logging to `log`.

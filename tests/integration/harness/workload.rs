@@ -1,15 +1,380 @@
-//! The mutual-exclusion workload and its checker.
+//! The mutual-exclusion workload (Jepsen's lock-set adapted to a wrapper): K
+//! contenders loop `redlock-run <args> -- section`, where `section` (a shell script)
+//! takes a witness slot with `flock -n`, appends `BEGIN` to one shared O_APPEND log,
+//! reads a counter file, pauses a random 0..max, writes the counter plus one (by a
+//! rename, so a section killed half-way leaves the old value, not an empty file) and
+//! appends `END` (log format and judgement: `checker`). Each run's exit status is
+//! held to the documented table and to what the row allows. The nemesis (the test's
+//! own thread) injects faults while it runs; [`contend`] is the plain fault-free form.
 
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use super::{Scratch, output_within, redlock_run, stderr};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
-/// The result of a contention run (see [`contend`]).
+use super::checker::{self, Verdict};
+use super::{Scratch, redlock_run};
+
+/// The wrapper's arguments for contender `i` (its `--key`, `--redis`, timing, ...).
+pub type ArgsFor = Arc<dyn Fn(usize) -> Vec<String> + Send + Sync>;
+
+/// What the contenders run (see the module header).
+#[derive(Clone)]
+pub struct Workload {
+    pub args: ArgsFor,
+    pub contenders: usize,
+    /// At most this many sections at once (1 for a plain lock; N for `--limit N`).
+    pub limit: usize,
+    /// The section's pause between reading and writing the counter: random, 0..this.
+    pub max_pause: Duration,
+    /// The share of sections (0..1) that pause a random 0..`long_pause` instead, so
+    /// that stalling faults catch holders mid-section.
+    pub long_share: f64,
+    pub long_pause: Duration,
+    /// The section traps SIGTERM, so only SIGKILL stops it.
+    pub ignore_term: bool,
+    /// `--wait` of each run.
+    pub wait: String,
+    /// Each contender's number of runs; `None`: until [`Underway::finish`].
+    pub rounds: Option<usize>,
+    /// Tool statuses a run may end with besides 0 (e.g. 79 where the nemesis makes
+    /// renewals fail); anything else, a status outside the documented table included,
+    /// is reported as unexpected.
+    pub allowed: Vec<i32>,
+    /// Write `ARRIVE <run>` before each run starts (for FIFO checks of `--fair`).
+    pub arrivals: bool,
+}
+
+impl Workload {
+    /// `contenders` runs of the same arguments, one section at a time, short pauses.
+    pub fn new(args: Vec<String>, contenders: usize) -> Workload {
+        Workload {
+            args: Arc::new(move |_| args.clone()),
+            contenders,
+            limit: 1,
+            max_pause: Duration::from_millis(20),
+            long_share: 0.0,
+            long_pause: Duration::ZERO,
+            ignore_term: false,
+            wait: "forever".into(),
+            rounds: None,
+            allowed: Vec::new(),
+            arrivals: false,
+        }
+    }
+
+    /// Each contender with arguments of its own (its own proxies, say).
+    pub fn per_contender(args: ArgsFor, contenders: usize) -> Workload {
+        Workload {
+            args,
+            ..Workload::new(Vec::new(), contenders)
+        }
+    }
+
+    /// Starts the contenders; they run until their rounds are done or [`Underway::finish`].
+    pub fn start(&self) -> Underway {
+        let scratch = Scratch::new();
+        let log = scratch.path("log");
+        let counter = scratch.path("counter");
+        std::fs::write(&counter, "0").unwrap();
+        std::fs::write(&log, "").unwrap();
+        let section = scratch.script("section", &section_script(self, &scratch));
+        let shared = Arc::new(Shared::default());
+        let workers = (0..self.contenders)
+            .map(|i| {
+                let (shared, section, log) = (shared.clone(), section.clone(), log.clone());
+                let w = self.clone();
+                std::thread::spawn(move || contender(&w, i, &section, &log, &shared))
+            })
+            .collect();
+        Underway {
+            limit: self.limit,
+            rounds: self.rounds,
+            allowed: self.allowed.clone(),
+            scratch,
+            log,
+            counter,
+            shared,
+            workers,
+            started: Instant::now(),
+        }
+    }
+}
+
+/// The section (see the module header). `$RUN` and `$PAUSE` come from the contender.
+fn section_script(w: &Workload, scratch: &Scratch) -> String {
+    format!(
+        "{trap}slot=-; i=0\n\
+         while [ $i -lt {limit} ]; do\n\
+           exec 9>>'{slots}'$i\n\
+           if flock -n 9; then slot=$i; break; fi\n\
+           exec 9>&-; i=$((i + 1))\n\
+         done\n\
+         echo \"BEGIN $RUN $REDLOCK_TOKEN ${{REDLOCK_FENCE:--}} $slot\" >> '{log}'\n\
+         read n < '{counter}'\n\
+         [ \"$PAUSE\" = 0 ] || sleep \"$PAUSE\"\n\
+         echo $((n + 1)) > '{counter}'.$$ && mv '{counter}'.$$ '{counter}'\n\
+         echo \"END $RUN $REDLOCK_TOKEN\" >> '{log}'",
+        trap = if w.ignore_term { "trap '' TERM\n" } else { "" },
+        limit = w.limit,
+        slots = scratch.path("slot").display(),
+        log = scratch.path("log").display(),
+        counter = scratch.path("counter").display(),
+    )
+}
+
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Runs that exited 0.
+    ok: AtomicUsize,
+    /// Run id -> wrapper pid, while the wrapper runs.
+    live: Mutex<HashMap<String, i32>>,
+    /// Runs the nemesis signalled, and with what.
+    signalled: Mutex<HashMap<String, Signal>>,
+}
+
+struct Outcome {
+    run: String,
+    status: ExitStatus,
+    stderr: String,
+}
+
+fn contender(
+    w: &Workload,
+    i: usize,
+    section: &std::path::Path,
+    log: &std::path::Path,
+    shared: &Shared,
+) -> Vec<Outcome> {
+    let args = (w.args)(i);
+    let mut outcomes = Vec::new();
+    let mut round = 0;
+    while !shared.stop.load(Ordering::SeqCst) && w.rounds.is_none_or(|r| round < r) {
+        let run = format!("c{i}r{round}");
+        round += 1;
+        let max = if fastrand::f64() < w.long_share {
+            w.long_pause
+        } else {
+            w.max_pause
+        };
+        let pause_ms = fastrand::u64(0..=max.as_millis() as u64);
+        let pause = format!("{}.{:03}", pause_ms / 1000, pause_ms % 1000);
+        if w.arrivals {
+            append(log, &format!("ARRIVE {run}\n"));
+        }
+        let mut child = redlock_run()
+            .args(&args)
+            .args(["--wait", &w.wait, "--"])
+            .arg(section)
+            .env("RUN", &run)
+            .env("PAUSE", if pause_ms == 0 { "0" } else { &pause })
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn redlock-run");
+        shared
+            .live
+            .lock()
+            .unwrap()
+            .insert(run.clone(), child.id() as i32);
+        let mut pipe = child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut err = String::new();
+            pipe.read_to_string(&mut err).ok();
+            err
+        });
+        let status = child.wait().expect("wait for redlock-run");
+        shared.live.lock().unwrap().remove(&run);
+        let stderr = reader.join().unwrap_or_default();
+        if status.success() {
+            shared.ok.fetch_add(1, Ordering::SeqCst);
+        }
+        outcomes.push(Outcome {
+            run,
+            status,
+            stderr,
+        });
+    }
+    outcomes
+}
+
+/// One `write(2)` with O_APPEND: a whole line lands at the end of the log.
+fn append(path: &std::path::Path, line: &str) {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .expect("append to the log");
+}
+
+/// A workload under way.
+pub struct Underway {
+    limit: usize,
+    rounds: Option<usize>,
+    allowed: Vec<i32>,
+    scratch: Scratch,
+    log: PathBuf,
+    counter: PathBuf,
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<Vec<Outcome>>>,
+    started: Instant,
+}
+
+impl Underway {
+    /// Runs that exited 0 so far.
+    pub fn completed(&self) -> usize {
+        self.shared.ok.load(Ordering::SeqCst)
+    }
+
+    /// Writes `# <text>` into the log, between the sections it falls between.
+    pub fn note(&self, text: &str) {
+        append(&self.log, &format!("# {text}\n"));
+    }
+
+    /// Sends `signal` to the wrapper of the section open last in the log, if its wrapper
+    /// still runs; returns whether it did.
+    pub fn signal_holder(&self, signal: Signal) -> bool {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let Some(run) = log.lines().rev().find_map(|l| {
+            let mut w = l.split(' ');
+            (w.next() == Some("BEGIN")).then(|| w.next().unwrap_or("").to_string())
+        }) else {
+            return false;
+        };
+        let live = self.shared.live.lock().unwrap();
+        let Some(&pid) = live.get(&run) else {
+            return false;
+        };
+        // Recorded first: the contender may see the exit the moment the signal lands.
+        self.shared
+            .signalled
+            .lock()
+            .unwrap()
+            .insert(run.clone(), signal);
+        self.note(&format!("{signal:?} to the wrapper of {run}"));
+        kill(Pid::from_raw(pid), signal).is_ok()
+    }
+
+    /// Stops the contenders after their current run (or, with rounds, after their last
+    /// round), waits for them and judges the log.
+    pub fn finish(self) -> Report {
+        if self.rounds.is_none() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+        }
+        let outcomes: Vec<Outcome> = self
+            .workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("contender thread"))
+            .collect();
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let verdict = checker::check(&log, self.limit);
+        let counter: u64 = std::fs::read_to_string(&self.counter)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let signalled = self.shared.signalled.lock().unwrap();
+        let mut statuses = BTreeMap::new();
+        let mut unexpected = Vec::new();
+        for o in &outcomes {
+            let code = o.status.code();
+            let by_signal = std::os::unix::process::ExitStatusExt::signal(&o.status);
+            let name = match (code, by_signal) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(s)) => format!("sig{s}"),
+                _ => "?".into(),
+            };
+            *statuses.entry(name.clone()).or_insert(0usize) += 1;
+            let sent = signalled.get(&o.run).map(|s| *s as i32);
+            let fine = match (code, by_signal) {
+                (Some(0), _) => true,
+                (Some(c), _) if self.allowed.contains(&c) && documented(c) => true,
+                (Some(c), _) => sent.is_some_and(|s| c == 128 + s),
+                (None, Some(s)) => sent == Some(s),
+                _ => false,
+            };
+            if !fine {
+                unexpected.push(format!("{} exited {name}: {}", o.run, o.stderr.trim()));
+            }
+        }
+        let lost_updates = if self.limit == 1 {
+            checker::lost_updates(&verdict, counter)
+        } else {
+            0
+        };
+        let phantom_updates = if self.limit == 1 {
+            checker::phantom_updates(&verdict, counter)
+        } else {
+            0
+        };
+        let report = Report {
+            runs: outcomes.len(),
+            verdict,
+            counter,
+            lost_updates,
+            phantom_updates,
+            statuses,
+            unexpected,
+            elapsed: self.started.elapsed(),
+        };
+        if report.verdict.overlaps > 0 || report.lost_updates > 0 {
+            // Kept for a post-mortem: the test panics and the temp dir would go.
+            let kept = self.scratch.dir.keep();
+            eprintln!("log kept in {}", kept.display());
+        }
+        report
+    }
+}
+
+/// Whether `code` is a tool status of the documented table (src/exit.rs).
+fn documented(code: i32) -> bool {
+    redlock::exit::Code::ALL
+        .iter()
+        .any(|c| c.value() as i32 == code)
+}
+
+/// What a workload did, judged.
+#[derive(Debug)]
+pub struct Report {
+    pub runs: usize,
+    pub verdict: Verdict,
+    pub counter: u64,
+    pub lost_updates: u64,
+    pub phantom_updates: u64,
+    /// Exit statuses (`79`, `sig9`) and how many runs ended with each.
+    pub statuses: BTreeMap<String, usize>,
+    /// Runs whose status was neither 0 nor allowed, with their stderr.
+    pub unexpected: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// Panics unless the log, the counter and every status say the lock held.
+    pub fn assert_safe(&self) {
+        let v = &self.verdict;
+        assert_eq!(v.overlaps, 0, "overlaps: {self:#?}");
+        assert_eq!(self.lost_updates, 0, "lost updates: {self:#?}");
+        assert_eq!(self.phantom_updates, 0, "phantom updates: {self:#?}");
+        assert_eq!(v.duplicate_tokens, 0, "duplicate tokens: {self:#?}");
+        assert_eq!(v.stray_ends, 0, "stray ENDs: {self:#?}");
+        assert!(self.unexpected.is_empty(), "unexpected statuses: {self:#?}");
+    }
+}
+
+/// The result of a fault-free contention run (see [`contend`]).
 #[derive(Debug)]
 pub struct Contention {
     /// Critical sections that wrote END.
     pub sections: usize,
-    /// Pairs of sections that overlapped in the shared log.
+    /// Sections that overlapped in the shared log.
     pub overlaps: usize,
     /// The counter's final value (must equal `sections`).
     pub counter: usize,
@@ -21,102 +386,28 @@ pub struct Contention {
     pub failures: Vec<i32>,
 }
 
-/// The mutual-exclusion workload (Jepsen "lock-set" adapted to a wrapper): `procs`
-/// processes each run `rounds` times `redlock-run --wait forever <args> -- child`, where
-/// the child appends `BEGIN token fence` to a shared O_APPEND log, reads a counter file,
-/// writes it back plus one, and appends `END token`. The log order is the real order
-/// of those writes, so a second BEGIN before an END is an overlap; a lost update shows
-/// in the counter even where the log missed it.
+/// `procs` processes each run `rounds` times `redlock-run --wait forever <args> -- section`
+/// without faults and without pauses.
 pub fn contend(args: &[String], procs: usize, rounds: usize) -> Contention {
-    let scratch = Scratch::new();
-    let log = scratch.path("log");
-    let counter = scratch.path("counter");
-    std::fs::write(&counter, "0").unwrap();
-    let child = scratch.script(
-        "section",
-        &format!(
-            "echo \"BEGIN $REDLOCK_TOKEN $REDLOCK_FENCE\" >> '{log}'\n\
-             n=$(cat '{counter}')\n\
-             echo $((n + 1)) > '{counter}'\n\
-             echo \"END $REDLOCK_TOKEN\" >> '{log}'",
-            log = log.display(),
-            counter = counter.display()
-        ),
-    );
-    let workers: Vec<_> = (0..procs)
-        .map(|_| {
-            let args = args.to_vec();
-            let child = child.clone();
-            std::thread::spawn(move || {
-                let mut failures = Vec::new();
-                for _ in 0..rounds {
-                    let out = output_within(
-                        redlock_run()
-                            .args(&args)
-                            .args(["--wait", "forever", "--"])
-                            .arg(&child),
-                        Duration::from_secs(120),
-                    );
-                    let code = out.status.code().unwrap_or(-1);
-                    if code != 0 {
-                        eprintln!("wrapper exit {code}: {}", stderr(&out));
-                        failures.push(code);
-                    }
-                }
-                failures
-            })
-        })
-        .collect();
-    let failures: Vec<i32> = workers
-        .into_iter()
-        .flat_map(|w| w.join().expect("worker"))
-        .collect();
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let mut open: Option<&str> = None;
-    let mut overlaps = 0;
-    let mut sections = 0;
-    let mut seen = std::collections::HashSet::new();
-    let mut duplicate_tokens = 0;
-    let mut last_fence = 0u64;
-    let mut fences_not_increasing = 0;
-    for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("BEGIN", rest)) => {
-                let (token, fence) = rest.split_once(' ').expect("BEGIN token fence");
-                let fence: u64 = fence.parse().expect("a fencing number");
-                if fence <= last_fence {
-                    fences_not_increasing += 1;
-                }
-                last_fence = fence;
-                if open.is_some() {
-                    overlaps += 1;
-                }
-                if !seen.insert(token.to_string()) {
-                    duplicate_tokens += 1;
-                }
-                open = Some(token);
-            }
-            Some(("END", token)) => {
-                if open != Some(token) {
-                    overlaps += 1;
-                }
-                open = None;
-                sections += 1;
-            }
-            _ => panic!("garbled log line {line:?}"),
-        }
+    let mut w = Workload::new(args.to_vec(), procs);
+    w.rounds = Some(rounds);
+    w.max_pause = Duration::ZERO;
+    let r = w.start().finish();
+    for line in &r.unexpected {
+        eprintln!("{line}");
     }
-    let counter = std::fs::read_to_string(&counter)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let failures = r
+        .statuses
+        .iter()
+        .filter(|(s, _)| s.as_str() != "0")
+        .flat_map(|(s, n)| std::iter::repeat_n(s.parse().unwrap_or(-1), *n))
+        .collect();
     Contention {
-        sections,
-        overlaps,
-        counter,
-        duplicate_tokens,
-        fences_not_increasing,
+        sections: r.verdict.sections,
+        overlaps: r.verdict.overlaps,
+        counter: r.counter as usize,
+        duplicate_tokens: r.verdict.duplicate_tokens,
+        fences_not_increasing: r.verdict.fences_not_increasing,
         failures,
     }
 }
