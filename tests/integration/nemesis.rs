@@ -85,6 +85,15 @@ fn workload_row(row: &str, what: &str, w: &Workload, faults: &mut [Fault], serve
         report.verdict.sections
     );
     assert!(s.injections >= injections, "only {} faults", s.injections);
+    if w.limit > 1 {
+        assert_eq!(
+            report.verdict.max_holders, w.limit,
+            "the limit never reached"
+        );
+    }
+    if w.arrivals {
+        assert_eq!(report.verdict.out_of_order, 0, "out of arrival order");
+    }
     no_keys_left_on(servers);
 }
 
@@ -377,16 +386,15 @@ fn f08_replies_dropped() {
     );
 }
 
-/// The reproduction of a defect this row found (`src/run.rs`, `release`): the release
+/// This row found a defect (fixed; the script-level reproduction is
+/// `lease_life::a_retried_release_after_a_lost_reply_is_not_a_lost_lock`): the release
 /// script ran, but its reply was lost with the connection (CLIENT KILL or a proxy reset
-/// between the script and its reply); the release is retried on a fresh connection,
-/// finds the key gone (the first try deleted it), and the run says "lock lost: it was
-/// no longer ours at the release" and exits 79, a false loss after a command that held
-/// the lock throughout (F9 requires no false LOST). It shows in about one run of 400
-/// here; ignored until `src/` treats "not ours" after an ambiguous first try as
-/// released (e.g. by finding its own token in the history the release script writes).
+/// between the script and its reply); the release was retried on a fresh connection,
+/// found the key gone (the first try deleted it), and the run said "lock lost" and
+/// exited 79, a false loss after a command that held the lock throughout (F9 requires
+/// no false LOST). About one run in 400 here. The retry now finds its own record in the
+/// history and is a release.
 #[test]
-#[ignore = "defect: a release retried after a dropped reply reports a lost lock (exit 79)"]
 fn f09_f32_connections_killed_and_reset() {
     let redis = node();
     let proxy = Proxy::start(redis.borrow().port);
@@ -513,6 +521,49 @@ fn f35_herd_of_50_waiters() {
     let mut w = Workload::new(args_for(&[redis.borrow().url()], "f35", TTL_MS), 50);
     w.rounds = Some(5);
     workload_row("F35", "50 waiters, no fault", &w, &mut [], &[&redis]);
+}
+
+// In-model rows: a semaphore and a fair queue -----------------------------------------
+
+/// A semaphore of 3 (`--limit 3`) under Redis SIGSTOP and killed connections: never more
+/// than 3 holders, by log order and by the witness slots.
+#[test]
+fn f04_f09_semaphore_of_three() {
+    let redis = node();
+    let mut args = args_for(&[redis.borrow().url()], "sem", TTL_MS);
+    args.extend(["--limit".into(), "3".into()]);
+    let mut w = stalling(Workload::new(args, K));
+    w.limit = 3;
+    let mut faults = [redis_stopped(&redis), connections_killed(&redis)];
+    workload_row(
+        "F4+F9 --limit 3",
+        "redis SIGSTOP 1.5 ttl, CLIENT KILL",
+        &w,
+        &mut faults,
+        &[&redis],
+    );
+}
+
+/// A fair queue (`--fair`) under killed wrappers (holders and waiters) and killed
+/// connections: exclusion holds and no run begins before one that arrived before it.
+/// (A Redis stall longer than a waiter's heartbeat, about 6 s here, would drop every
+/// waiter from the line, and the order after it would be whoever comes back first:
+/// the stalling rows run plain locks.)
+#[test]
+fn f01_f09_fair_queue() {
+    let redis = node();
+    let mut args = args_for(&[redis.borrow().url()], "fair", TTL_MS);
+    args.push("--fair".into());
+    let mut w = Workload::new(args, K);
+    w.arrivals = true;
+    let mut faults = [wrapper_signal(Signal::SIGKILL), connections_killed(&redis)];
+    workload_row(
+        "F1+F9 --fair",
+        "wrapper SIGKILL, CLIENT KILL",
+        &w,
+        &mut faults,
+        &[&redis],
+    );
 }
 
 // In-model rows: Redlock over three masters -------------------------------------------

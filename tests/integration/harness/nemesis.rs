@@ -338,7 +338,7 @@ pub fn row_summary(row: &str, fault: &str, r: &Report, injections: usize) {
     let statuses: Vec<String> = r.statuses.iter().map(|(s, n)| format!("{s}×{n}")).collect();
     summary(&format!(
         "{row} {fault}: {} runs, {} sections, {} overlaps, {} lost updates, {} injections, {} killed \
-         mid-section, max holders {}, exits [{}], {} unexpected, {:.1} s",
+         mid-section, max holders {}, {} out of arrival order, exits [{}], {} unexpected, {:.1} s",
         r.runs,
         r.verdict.sections,
         r.verdict.overlaps,
@@ -346,6 +346,7 @@ pub fn row_summary(row: &str, fault: &str, r: &Report, injections: usize) {
         injections,
         r.verdict.unfinished,
         r.verdict.max_holders,
+        r.verdict.out_of_order,
         statuses.join(" "),
         r.unexpected.len(),
         r.elapsed.as_secs_f64()

@@ -167,7 +167,10 @@ fn contender(
         };
         let pause_ms = fastrand::u64(0..=max.as_millis() as u64);
         let pause = format!("{}.{:03}", pause_ms / 1000, pause_ms % 1000);
-        if w.arrivals {
+        // A contender's first run arrives with all the others at once, in no order
+        // anyone could promise; from then on one arrives when its run ended, while
+        // the others wait in line.
+        if w.arrivals && round > 1 {
             append(log, &format!("ARRIVE {run}\n"));
         }
         let mut child = redlock_run()
