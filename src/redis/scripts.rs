@@ -27,8 +27,7 @@ pub fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a
 fn once_per(history: &str) -> String {
     r#"
 if period > 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = now_ms()
   local slot = now - (now % period)
   local kind = redis.call('TYPE', HISTORY)['ok']
   if kind == 'list' then
@@ -45,6 +44,40 @@ if period > 0 then
 end"#
         .replace("HISTORY", history)
 }
+
+/// What the three acquire scripts share, as Lua functions at their top: the server's
+/// time in ms; `stamp`, for a lock key just SET, checks that the metadata key is a hash
+/// or absent and draws the fencing number (on a metadata key or fence counter of
+/// another type the SET is undone, and the second result is the refusal to return:
+/// `{-2, type}`, `{-3, type}`); `refresh`, for a lock that is already ours, renews it
+/// and its metadata (when the metadata is ours) and returns its fencing number.
+const TAKING: &str = r#"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function stamp(lock, meta, counter)
+  local meta_kind = redis.call('TYPE', meta)['ok']
+  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
+    redis.call('DEL', lock)
+    return nil, {-2, meta_kind}
+  end
+  local fence = redis.pcall('INCR', counter)
+  if type(fence) ~= 'number' then
+    redis.call('DEL', lock)
+    return nil, {-3, redis.call('TYPE', counter)['ok']}
+  end
+  return fence
+end
+local function refresh(lock, meta, ttl)
+  redis.call('PEXPIRE', lock, ttl)
+  if redis.pcall('HGET', meta, 'token') == ARGV[1] then
+    redis.call('PEXPIRE', meta, ttl)
+    return tonumber(redis.call('HGET', meta, 'fence')) or 0
+  end
+  return 0
+end
+"#;
 
 /// How long a wake-up pushed by a release waits for a waiter to pop it (ms): long
 /// enough for a waiter between two tries to find it, short enough that a push for a
@@ -87,6 +120,7 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         &r#"
+--TAKING--
 local heartbeat = tonumber(ARGV[3])
 local period = tonumber(ARGV[5])
 local now = 0
@@ -97,16 +131,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     redis.call('DEL', KEYS[1])
     return {-6, mode}
   end
-  local meta_kind = redis.call('TYPE', KEYS[2])['ok']
-  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
-    redis.call('DEL', KEYS[1])
-    return {-2, meta_kind}
-  end
-  local fence = redis.pcall('INCR', KEYS[4])
-  if type(fence) ~= 'number' then
-    redis.call('DEL', KEYS[1])
-    return {-3, redis.call('TYPE', KEYS[4])['ok']}
-  end
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4])
+  if refused then return refused end
   if #ARGV > 5 then
     redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 6))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -122,13 +148,7 @@ if type(holder) ~= 'string' then
   return {-1, redis.call('TYPE', KEYS[1])['ok']}
 end
 if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  local fence = 0
-  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    fence = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
-  end
-  return {2, fence, now}
+  return {2, refresh(KEYS[1], KEYS[2], ARGV[2]), now}
 end
 if heartbeat > 0 then
   redis.call('SADD', KEYS[3], ARGV[1])
@@ -148,6 +168,7 @@ if holder ~= ARGV[4] then
 end
 return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#
+        .replace("--TAKING--", TAKING)
         .replace("--ONCE_PER--", &once_per("KEYS[6]")),
     )
 });
@@ -167,6 +188,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 pub static SEM_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         &r#"
+--TAKING--
 local heartbeat = tonumber(ARGV[3])
 local period = tonumber(ARGV[5])
 local limit = tonumber(ARGV[6])
@@ -183,16 +205,8 @@ end
 for i = 1, limit do
   local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
   if redis.call('SET', lock, ARGV[1], 'NX', 'PX', ttl) then
-    local meta_kind = redis.call('TYPE', meta)['ok']
-    if meta_kind ~= 'none' and meta_kind ~= 'hash' then
-      redis.call('DEL', lock)
-      return {-2, meta_kind}
-    end
-    local fence = redis.pcall('INCR', KEYS[4])
-    if type(fence) ~= 'number' then
-      redis.call('DEL', lock)
-      return {-3, redis.call('TYPE', KEYS[4])['ok']}
-    end
+    local fence, refused = stamp(lock, meta, KEYS[4])
+    if refused then return refused end
     redis.call('HSET', meta, 'fence', fence, 'slot', i, unpack(ARGV, 7))
     redis.call('PEXPIRE', meta, ttl)
     if redis.call('PTTL', KEYS[1]) < ttl then
@@ -214,13 +228,7 @@ for i = 1, limit do
   end
   local pttl = redis.call('PTTL', lock)
   if holder == ARGV[1] then
-    redis.call('PEXPIRE', lock, ttl)
-    local fence = 0
-    if redis.pcall('HGET', meta, 'token') == ARGV[1] then
-      redis.call('PEXPIRE', meta, ttl)
-      fence = tonumber(redis.call('HGET', meta, 'fence')) or 0
-    end
-    return {2, fence, now, i}
+    return {2, refresh(lock, meta, ttl), now, i}
   end
   if first == 0 or (pttl >= 0 and (first_pttl < 0 or pttl < first_pttl)) then
     first, first_pttl = i, pttl
@@ -240,6 +248,7 @@ if holder ~= ARGV[4] and redis.call('TYPE', meta)['ok'] == 'hash' then
 end
 return {0, holder, first_pttl, meta_pairs}
 "#
+        .replace("--TAKING--", TAKING)
         .replace("--ONCE_PER--", &once_per("KEYS[5]")),
     )
 });
@@ -281,15 +290,13 @@ return redis.call('DEL', KEYS[1])
 pub static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         &r#"
+--TAKING--
 local heartbeat = tonumber(ARGV[3])
 local period = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[2])
 local now = 0
 --ONCE_PER--
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+if now == 0 then now = now_ms() end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'string' then
   if mode ~= 'fair' then return {-6, mode} end
@@ -304,16 +311,8 @@ for _, gone in ipairs(dead) do
 end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if (not head or head == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
-  local meta_kind = redis.call('TYPE', KEYS[2])['ok']
-  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
-    redis.call('DEL', KEYS[1])
-    return {-2, meta_kind}
-  end
-  local fence = redis.pcall('INCR', KEYS[5])
-  if type(fence) ~= 'number' then
-    redis.call('DEL', KEYS[1])
-    return {-3, redis.call('TYPE', KEYS[5])['ok']}
-  end
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5])
+  if refused then return refused end
   redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 7))
   redis.call('PEXPIRE', KEYS[2], ttl)
   if head then
@@ -332,13 +331,7 @@ if type(holder) == 'table' then
   return {-1, redis.call('TYPE', KEYS[1])['ok']}
 end
 if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  local fence = 0
-  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[2], ttl)
-    fence = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
-  end
-  return {2, fence, now}
+  return {2, refresh(KEYS[1], KEYS[2], ttl), now}
 end
 if heartbeat > 0 then
   if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
@@ -371,7 +364,7 @@ else
       -- The head may be new and asleep: its turn has come.
       local wake = string.sub(KEYS[9], 1, #KEYS[9] - #ARGV[1]) .. head
       redis.call('LPUSH', wake, '1')
-      redis.call('PEXPIRE', wake, 10000)
+      redis.call('PEXPIRE', wake, WAKE_TTL_MS)
     end
   end
 end
@@ -383,7 +376,9 @@ local place = redis.call('ZRANK', KEYS[3], ARGV[1])
 place = place and place + 1 or 0
 return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3])}
 "#
-        .replace("--ONCE_PER--", &once_per("KEYS[6]")),
+        .replace("--TAKING--", TAKING)
+        .replace("--ONCE_PER--", &once_per("KEYS[6]"))
+        .replace("WAKE_TTL_MS", &WAKE_TTL_MS.to_string()),
     )
 });
 
