@@ -413,14 +413,17 @@ impl Lease {
             Shape::Semaphore(_) => &scripts::SEM_ACQUIRE,
             Shape::Fair => &scripts::FAIR_ACQUIRE,
         };
-        let who = serde_json::json!({
-            "host": meta.host,
-            "pid": meta.pid,
-            "user": meta.user,
-            "cmd": meta.cmd,
-            "since_ms": crate::clock::wall_ms(),
-        })
-        .to_string();
+        // Who waits, for a fair queue's `status` (built only for one).
+        let who = (self.shape == Shape::Fair).then(|| {
+            serde_json::json!({
+                "host": meta.host,
+                "pid": meta.pid,
+                "user": meta.user,
+                "cmd": meta.cmd,
+                "since_ms": crate::clock::wall_ms(),
+            })
+            .to_string()
+        });
         let call = |heartbeat: u64| {
             let mut call = invocation(script, &keys);
             call.arg(&self.token)
@@ -433,7 +436,7 @@ impl Lease {
                     call.arg(limit);
                 }
                 Shape::Fair => {
-                    call.arg(&who);
+                    call.arg(who.as_deref().unwrap_or("{}"));
                 }
                 Shape::Plain => {}
             }
