@@ -91,9 +91,6 @@ fn workload_row(row: &str, what: &str, w: &Workload, faults: &mut [Fault], serve
             "the limit never reached"
         );
     }
-    if w.arrivals {
-        assert_eq!(report.verdict.out_of_order, 0, "out of arrival order");
-    }
     no_keys_left_on(servers);
 }
 
@@ -545,7 +542,11 @@ fn f04_f09_semaphore_of_three() {
 }
 
 /// A fair queue (`--fair`) under killed wrappers (holders and waiters) and killed
-/// connections: exclusion holds and no run begins before one that arrived before it.
+/// connections: exclusion holds. The runs out of arrival order are counted and shown,
+/// not asserted: the workload writes ARRIVE before it starts a run, a process start
+/// before the run reaches the queue, so two runs arriving within one process start can
+/// be recorded in the other order (seen once in CI). FIFO order itself is asserted
+/// where arrivals are known, in `capacity::fair_waiters_get_the_lock_in_arrival_order`.
 /// (A Redis stall longer than a waiter's heartbeat, about 6 s here, would drop every
 /// waiter from the line, and the order after it would be whoever comes back first:
 /// the stalling rows run plain locks.)
