@@ -46,27 +46,34 @@ end"#
 }
 
 /// What the three acquire scripts share, as Lua functions at their top: the server's
-/// time in ms; `stamp`, for a lock key just SET, checks that the metadata key is a hash
-/// or absent and draws the fencing number (on a metadata key or fence counter of
-/// another type the SET is undone, and the second result is the refusal to return:
-/// `{-2, type}`, `{-3, type}`); `refresh`, for a lock that is already ours, renews it
-/// and its metadata (when the metadata is ours) and returns its fencing number.
+/// time in ms; `stamp`, for a lock key just SET, draws the fencing number and writes
+/// the metadata (the fence, `fields`, then ARGV from `from`) with the lock's ttl: on a
+/// fence counter or a metadata key of another type the SET and the draw are undone
+/// and the second result is the refusal to return (`{-3, type}`, `{-2, type}`; the
+/// metadata's type is asked only then, as HSET fails on anything but a hash: one
+/// command less on every acquisition); `refresh`, for a lock that is already ours,
+/// renews it and its metadata (when the metadata is ours) and returns its fencing
+/// number.
 const TAKING: &str = r#"
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function stamp(lock, meta, counter)
-  local meta_kind = redis.call('TYPE', meta)['ok']
-  if meta_kind ~= 'none' and meta_kind ~= 'hash' then
-    redis.call('DEL', lock)
-    return nil, {-2, meta_kind}
-  end
+local function stamp(lock, meta, counter, ttl, fields, from)
   local fence = redis.pcall('INCR', counter)
   if type(fence) ~= 'number' then
     redis.call('DEL', lock)
     return nil, {-3, redis.call('TYPE', counter)['ok']}
   end
+  local args = {'fence', fence}
+  for _, v in ipairs(fields) do args[#args + 1] = v end
+  for i = from, #ARGV do args[#args + 1] = ARGV[i] end
+  if type(redis.pcall('HSET', meta, unpack(args))) ~= 'number' then
+    redis.call('DEL', lock)
+    if fence == 1 then redis.pcall('DEL', counter) else redis.pcall('DECR', counter) end
+    return nil, {-2, redis.call('TYPE', meta)['ok']}
+  end
+  redis.call('PEXPIRE', meta, ttl)
   return fence
 end
 local function refresh(lock, meta, ttl)
@@ -108,10 +115,10 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 /// resource to refuse a stale holder's late writes.
 ///
 /// The lock itself is taken with `SET key token NX PX ttl`, exactly as any other client
-/// would, first: the common cases cost few commands. Free: SET, TYPE, HSET, PEXPIRE (and
-/// SREM for a waiter). Busy: SET, GET, PTTL (and TYPE, HGETALL when the holder is new to
-/// the caller), plus SADD, PTTL (and PEXPIRE) for a waiter's heartbeat. A value of
-/// another type on the lock key is reported; on the metadata key it is reported too,
+/// would, first: the common cases cost few commands. Free: SET, GET (the mode key), INCR,
+/// HSET, PEXPIRE (and SREM, EXISTS for a waiter). Busy: SET, GET, PTTL (and GET of the
+/// mode key, TYPE, HGETALL when the holder is new to the caller), plus SADD, PTTL (and
+/// PEXPIRE) for a waiter's heartbeat. A value of another type on the lock key is reported; on the metadata key it is reported too,
 /// and the SET just made is undone in the same script, so nothing is touched. A waiter
 /// (heartbeat > 0) that finds the lock busy adds its token to the waiters set and keeps
 /// the set alive for at least its heartbeat; once it holds the lock it leaves the set,
@@ -131,12 +138,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     redis.call('DEL', KEYS[1])
     return {-6, mode}
   end
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4])
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ARGV[2], {}, 6)
   if refused then return refused end
-  if #ARGV > 5 then
-    redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 6))
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  end
   if heartbeat > 0 and redis.call('SREM', KEYS[3], ARGV[1]) == 1
       and redis.call('EXISTS', KEYS[3]) == 0 then
     redis.call('DEL', KEYS[5])
@@ -205,10 +208,8 @@ end
 for i = 1, limit do
   local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
   if redis.call('SET', lock, ARGV[1], 'NX', 'PX', ttl) then
-    local fence, refused = stamp(lock, meta, KEYS[4])
+    local fence, refused = stamp(lock, meta, KEYS[4], ttl, {'slot', i}, 7)
     if refused then return refused end
-    redis.call('HSET', meta, 'fence', fence, 'slot', i, unpack(ARGV, 7))
-    redis.call('PEXPIRE', meta, ttl)
     if redis.call('PTTL', KEYS[1]) < ttl then
       redis.call('SET', KEYS[1], want, 'PX', ttl)
     end
@@ -311,10 +312,8 @@ for _, gone in ipairs(dead) do
 end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if (not head or head == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5])
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, {}, 7)
   if refused then return refused end
-  redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 7))
-  redis.call('PEXPIRE', KEYS[2], ttl)
   if head then
     redis.call('ZREM', KEYS[3], ARGV[1])
     redis.call('ZREM', KEYS[4], ARGV[1])
@@ -540,12 +539,16 @@ return 0
 /// lock leaves nothing of ours behind; another holder's metadata is never touched.
 /// After a delete, when someone waits, ONE element is pushed to the wake list: the one
 /// waiter blocked longest in `BLPOP` on it wakes, whatever the number of waiters.
-/// Cost: GET, HGET, DEL, EXISTS (+ LPUSH, PEXPIRE when someone waits).
+/// Cost: GET, DEL, EXISTS (+ LPUSH, PEXPIRE when someone waits; + TIME, LPUSH, LTRIM
+/// for the run's record).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-local ours_meta = redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
 local ours = redis.pcall('GET', KEYS[1]) == ARGV[1]
+-- With the lock ours, so is its metadata: it was written with the lock, and nothing
+-- writes it while the lock is held (one HGET less on every release). Without, the
+-- metadata is ours only when its token field says so.
+local ours_meta = ours or redis.pcall('HGET', KEYS[2], 'token') == ARGV[1]
 local size = tonumber(ARGV[5] or '0')
 if size > 0 and not ours then
   local recent = redis.pcall('LRANGE', KEYS[5], 0, 9)
@@ -586,16 +589,10 @@ end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('PEXPIRE', KEYS[1], keep)
-  if ours_meta then
-    redis.call('PEXPIRE', KEYS[2], keep)
-  end
+  redis.call('PEXPIRE', KEYS[2], keep)
   return 2
 end
-if ours_meta then
-  redis.call('DEL', KEYS[1], KEYS[2])
-else
-  redis.call('DEL', KEYS[1])
-end
+redis.call('DEL', KEYS[1], KEYS[2])
 if tonumber(ARGV[3]) > 0 then
   if ARGV[4] == '1' then
     local head = redis.call('ZRANGE', KEYS[6], 0, 0)[1]

@@ -90,4 +90,19 @@ fn a_foreign_value_at_the_metadata_key_is_not_touched() {
     let items: Vec<String> = redis.cmd(&["LRANGE", &meta, "0", "-1"]);
     assert_eq!(items, ["theirs", "also-theirs"]);
     assert!(redis.pttl(&meta) > 500_000, "its ttl was changed");
+    // The fencing number drawn before the metadata was found foreign is given back: no
+    // counter is created, and one there keeps its value.
+    assert!(
+        !redis.exists("redlock:{m}:fence"),
+        "a fence counter was left"
+    );
+    let _: String = redis.cmd(&["SET", "redlock:{m}:fence", "7"]);
+    let out = output(
+        redlock_run()
+            .args(lock_args(&redis, "m"))
+            .args(["--", "true"]),
+    );
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    let fence: String = redis.cmd(&["GET", "redlock:{m}:fence"]);
+    assert_eq!(fence, "7");
 }

@@ -73,6 +73,8 @@ impl Script {
                         on("type", Meta),
                         on("del", Lock),
                         on("incr", Fence),
+                        on("decr", Fence),
+                        on("del", Fence),
                         on("type", Fence),
                         on("hset", Meta),
                         on("pexpire", Meta),
@@ -107,6 +109,8 @@ impl Script {
                         on("type", Meta),
                         on("del", Slot),
                         on("incr", Fence),
+                        on("decr", Fence),
+                        on("del", Fence),
                         on("type", Fence),
                         on("hset", Meta),
                         on("pexpire", Meta),
@@ -145,6 +149,8 @@ impl Script {
                         on("type", Meta),
                         on("del", Lock),
                         on("incr", Fence),
+                        on("decr", Fence),
+                        on("del", Fence),
                         on("type", Fence),
                         on("hset", Meta),
                         on("pexpire", Meta),
@@ -303,6 +309,13 @@ pub fn optional(need: &Need) -> bool {
         || (need.key == Some(Mode) && need.command != "get")
 }
 
+/// Whether a call is best effort in every script: the undo of a fence number drawn for
+/// an acquisition then refused (DECR, `pcall`): without it the counter is one higher,
+/// which a fencing number may be.
+fn best_effort(need: &Need) -> bool {
+    need.command == "decr" && need.key == Some(Key::Fence)
+}
+
 impl Script {
     /// The calls a use of the script cannot do without: all of them for the scripts of
     /// one option (a semaphore's, a fair queue's), the non-[`optional`] ones for the
@@ -312,7 +325,9 @@ impl Script {
             self,
             Script::SemAcquire | Script::Settle | Script::FairAcquire | Script::FairLeave
         );
-        self.calls().iter().filter(move |n| whole || !optional(n))
+        self.calls()
+            .iter()
+            .filter(move |n| !best_effort(n) && (whole || !optional(n)))
     }
 }
 
@@ -462,11 +477,12 @@ pub fn topology(cluster: bool, sentinel: bool) -> &'static [Need] {
     }
 }
 
-/// Every distinct command (and key) to check, in a stable order.
+/// Every distinct command (and key) to check, in a stable order; best-effort calls
+/// break nothing and are not checked.
 pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
     let mut out: Vec<Need> = Vec::new();
     let mut add = |need: Need| {
-        if !out.contains(&need) {
+        if !out.contains(&need) && !best_effort(&need) {
             out.push(need);
         }
     };
