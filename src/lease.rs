@@ -308,22 +308,7 @@ impl Lease {
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if let Some((key, kind)) = votes.not_a_lock {
             self.release_all(0, None).await.ok();
-            let what = if key == self.keys.lock {
-                "a lock"
-            } else if key == self.keys.fence {
-                "redlock's fence counter"
-            } else if key == self.keys.history {
-                "redlock's run history"
-            } else {
-                "redlock's metadata"
-            };
-            return Err(Error::new(
-                Kind::NotALock,
-                format!(
-                    "key {} holds a {kind}, not {what}; choose another --key or --prefix",
-                    crate::report::printable(&key)
-                ),
-            ));
+            return Err(self.not_a_lock(&key, &kind));
         }
         if let Some(mode) = votes.other_kind {
             return Err(other_kind(self.shape, &self.keys, &mode));
@@ -370,6 +355,26 @@ impl Lease {
         }
     }
 
+    /// The error for a key of ours that holds `kind`, another type than we write there.
+    fn not_a_lock(&self, key: &[u8], kind: &str) -> Error {
+        let what = if key == self.keys.lock {
+            "a lock"
+        } else if key == self.keys.fence {
+            "redlock's fence counter"
+        } else if key == self.keys.history {
+            "redlock's run history"
+        } else {
+            "redlock's metadata"
+        };
+        Error::new(
+            Kind::NotALock,
+            format!(
+                "key {} holds a {kind}, not {what}; choose another --key or --prefix",
+                crate::report::printable(key)
+            ),
+        )
+    }
+
     /// Raises every node's fence counter to `fence` (see `scripts::RAISE_FENCE`);
     /// whether a quorum took it.
     async fn raise_fence(&self, fence: u64) -> bool {
@@ -381,38 +386,9 @@ impl Lease {
 
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
+        let (script, owned) = self.acquire_keys();
+        let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let known = waiter.map_or("", |w| w.known_holder.as_str());
-        let k = &self.keys;
-        let slots: Vec<LockKeys> = match self.shape {
-            Shape::Semaphore(limit) => (1..=limit).map(|i| k.for_slot(i)).collect(),
-            _ => Vec::new(),
-        };
-        let own_wake = k.own_wake(&self.token);
-        let mut keys: Vec<&[u8]> = match self.shape {
-            Shape::Plain => vec![
-                &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-            ],
-            Shape::Semaphore(_) => vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history],
-            Shape::Fair => vec![
-                &k.lock,
-                &k.meta,
-                &k.queue,
-                &k.beats,
-                &k.fence,
-                &k.history,
-                &k.mode,
-                &k.queue_info,
-                &own_wake,
-            ],
-        };
-        for slot in &slots {
-            keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
-        }
-        let script = match self.shape {
-            Shape::Plain => &scripts::ACQUIRE,
-            Shape::Semaphore(_) => &scripts::SEM_ACQUIRE,
-            Shape::Fair => &scripts::FAIR_ACQUIRE,
-        };
         // Who waits, for a fair queue's `status` (built only for one).
         let who = (self.shape == Shape::Fair).then(|| {
             serde_json::json!({
@@ -469,43 +445,89 @@ impl Lease {
                     )
                 })
             });
-            match decoded {
-                Ok(Acquired::Yes {
-                    fence,
-                    now_ms,
-                    slot,
-                }) => {
-                    votes.yes += 1;
-                    votes.slot = u32::try_from(slot).unwrap_or(1);
-                    votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
-                    votes.now_ms = votes.now_ms.max(u64::try_from(now_ms).unwrap_or(0));
-                }
-                Ok(Acquired::AlreadyRan { slot_ms, record }) => {
-                    votes.already_ran = Some((u64::try_from(slot_ms).unwrap_or(0), record));
-                }
-                Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
-                Ok(Acquired::ForeignHistory(kind)) => {
-                    votes.not_a_lock = Some((self.keys.history.clone(), kind));
-                }
-                Ok(Acquired::Busy { held, place }) => {
-                    votes.busy.get_or_insert_with(|| Holder::from_held(&held));
-                    if let Some(place) = place {
-                        self.set_place(place);
-                    }
-                }
-                Ok(Acquired::NotALock(kind)) => {
-                    votes.not_a_lock = Some((self.keys.lock.clone(), kind));
-                }
-                Ok(Acquired::ForeignMeta(kind)) => {
-                    votes.not_a_lock = Some((self.keys.meta.clone(), kind));
-                }
-                Ok(Acquired::ForeignFence(kind)) => {
-                    votes.not_a_lock = Some((self.keys.fence.clone(), kind));
-                }
-                Err(e) => votes.errors.push(e),
-            }
+            self.count(&mut votes, decoded);
         }
         votes
+    }
+
+    /// The acquire script of this lease's shape and its keys, in the order it takes
+    /// them (see `redis/scripts.rs`).
+    fn acquire_keys(&self) -> (&'static redis::Script, Vec<Vec<u8>>) {
+        let k = &self.keys;
+        match self.shape {
+            Shape::Plain => (
+                &scripts::ACQUIRE,
+                [
+                    &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+                ]
+                .map(Clone::clone)
+                .to_vec(),
+            ),
+            Shape::Semaphore(limit) => {
+                let mut keys = [&k.mode, &k.waiters, &k.wake, &k.fence, &k.history]
+                    .map(Clone::clone)
+                    .to_vec();
+                for slot in (1..=limit).map(|i| k.for_slot(i)) {
+                    keys.extend([slot.lock, slot.meta]);
+                }
+                (&scripts::SEM_ACQUIRE, keys)
+            }
+            Shape::Fair => {
+                let mut keys = [
+                    &k.lock,
+                    &k.meta,
+                    &k.queue,
+                    &k.beats,
+                    &k.fence,
+                    &k.history,
+                    &k.mode,
+                    &k.queue_info,
+                ]
+                .map(Clone::clone)
+                .to_vec();
+                keys.push(k.own_wake(&self.token));
+                (&scripts::FAIR_ACQUIRE, keys)
+            }
+        }
+    }
+
+    /// Counts one node's answer to the acquire script.
+    fn count(&self, votes: &mut Votes, decoded: Result<Acquired>) {
+        match decoded {
+            Ok(Acquired::Yes {
+                fence,
+                now_ms,
+                slot,
+            }) => {
+                votes.yes += 1;
+                votes.slot = u32::try_from(slot).unwrap_or(1);
+                votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
+                votes.now_ms = votes.now_ms.max(u64::try_from(now_ms).unwrap_or(0));
+            }
+            Ok(Acquired::AlreadyRan { slot_ms, record }) => {
+                votes.already_ran = Some((u64::try_from(slot_ms).unwrap_or(0), record));
+            }
+            Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
+            Ok(Acquired::Busy { held, place }) => {
+                votes.busy.get_or_insert_with(|| Holder::from_held(&held));
+                if let Some(place) = place {
+                    self.set_place(place);
+                }
+            }
+            Ok(Acquired::ForeignHistory(kind)) => {
+                votes.not_a_lock = Some((self.keys.history.clone(), kind));
+            }
+            Ok(Acquired::NotALock(kind)) => {
+                votes.not_a_lock = Some((self.keys.lock.clone(), kind));
+            }
+            Ok(Acquired::ForeignMeta(kind)) => {
+                votes.not_a_lock = Some((self.keys.meta.clone(), kind));
+            }
+            Ok(Acquired::ForeignFence(kind)) => {
+                votes.not_a_lock = Some((self.keys.fence.clone(), kind));
+            }
+            Err(e) => votes.errors.push(e),
+        }
     }
 
     /// One renewal round (compare-and-pexpire on every node).

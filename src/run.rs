@@ -30,15 +30,10 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     let program = child::resolve(&config.command[0])?;
     let mut signals = listen()?;
     let patience = Patience::new(config.wait);
-    let timeout = config.budget.node_timeout;
-    let nodes =
-        match wait::connect(&config.conn.urls, timeout, &patience, &mut signals, report).await? {
-            Ok(nodes) => nodes,
-            Err(sig) => return Ok(interrupted_while_waiting(sig, report)),
-        };
-    let lease = Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
-        .once_per(config.once_per)
-        .shape(config.shape);
+    let lease = match connect(&config, &patience, &mut signals, report).await? {
+        Ok(lease) => lease,
+        Err(code) => return Ok(code),
+    };
     if let Some(code) = reentrant(&config, &lease, &program, &mut signals, report).await? {
         return Ok(code);
     }
@@ -48,28 +43,10 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let acquired_at = crate::clock::now();
-    let name = lease.keys().display_name();
-    report.event(
-        "acquired",
-        &name,
-        serde_json::json!({
-            "token": &lease.token()[..8],
-            "fence": lease.fence(),
-            "waited_ms": patience.waited().as_millis() as u64,
-            "ttl_ms": config.budget.ttl.as_millis() as u64,
-        }),
-    );
+    announce(&config, &lease, &patience, report);
     if let Some(code) = interrupted_before_start(&lease, &mut signals, acquired_at, report).await {
         return Ok(code);
     }
-    report.verbose(|| {
-        format!(
-            "acquired {} (token {}, ttl {})",
-            lease.keys().display_name(),
-            &lease.token()[..8],
-            human(config.budget.ttl)
-        )
-    });
     let held = Held {
         lease: &lease,
         budget: config.budget,
@@ -86,35 +63,19 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             }
         };
     let code = child::exit_code(outcome.status);
-    let run = history::Run {
-        meta: &meta,
-        fence: lease.fence(),
-        once_per: config.once_per,
-        size: config.history,
-        start_ms: lease.acquired_ms(),
-    };
-    let held = crate::clock::now().saturating_sub(acquired_at);
-    let status = if let Some(lost) = outcome.lost {
-        let status = match lost {
-            Lost::MaxHold { .. } => Code::MaxHold.value(),
-            _ => Code::Lost.value(),
-        };
-        // The key may still hold our token (a renewal that reached a paused server, or
-        // a lock given up at --max-hold): take it back so it does not linger.
-        let ending = Ending::of(&run, held, code, status, true);
-        let _ = lease.release_all(0, Some(&ending)).await;
-        report.verbose(|| format!("command ended with status {code} after giving up the lock"));
-        status
-    } else {
-        let ending = Ending::of(&run, held, code, code, false);
-        match release(&lease, config.hold_min, acquired_at, Some(&ending), report).await {
-            Released::NotOurs => Code::Lost.value(),
-            Released::Done => code,
-        }
-    };
+    let status = finish(
+        &config,
+        &lease,
+        &meta,
+        outcome.lost,
+        code,
+        acquired_at,
+        report,
+    )
+    .await;
     report.event(
         "exited",
-        &name,
+        &lease.keys().display_name(),
         serde_json::json!({
             "command_status": code,
             "status": status,
@@ -123,6 +84,88 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         }),
     );
     Ok(status)
+}
+
+/// Connects to the nodes (retried within `--wait`) and builds the lease over them;
+/// `Err(code)` when a signal ended the wait for Redis.
+async fn connect(
+    config: &RunConfig,
+    patience: &Patience,
+    signals: &mut Signals,
+    report: &Reporter,
+) -> Result<std::result::Result<Lease, u8>> {
+    let timeout = config.budget.node_timeout;
+    Ok(
+        match wait::connect(&config.conn.urls, timeout, patience, signals, report).await? {
+            Ok(nodes) => Ok(
+                Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
+                    .once_per(config.once_per)
+                    .shape(config.shape),
+            ),
+            Err(sig) => Err(interrupted_while_waiting(sig, report)),
+        },
+    )
+}
+
+/// Says the lock is taken: the `acquired` event, and a line with `--verbose`.
+fn announce(config: &RunConfig, lease: &Lease, patience: &Patience, report: &Reporter) {
+    let name = lease.keys().display_name();
+    report.event(
+        "acquired",
+        &name,
+        serde_json::json!({
+            "token": &lease.token()[..8],
+            "fence": lease.fence(),
+            "waited_ms": patience.waited().as_millis() as u64,
+            "ttl_ms": config.budget.ttl.as_millis() as u64,
+        }),
+    );
+    report.verbose(|| {
+        format!(
+            "acquired {name} (token {}, ttl {})",
+            &lease.token()[..8],
+            human(config.budget.ttl)
+        )
+    });
+}
+
+/// After the command: releases (with the run's record) and returns the run's exit
+/// status: the command's, or the lost-lock (79) or `--max-hold` (124) code when the
+/// lock was lost while it ran or found lost at the release.
+async fn finish(
+    config: &RunConfig,
+    lease: &Lease,
+    meta: &Meta,
+    lost: Option<Lost>,
+    code: u8,
+    acquired_at: Point,
+    report: &Reporter,
+) -> u8 {
+    let run = history::Run {
+        meta,
+        fence: lease.fence(),
+        once_per: config.once_per,
+        size: config.history,
+        start_ms: lease.acquired_ms(),
+    };
+    let held = crate::clock::now().saturating_sub(acquired_at);
+    let Some(lost) = lost else {
+        let ending = Ending::of(&run, held, code, code, false);
+        return match release(lease, config.hold_min, acquired_at, Some(&ending), report).await {
+            Released::NotOurs => Code::Lost.value(),
+            Released::Done => code,
+        };
+    };
+    let status = match lost {
+        Lost::MaxHold { .. } => Code::MaxHold.value(),
+        _ => Code::Lost.value(),
+    };
+    // The key may still hold our token (a renewal that reached a paused server, or a
+    // lock given up at --max-hold): take it back so it does not linger.
+    let ending = Ending::of(&run, held, code, status, true);
+    let _ = lease.release_all(0, Some(&ending)).await;
+    report.verbose(|| format!("command ended with status {code} after giving up the lock"));
+    status
 }
 
 /// Takes over the forwarded signals, and makes the wrapper the subreaper of what the
