@@ -139,6 +139,11 @@ fn duration(flag: &str, raw: &str) -> Result<Duration> {
 /// The units a duration takes, as every message and the README list them.
 pub const UNITS: &str = "ms, s, m, h, d, e.g. 250ms, 30s, 5m, 1h30m";
 
+/// A duration within `range`, when the flag was given.
+fn bounded_opt(range: Range, raw: Option<&str>) -> Result<Option<Duration>> {
+    raw.map(|raw| bounded(range, raw)).transpose()
+}
+
 /// A duration within `range`.
 fn bounded(range: Range, raw: &str) -> Result<Duration> {
     let d = duration(range.flag, raw)?;
@@ -254,11 +259,7 @@ impl Conn {
                 )));
             }
         }
-        let node_timeout = args
-            .node_timeout
-            .as_deref()
-            .map(|raw| bounded(NODE_TIMEOUT, raw))
-            .transpose()?;
+        let node_timeout = bounded_opt(NODE_TIMEOUT, args.node_timeout.as_deref())?;
         Ok(Conn {
             urls,
             prefix,
@@ -372,44 +373,13 @@ fn tls_options(args: &ConnArgs) -> Result<Tls> {
 
 impl RunConfig {
     pub fn from_args(args: RunArgs) -> Result<RunConfig> {
-        if args.command.is_empty() {
-            return Err(Error::usage(
-                "no command given; put it after --, e.g. redlock-run --key job -- ./job.sh",
-            ));
-        }
-        if args.command[0].is_empty() {
-            return Err(Error::usage("the command after -- is an empty string"));
-        }
+        check_command(&args.command)?;
         let conn = Conn::from_args(&args.conn)?;
         let keys = conn.keys(&args.key)?;
-        let ttl = ttl(args.ttl.as_deref())?;
-        let renew_every = match &args.renew_every {
-            Some(raw) => bounded(RENEW_EVERY, raw)?,
-            None => timing::default_renew_every(ttl),
-        };
-        let kill_after = match &args.kill_after {
-            Some(raw) => bounded(KILL_AFTER, raw)?,
-            None => timing::default_kill_after(ttl),
-        };
-        let budget = Budget {
-            ttl,
-            renew_every,
-            node_timeout: conn.timeout_for(ttl),
-            kill_after,
-        };
-        budget.check().map_err(|e| budget_error(&budget, e))?;
-        let hold_min = args
-            .hold_min
-            .as_deref()
-            .map(|raw| bounded(HOLD_MIN, raw))
-            .transpose()?
-            .filter(|d| !d.is_zero());
+        let budget = run_budget(&args, &conn)?;
+        let hold_min = bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero());
         let history = history_size(args.history.as_deref())?;
-        let once_per = args
-            .once_per
-            .as_deref()
-            .map(|raw| bounded(ONCE_PER, raw))
-            .transpose()?;
+        let once_per = bounded_opt(ONCE_PER, args.once_per.as_deref())?;
         let shape = shape(args.limit.as_deref(), args.fair, conn.urls.len())?;
         if once_per.is_some() && history == 0 {
             return Err(Error::usage(
@@ -428,15 +398,45 @@ impl RunConfig {
             once_per,
             history,
             shape,
-            max_hold: args
-                .max_hold
-                .as_deref()
-                .map(|raw| bounded(MAX_HOLD, raw))
-                .transpose()?,
+            max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
             hide_args: args.hide_args,
             command: args.command,
         })
     }
+}
+
+/// The command after `--`: there, and not an empty string.
+fn check_command(command: &[OsString]) -> Result<()> {
+    match command.first() {
+        None => Err(Error::usage(
+            "no command given; put it after --, e.g. redlock-run --key job -- ./job.sh",
+        )),
+        Some(program) if program.is_empty() => {
+            Err(Error::usage("the command after -- is an empty string"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// `--ttl`, `--renew-every`, `--kill-after` and the node timeout, checked together.
+fn run_budget(args: &RunArgs, conn: &Conn) -> Result<Budget> {
+    let ttl = ttl(args.ttl.as_deref())?;
+    let renew_every = match &args.renew_every {
+        Some(raw) => bounded(RENEW_EVERY, raw)?,
+        None => timing::default_renew_every(ttl),
+    };
+    let kill_after = match &args.kill_after {
+        Some(raw) => bounded(KILL_AFTER, raw)?,
+        None => timing::default_kill_after(ttl),
+    };
+    let budget = Budget {
+        ttl,
+        renew_every,
+        node_timeout: conn.timeout_for(ttl),
+        kill_after,
+    };
+    budget.check().map_err(|e| budget_error(&budget, e))?;
+    Ok(budget)
 }
 
 /// A checked `redlock status`.

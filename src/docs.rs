@@ -236,7 +236,8 @@ const SEE_ALSO: &[&str] = &[
     "redlock-doctor",
 ];
 
-/// (what it does, the command) for a page's EXAMPLES.
+/// (what it does, the command) for a page's EXAMPLES. (Long because it is data: the
+/// examples of every page.)
 fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
     match page_of {
         "run" | "redlock" => &[

@@ -127,7 +127,8 @@ pub fn table() -> Vec<Row> {
 }
 
 /// The exit statuses of one verb of `redlock` (its man page and `--help`): what it
-/// exits with itself, then the tool's error codes. `run` has [`table`].
+/// exits with itself, then the tool's error codes. `run` has [`table`]. (Long because
+/// it is a table: one row per verb's own status.)
 pub fn verb_table(verb: &str) -> Vec<Row> {
     let own: &[(&str, &str)] = match verb {
         "status" => &[

@@ -355,6 +355,18 @@ impl Lease {
         }
     }
 
+    /// Who waits, for a fair queue's `status` (built only for one).
+    fn who_waits(meta: &Meta) -> String {
+        serde_json::json!({
+            "host": meta.host,
+            "pid": meta.pid,
+            "user": meta.user,
+            "cmd": meta.cmd,
+            "since_ms": crate::clock::wall_ms(),
+        })
+        .to_string()
+    }
+
     /// The error for a key of ours that holds `kind`, another type than we write there.
     fn not_a_lock(&self, key: &[u8], kind: &str) -> Error {
         let what = if key == self.keys.lock {
@@ -389,17 +401,7 @@ impl Lease {
         let (script, owned) = self.acquire_keys();
         let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let known = waiter.map_or("", |w| w.known_holder.as_str());
-        // Who waits, for a fair queue's `status` (built only for one).
-        let who = (self.shape == Shape::Fair).then(|| {
-            serde_json::json!({
-                "host": meta.host,
-                "pid": meta.pid,
-                "user": meta.user,
-                "cmd": meta.cmd,
-                "since_ms": crate::clock::wall_ms(),
-            })
-            .to_string()
-        });
+        let who = (self.shape == Shape::Fair).then(|| Self::who_waits(meta));
         let call = |heartbeat: u64| {
             let mut call = invocation(script, &keys);
             call.arg(&self.token)

@@ -371,31 +371,33 @@ async fn acl(node: &Node, keys: &LockKeys, prefix: &str, given: Given) -> Acl {
                 .collect(),
         },
         Ok(_) => Acl::Unchecked("unexpected reply from the ACL check script".into()),
-        Err(e) if e.kind() == Kind::Auth => {
-            // The check script itself was refused: EVALSHA or SCRIPT LOAD, which every
-            // verb needs too. The message names the command.
-            let text = e.to_string().to_ascii_lowercase();
-            let refused = needs::SCRIPTING
-                .iter()
-                .find(|n| text.contains(&format!("'{}'", n.command)));
-            match refused {
-                Some(need) => Acl::Checked {
-                    how: "running a script",
-                    user,
-                    denied: vec![Denied {
-                        need: *need,
-                        reason: None,
-                        key: None,
-                    }],
-                },
-                None => Acl::Unchecked(format!("the check script was refused: {e}")),
-            }
-        }
+        Err(e) if e.kind() == Kind::Auth => check_script_refused(&e, user),
         Err(e) if e.to_string().contains("acl_check_cmd") => Acl::Unchecked(
             "this Redis has no redis.acl_check_cmd (Redis < 7) and the user may not run ACL DRYRUN"
                 .into(),
         ),
         Err(e) => Acl::Unchecked(e.to_string()),
+    }
+}
+
+/// The check script itself was refused: EVALSHA or SCRIPT LOAD, which every verb needs
+/// too. The server's message names the command.
+fn check_script_refused(e: &Error, user: Option<String>) -> Acl {
+    let text = e.to_string().to_ascii_lowercase();
+    let refused = needs::SCRIPTING
+        .iter()
+        .find(|n| text.contains(&format!("'{}'", n.command)));
+    match refused {
+        Some(need) => Acl::Checked {
+            how: "running a script",
+            user,
+            denied: vec![Denied {
+                need: *need,
+                reason: None,
+                key: None,
+            }],
+        },
+        None => Acl::Unchecked(format!("the check script was refused: {e}")),
     }
 }
 

@@ -194,13 +194,23 @@ async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
             }
         }
     }
-    let count = |t: &str| removed.iter().filter(|h| h.token == t).count();
-    let holder = removed.iter().max_by_key(|h| count(&h.token)).cloned();
     let spread = (nodes.given() > 1).then_some(Spread {
         nodes_removed: removed.len(),
         nodes: nodes.given(),
         nodes_unreachable: unreachable,
     });
+    force_released(&removed, spread, first_error)
+}
+
+/// What a forced release did over the nodes: the holder whose token was removed from
+/// the most nodes, or the first error when nothing was removed, or free.
+fn force_released(
+    removed: &[Holder],
+    spread: Option<Spread>,
+    first_error: Option<Error>,
+) -> Result<(Released, u8)> {
+    let count = |t: &str| removed.iter().filter(|h| h.token == t).count();
+    let holder = removed.iter().max_by_key(|h| count(&h.token)).cloned();
     match (holder, first_error) {
         (Some(holder), _) => Ok((
             Released {

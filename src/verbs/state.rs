@@ -292,23 +292,7 @@ impl LockState {
     /// Who holds the lock, or that it is free; for a semaphore, every slot.
     fn describe_holder(&self, now_ms: u64) -> String {
         if let (Some(limit), Some(held)) = (self.limit, self.held) {
-            let mut out = format!("{}: {held} of {limit} slots held", self.name);
-            for slot in &self.slots {
-                out.push_str(&format!("\n  slot {}: ", slot.slot));
-                match &slot.holder {
-                    Some(h) => {
-                        out.push_str(&h.describe(now_ms));
-                        if let Some(ttl) = h.ttl_left {
-                            out.push_str(&format!(", ttl {}", human(ttl)));
-                        }
-                        if let Some(fence) = h.fence {
-                            out.push_str(&format!(", fence {fence}"));
-                        }
-                    }
-                    None => out.push_str("free"),
-                }
-            }
-            return out;
+            return self.describe_slots(limit, held, now_ms);
         }
         let Some(h) = &self.holder else {
             return format!("{}: free", self.name);
@@ -349,6 +333,27 @@ impl LockState {
                 self.spread(),
                 self.present_on.join(", ")
             ));
+        }
+        out
+    }
+
+    /// A semaphore's slots, one line each.
+    fn describe_slots(&self, limit: u32, held: u32, now_ms: u64) -> String {
+        let mut out = format!("{}: {held} of {limit} slots held", self.name);
+        for slot in &self.slots {
+            out.push_str(&format!("\n  slot {}: ", slot.slot));
+            match &slot.holder {
+                Some(h) => {
+                    out.push_str(&h.describe(now_ms));
+                    if let Some(ttl) = h.ttl_left {
+                        out.push_str(&format!(", ttl {}", human(ttl)));
+                    }
+                    if let Some(fence) = h.fence {
+                        out.push_str(&format!(", fence {fence}"));
+                    }
+                }
+                None => out.push_str("free"),
+            }
         }
         out
     }

@@ -314,6 +314,13 @@ pub fn role(given: Given, info: &Probe<Info>, in_cluster: bool) -> Vec<Finding> 
         Probe::NoPermission(cmd) => return vec![could_not("role", &no_permission(cmd))],
         Probe::Failed(why) => return vec![could_not("role", why)],
     };
+    let mut out = topology(given, info);
+    out.push(replication(info, in_cluster));
+    out
+}
+
+/// A Cluster node behind a plain URL, or the reverse.
+fn topology(given: Given, info: &Info) -> Vec<Finding> {
     let mut out = Vec::new();
     let cluster_enabled = info.get("cluster_enabled") == Some("1");
     if given == Given::Single && cluster_enabled {
@@ -336,53 +343,49 @@ pub fn role(given: Given, info: &Probe<Info>, in_cluster: bool) -> Vec<Finding> 
             .fix("use redis://host:port for a single server"),
         );
     }
+    out
+}
+
+/// Master or replica, and what a failover can cost.
+fn replication(info: &Info, in_cluster: bool) -> Finding {
     match info.get("role") {
         Some("slave") | Some("replica") if !in_cluster => {
             let master = match (info.get("master_host"), info.get("master_port")) {
                 (Some(h), Some(p)) => format!(" of {h}:{p}"),
                 _ => String::new(),
             };
-            out.push(
-                Finding::new(
-                    "role",
-                    Severity::Error,
-                    format!(
-                        "the server is a read-only replica{master}: every acquire and renewal would fail with READONLY"
-                    ),
-                )
-                .fix("point --redis at the master (or use redis+sentinel:// to find it)"),
-            );
+            Finding::new(
+                "role",
+                Severity::Error,
+                format!(
+                    "the server is a read-only replica{master}: every acquire and renewal would fail with READONLY"
+                ),
+            )
+            .fix("point --redis at the master (or use redis+sentinel:// to find it)")
         }
-        Some("slave") | Some("replica") => out.push(Finding::new(
+        Some("slave") | Some("replica") => Finding::new(
             "role",
             Severity::Ok,
             "a cluster replica (the client sends lock commands to the masters)",
-        )),
-        Some("master") => {
-            let replicas = info.number("connected_slaves").unwrap_or(0);
-            if replicas > 0 {
-                out.push(
-                    Finding::new(
-                        "role",
-                        Severity::Info,
-                        format!(
-                            "master with {replicas} replica(s): replication is asynchronous, so a failover to a replica that had not yet received a lock loses it"
-                        ),
-                    )
-                    .fix("for strict exclusion use several independent masters (Redlock: --redis repeated)"),
-                );
-            } else {
-                out.push(Finding::new("role", Severity::Ok, "master"));
-            }
-        }
-        Some(other) => out.push(Finding::new(
+        ),
+        Some("master") => match info.number("connected_slaves").unwrap_or(0) {
+            0 => Finding::new("role", Severity::Ok, "master"),
+            replicas => Finding::new(
+                "role",
+                Severity::Info,
+                format!(
+                    "master with {replicas} replica(s): replication is asynchronous, so a failover to a replica that had not yet received a lock loses it"
+                ),
+            )
+            .fix("for strict exclusion use several independent masters (Redlock: --redis repeated)"),
+        },
+        Some(other) => Finding::new(
             "role",
             Severity::Warning,
             format!("unexpected role {other:?}"),
-        )),
-        None => out.push(could_not("role", "INFO has no role")),
+        ),
+        None => could_not("role", "INFO has no role"),
     }
-    out
 }
 
 /// Whether memory pressure can evict a lock key.
@@ -552,8 +555,6 @@ pub fn acl(facts: &Facts) -> Finding {
             format!("{who}every command redlock sends is allowed (checked with {how})"),
         );
     }
-    let cluster = facts.given == Given::Cluster;
-    let sentinel = facts.given == Given::Sentinel;
     let mut wrapper = false;
     let mut parts = Vec::new();
     let mut commands: Vec<String> = Vec::new();
@@ -564,35 +565,10 @@ pub fn acl(facts: &Facts) -> Finding {
             continue;
         }
         seen.push(d.need.command);
-        let same: Vec<&Denied> = denied
-            .iter()
-            .filter(|o| o.need.command == d.need.command)
-            .collect();
-        let mut uses: Vec<&str> = Vec::new();
-        for o in &same {
-            for u in needs::broken_by(o.need, cluster, sentinel) {
-                wrapper |= u.wrapper;
-                if !uses.contains(&u.name) {
-                    uses.push(u.name);
-                }
-            }
-        }
-        let keys: Vec<&str> = same.iter().filter_map(|o| o.key.as_deref()).collect();
-        let on = if keys.is_empty() {
-            String::new()
-        } else {
-            format!(" on {}", keys.join(", "))
-        };
-        let why = same
-            .iter()
-            .find_map(|o| o.reason.as_deref())
-            .map_or(String::new(), |r| format!(" [{r}]"));
-        let name = d.need.command.to_ascii_uppercase().replace('|', " ");
-        commands.push(name.clone());
-        parts.push(format!(
-            "{name}{on} denied{why}, breaks {}",
-            uses.join(", ")
-        ));
+        let (part, breaks_wrapper) = denied_command(d.need.command, denied, facts.given);
+        wrapper |= breaks_wrapper;
+        commands.push(d.need.command.to_ascii_uppercase().replace('|', " "));
+        parts.push(part);
     }
     let severity = if wrapper {
         Severity::Error
@@ -612,6 +588,41 @@ pub fn acl(facts: &Facts) -> Finding {
             .collect::<Vec<_>>()
             .join(" ")
     ))
+}
+
+/// What the denial of `command` (on every key it was denied on) breaks, in words, and
+/// whether the wrapper is among it.
+fn denied_command(command: &str, denied: &[Denied], given: Given) -> (String, bool) {
+    let (cluster, sentinel) = (given == Given::Cluster, given == Given::Sentinel);
+    let same: Vec<&Denied> = denied
+        .iter()
+        .filter(|o| o.need.command == command)
+        .collect();
+    let mut wrapper = false;
+    let mut uses: Vec<&str> = Vec::new();
+    for o in &same {
+        for u in needs::broken_by(o.need, cluster, sentinel) {
+            wrapper |= u.wrapper;
+            if !uses.contains(&u.name) {
+                uses.push(u.name);
+            }
+        }
+    }
+    let keys: Vec<&str> = same.iter().filter_map(|o| o.key.as_deref()).collect();
+    let on = if keys.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", keys.join(", "))
+    };
+    let why = same
+        .iter()
+        .find_map(|o| o.reason.as_deref())
+        .map_or(String::new(), |r| format!(" [{r}]"));
+    let name = command.to_ascii_uppercase().replace('|', " ");
+    (
+        format!("{name}{on} denied{why}, breaks {}", uses.join(", ")),
+        wrapper,
+    )
 }
 
 /// The offset of the host's clock from the server's `TIME`.

@@ -62,7 +62,8 @@ pub enum Script {
 }
 
 impl Script {
-    /// Every command the script may call, on the key it calls it on.
+    /// Every command the script may call, on the key it calls it on. (Long because it is
+    /// data: one list per script, held to the scripts' text by the test below.)
     pub fn calls(self) -> &'static [Need] {
         use Key::*;
         match self {
