@@ -3,14 +3,17 @@
 //!
 //! Module map, top down (each layer imports only from below it):
 //! - [`entry`]: the entry points both binaries call: arguments in, exit status out;
-//! - `run`: the wrapper end to end; `verbs/`: status, list, release, acquire, extend;
-//!   [`docs`]: man pages and completions;
+//! - `run`: the wrapper end to end; `verbs/`: status, list, release, acquire, extend,
+//!   wait, history, doctor (with `doctor/judge` and `doctor/needs`); [`docs`]: man
+//!   pages and completions;
 //! - `supervise`: the one supervisor loop; `wait/`: waiting for a busy lock (woken
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
 //!   for a wrapper killed outright; `signals`: the signal rule;
-//! - `lease`: acquire/renew/release of one lock; `quorum`: the nodes of a lock and
-//!   the majority that decides (Redlock); `holder`: holder metadata;
+//! - `lease`: acquire/renew/release of one lock (plain, a semaphore's slot, a fair
+//!   queue's turn); `history`: a run's record beside the lock and how it reads;
+//!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
+//!   holder metadata;
 //! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies, scripts);
 //! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
 //!   `keys`: key layout and hash tags;
