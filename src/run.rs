@@ -38,7 +38,19 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         return Ok(code);
     }
     let meta = holder_meta(&config, &lease);
-    let t_sent = match take(&config, &lease, &meta, &patience, &mut signals, report).await? {
+    // A run that waits forks its command's guard while it waits, so that a hand-over
+    // only has to start the command.
+    let mut guard = None;
+    let took = take(
+        &config,
+        &lease,
+        &meta,
+        &patience,
+        &mut signals,
+        report,
+        || guard = GroupGuard::fork(),
+    );
+    let t_sent = match took.await? {
         Ok(t_sent) => t_sent,
         Err(code) => return Ok(code),
     };
@@ -54,14 +66,22 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         t_sent,
         give_up_at: config.max_hold.map(|d| t_sent + d),
     };
-    let outcome =
-        match run_command(&program, &config.command, Some(held), &mut signals, report).await {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                release(&lease, None, acquired_at, None, report).await;
-                return Err(e);
-            }
-        };
+    let outcome = match run_command(
+        &program,
+        &config.command,
+        Some(held),
+        guard,
+        &mut signals,
+        report,
+    )
+    .await
+    {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            release(&lease, None, acquired_at, None, report).await;
+            return Err(e);
+        }
+    };
     let code = child::exit_code(outcome.status);
     let status = finish(
         &config,
@@ -187,10 +207,21 @@ async fn take(
     patience: &Patience,
     signals: &mut Signals,
     report: &Reporter,
+    before_waiting: impl FnOnce(),
 ) -> Result<std::result::Result<Point, u8>> {
     let chatty = config.busy_code != 0 || report.verbose;
     Ok(
-        match wait::acquire(lease, meta, patience, chatty, signals, report).await? {
+        match wait::acquire(
+            lease,
+            meta,
+            patience,
+            chatty,
+            signals,
+            report,
+            before_waiting,
+        )
+        .await?
+        {
             Waited::Acquired { t_sent } => Ok(t_sent),
             Waited::Busy(holder) => {
                 wait::busy_note(lease, &holder, config.busy_code, report);
@@ -273,13 +304,14 @@ async fn interrupted_before_start(
 }
 
 /// Starts the command with the lock's environment (when `held`) and a [`GroupGuard`]
-/// watching its process group, and supervises it to the end. The guard is forked before
-/// the spawn, so the window in which a `kill -9` of the wrapper could leave the group
-/// unguarded is one write(2), not a fork.
+/// watching its process group (`guard`, or one forked now), and supervises it to the
+/// end. The guard is forked before the spawn, so the window in which a `kill -9` of the
+/// wrapper could leave the group unguarded is one write(2), not a fork.
 async fn run_command(
     program: &Path,
     argv: &[OsString],
     held: Option<Held<'_>>,
+    guard: Option<GroupGuard>,
     signals: &mut Signals,
     report: &Reporter,
 ) -> Result<supervise::Outcome> {
@@ -306,7 +338,7 @@ async fn run_command(
         }
         _ => Vec::new(),
     };
-    let mut guard = GroupGuard::fork();
+    let mut guard = guard.or_else(GroupGuard::fork);
     let started = child::spawn(program, argv, &envs, child::foreground_terminal())?;
     if let Some(guard) = guard.as_mut() {
         guard.watch(started.group.id());
@@ -347,7 +379,7 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
-    let outcome = run_command(program, &config.command, None, signals, report).await?;
+    let outcome = run_command(program, &config.command, None, None, signals, report).await?;
     Ok(Some(child::exit_code(outcome.status)))
 }
 

@@ -30,7 +30,17 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
     let caller = nix::unistd::getppid().as_raw() as u32;
     let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller);
     let chatty = config.busy_code != 0;
-    match wait::acquire(&lease, &meta, &patience, chatty, &mut signals, &report).await? {
+    match wait::acquire(
+        &lease,
+        &meta,
+        &patience,
+        chatty,
+        &mut signals,
+        &report,
+        || (),
+    )
+    .await?
+    {
         Waited::Acquired { .. } if config.json => {
             print_json(&HeldJson::of(&lease))?;
             Ok(0)

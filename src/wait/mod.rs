@@ -94,7 +94,9 @@ pub async fn connect(
 
 /// Acquires `lease`, waiting while it is busy (or Redis unreachable) as `patience`
 /// allows. `chatty`: whether waiting may be reported off a terminal (see
-/// `progress.rs`).
+/// `progress.rs`); `before_waiting` runs once, when the first try found the lock busy
+/// and the run is going to wait (the wrapper prepares its command's start there, off
+/// the hand-over's path).
 pub async fn acquire(
     lease: &Lease,
     meta: &Meta,
@@ -102,6 +104,7 @@ pub async fn acquire(
     chatty: bool,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
+    before_waiting: impl FnOnce(),
 ) -> Result<Waited> {
     let mut waiter = Waiter {
         lease,
@@ -128,6 +131,7 @@ pub async fn acquire(
             None => Ok(Waited::Busy(waiter.last)),
         };
     }
+    before_waiting();
     let waited = waiter.wait(signals).await;
     waiter.progress.ended();
     match waited {

@@ -226,13 +226,29 @@ fn blackholed_server_child_dies_before_server_expiry() {
 
 #[test]
 fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
+    killed_wrapper_takes_its_group_along("orphan", false);
+}
+
+/// A run that waited forked its guard while it waited, not before the spawn: the guard
+/// still stops the command's group.
+#[test]
+fn killed_wrapper_that_waited_takes_its_child_along() {
+    killed_wrapper_takes_its_group_along("orphan-waited", true);
+}
+
+fn killed_wrapper_takes_its_group_along(name: &str, after_waiting: bool) {
     let redis = Redis::start();
     let s = Scratch::new();
-    let key = lock_key("orphan");
+    let key = lock_key(name);
     let (ready, cpid, token) = (s.path("ready"), s.path("cpid"), s.path("token"));
     let gpid = s.path("gpid");
-    let mut args = lock_args(&redis, "orphan");
+    let mut args = lock_args(&redis, name);
     args.extend(["--ttl".into(), "3s".into()]);
+    if after_waiting {
+        // Held by someone else for a moment: the run waits, then takes it.
+        let _: String = redis.cmd(&["SET", &key, "someone", "PX", "700"]);
+        args.extend(["--wait".into(), "20s".into()]);
+    }
     // The child starts a background job in its group: the parent-death signal reaches
     // only the child, so the job shows whether the whole group is stopped.
     let mut run = start_run(
@@ -264,7 +280,7 @@ fn killed_wrapper_takes_its_child_along_and_the_lock_expires() {
     // Nobody released: the key is still ours until its ttl runs out.
     assert_eq!(get(&redis, &key), Some(ours));
 
-    acquires_later_and_leaves_nothing(&redis, "orphan");
+    acquires_later_and_leaves_nothing(&redis, name);
 }
 
 // --hold-min ------------------------------------------------------------------------
