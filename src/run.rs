@@ -82,28 +82,7 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
             return Err(e);
         }
     };
-    let code = child::exit_code(outcome.status);
-    let status = finish(
-        &config,
-        &lease,
-        &meta,
-        outcome.lost,
-        code,
-        acquired_at,
-        report,
-    )
-    .await;
-    report.event(
-        "exited",
-        &lease.keys().display_name(),
-        serde_json::json!({
-            "command_status": code,
-            "status": status,
-            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
-            "fence": lease.fence(),
-        }),
-    );
-    Ok(status)
+    Ok(finish(&config, &lease, &meta, outcome, acquired_at, report).await)
 }
 
 /// Connects to the nodes (retried within `--wait`) and builds the lease over them;
@@ -149,10 +128,36 @@ fn announce(config: &RunConfig, lease: &Lease, patience: &Patience, report: &Rep
     });
 }
 
-/// After the command: releases (with the run's record) and returns the run's exit
-/// status: the command's, or the lost-lock (79) or `--max-hold` (124) code when the
-/// lock was lost while it ran or found lost at the release.
+/// After the command: releases (with the run's record), says so in the `exited` event
+/// and returns the run's exit status: the command's, or the lost-lock (79) or
+/// `--max-hold` (124) code when the lock was lost while it ran or found lost at the
+/// release.
 async fn finish(
+    config: &RunConfig,
+    lease: &Lease,
+    meta: &Meta,
+    outcome: supervise::Outcome,
+    acquired_at: Point,
+    report: &Reporter,
+) -> u8 {
+    let code = child::exit_code(outcome.status);
+    let status = release_after(config, lease, meta, outcome.lost, code, acquired_at, report);
+    let status = status.await;
+    report.event(
+        "exited",
+        &lease.keys().display_name(),
+        serde_json::json!({
+            "command_status": code,
+            "status": status,
+            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
+            "fence": lease.fence(),
+        }),
+    );
+    status
+}
+
+/// The release after the command ended, and the status it makes the run's.
+async fn release_after(
     config: &RunConfig,
     lease: &Lease,
     meta: &Meta,
