@@ -970,12 +970,7 @@ fn f15_eviction_of_the_key() {
 /// Lowers `maxmemory` under what is used and writes until `key` is evicted; heals.
 fn evict(redis: &Redis, key: &str) {
     let mut conn = redis.conn();
-    let info: String = redis::cmd("INFO").arg("memory").query(&mut conn).unwrap();
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory");
+    let used = redis.info_number("memory", "used_memory");
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", &(used + 256 * 1024).to_string()][..])
         .query(&mut conn)

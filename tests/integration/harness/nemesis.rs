@@ -95,12 +95,7 @@ pub fn read_only(redis: &Redis, master: &Redis, hold: Duration) {
 /// (F28): new writes that need memory fail; PEXPIRE and DEL still work.
 pub fn memory_full(redis: &Redis, hold: Duration) {
     let mut conn = redis.conn();
-    let info: String = redis::cmd("INFO").arg("memory").query(&mut conn).unwrap();
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory");
+    let used = redis.info_number("memory", "used_memory");
     let limit = (used + 512 * 1024).to_string();
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory-policy", "noeviction", "maxmemory", &limit][..])
@@ -194,6 +189,7 @@ pub fn debug_sleep_in_background(redis: &Redis, hold: Duration) -> std::thread::
 /// `maxclients` at the connections open now, for `hold` (F31): new connections get
 /// "max number of clients reached"; open ones go on.
 pub fn max_clients(redis: &Redis, hold: Duration) {
+    // Counted on the connection kept open below, so that it is among those counted.
     let mut conn = redis.conn();
     let info: String = redis::cmd("INFO").arg("clients").query(&mut conn).unwrap();
     let connected: u64 = info

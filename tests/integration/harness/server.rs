@@ -191,6 +191,15 @@ impl Redis {
             .unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
+    /// A numeric field of an `INFO` section (`used_memory` of `memory`).
+    pub fn info_number(&self, section: &str, field: &str) -> u64 {
+        let info: String = self.cmd(&["INFO", section]);
+        info.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO {section} has no number {field}"))
+    }
+
     /// Whether a key exists.
     pub fn exists(&self, key: &str) -> bool {
         self.cmd::<i64>(&["EXISTS", key]) == 1
