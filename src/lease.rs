@@ -11,6 +11,7 @@
 //!   longer be renewed; anything else is unknown (retry until the deadline).
 //! - release: compare-and-delete (or keep for `--hold-min`) on every node.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -398,8 +399,8 @@ impl Lease {
 
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
-        let (script, owned) = self.acquire_keys();
-        let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let (script, keys) = self.acquire_keys();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
         let known = waiter.map_or("", |w| w.known_holder.as_str());
         let who = (self.shape == Shape::Fair).then(|| Self::who_waits(meta));
         let call = |heartbeat: u64| {
@@ -453,29 +454,31 @@ impl Lease {
     }
 
     /// The acquire script of this lease's shape and its keys, in the order it takes
-    /// them (see `redis/scripts.rs`).
-    fn acquire_keys(&self) -> (&'static redis::Script, Vec<Vec<u8>>) {
+    /// them (see `redis/scripts.rs`): the lock's own keys borrowed, the ones made for
+    /// this call (a semaphore's slots, a fair waiter's wake list) owned.
+    fn acquire_keys(&self) -> (&'static redis::Script, Vec<Cow<'_, [u8]>>) {
         let k = &self.keys;
+        fn borrowed<'a>(keys: &[&'a Vec<u8>]) -> Vec<Cow<'a, [u8]>> {
+            keys.iter()
+                .map(|key| Cow::Borrowed(key.as_slice()))
+                .collect()
+        }
         match self.shape {
             Shape::Plain => (
                 &scripts::ACQUIRE,
-                [
+                borrowed(&[
                     &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-                ]
-                .map(Clone::clone)
-                .to_vec(),
+                ]),
             ),
             Shape::Semaphore(limit) => {
-                let mut keys = [&k.mode, &k.waiters, &k.wake, &k.fence, &k.history]
-                    .map(Clone::clone)
-                    .to_vec();
+                let mut keys = borrowed(&[&k.mode, &k.waiters, &k.wake, &k.fence, &k.history]);
                 for slot in (1..=limit).map(|i| k.for_slot(i)) {
-                    keys.extend([slot.lock, slot.meta]);
+                    keys.extend([Cow::Owned(slot.lock), Cow::Owned(slot.meta)]);
                 }
                 (&scripts::SEM_ACQUIRE, keys)
             }
             Shape::Fair => {
-                let mut keys = [
+                let mut keys = borrowed(&[
                     &k.lock,
                     &k.meta,
                     &k.queue,
@@ -484,10 +487,8 @@ impl Lease {
                     &k.history,
                     &k.mode,
                     &k.queue_info,
-                ]
-                .map(Clone::clone)
-                .to_vec();
-                keys.push(k.own_wake(&self.token));
+                ]);
+                keys.push(Cow::Owned(k.own_wake(&self.token)));
                 (&scripts::FAIR_ACQUIRE, keys)
             }
         }

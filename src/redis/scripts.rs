@@ -118,8 +118,9 @@ pub const WAKE_TTL_MS: u64 = 10_000;
 /// would, first: the common cases cost few commands. Free: SET, GET (the mode key), INCR,
 /// HSET, PEXPIRE (and SREM, EXISTS for a waiter). Busy: SET, GET, PTTL (and GET of the
 /// mode key, TYPE, HGETALL when the holder is new to the caller), plus SADD, PTTL (and
-/// PEXPIRE) for a waiter's heartbeat. A value of another type on the lock key is reported; on the metadata key it is reported too,
-/// and the SET just made is undone in the same script, so nothing is touched. A waiter
+/// PEXPIRE) for a waiter's heartbeat. A value of another type on the lock key is
+/// reported; on the metadata key it is reported too, and the SET just made (and the
+/// fencing number drawn) is undone in the same script, so nothing is touched. A waiter
 /// (heartbeat > 0) that finds the lock busy adds its token to the waiters set and keeps
 /// the set alive for at least its heartbeat; once it holds the lock it leaves the set,
 /// and the last waiter to leave deletes the wake list: a wake-up pushed for it while it
