@@ -200,6 +200,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub limit: Option<String>,
 
+    /// How long the name's fence counter and run history are kept after its last use
+    /// (1s to 365 days), refreshed by every acquisition and release; a name unused that
+    /// long leaves nothing in Redis. With --once-per, at least twice the period
+    /// [default: 30d].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_RETAIN",
+        allow_hyphen_values = true
+    )]
+    pub retain: Option<String>,
+
     /// How many past runs the lock's history keeps (`redlock history`, `redlock
     /// status`), 0 to 1000; 0 records nothing [default: 20].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
@@ -289,6 +301,10 @@ pub enum Command {
     /// Show a lock's last runs (recorded by redlock-run), newest first.
     #[command(after_long_help = verb_help("history"))]
     History(HistoryArgs),
+    /// Delete a free lock's run history and fence counter now, instead of --retain
+    /// after its last use (refused while the lock is held or waited for).
+    #[command(after_long_help = verb_help("forget"))]
+    Forget(ForgetArgs),
     /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
     /// clock offset, latency against the ttl.
     ///
@@ -368,6 +384,18 @@ pub struct AcquireArgs {
     pub ttl: Option<String>,
     #[command(flatten)]
     pub waiting: WaitArgs,
+    /// How long the name's fence counter and run history are kept after its last use
+    /// (1s to 365 days), refreshed by every acquisition and release; a name unused that
+    /// long leaves nothing in Redis. With --once-per, at least twice the period
+    /// [default: 30d].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "REDLOCK_RETAIN",
+        allow_hyphen_values = true
+    )]
+    pub retain: Option<String>,
+
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON (token, key, ttl_ms).
@@ -376,6 +404,15 @@ pub struct AcquireArgs {
     /// No progress note while waiting.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ForgetArgs {
+    /// Lock names.
+    #[arg(required = true, value_name = "NAME")]
+    pub keys: Vec<OsString>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -9,8 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::cli::{
-    AcquireArgs, ConnArgs, DoctorArgs, ExtendArgs, HistoryArgs, ListArgs, OnLost, ReleaseArgs,
-    RunArgs, StatusArgs, WaitVerbArgs,
+    AcquireArgs, ConnArgs, DoctorArgs, ExtendArgs, ForgetArgs, HistoryArgs, ListArgs, OnLost,
+    ReleaseArgs, RunArgs, StatusArgs, WaitVerbArgs,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -52,6 +52,8 @@ pub struct RunConfig {
     pub once_per: Option<Duration>,
     /// `--history`: how many runs the lock's history keeps (0: record nothing).
     pub history: u32,
+    /// `--retain`: how long the name's fence counter and history outlive its last use.
+    pub retain: Duration,
     /// `--limit`, `--fair`: what kind of lock the name is.
     pub shape: Shape,
     pub hide_args: bool,
@@ -104,6 +106,19 @@ const MAX_HOLD: Range = Range {
     min: Duration::from_millis(1),
     max: YEAR,
 };
+const RETAIN: Range = Range {
+    flag: "--retain",
+    min: Duration::from_secs(1),
+    max: YEAR,
+};
+
+/// How long the name's counter and history are kept: `--retain` or its default, at
+/// least twice a `--once-per` period (so that a slot's record outlives the slot).
+fn retain(raw: Option<&str>, once_per: Option<Duration>) -> Result<Duration> {
+    let retain = bounded_opt(RETAIN, raw)?.unwrap_or(crate::lease::DEFAULT_RETAIN);
+    Ok(retain.max(once_per.unwrap_or_default() * 2))
+}
+
 const ONCE_PER: Range = Range {
     flag: "--once-per",
     min: Duration::from_secs(1),
@@ -395,6 +410,7 @@ impl RunConfig {
             on_lost: args.on_lost,
             hold_min,
             events: args.events.clone(),
+            retain: retain(args.retain.as_deref(), once_per)?,
             once_per,
             history,
             shape,
@@ -590,6 +606,7 @@ pub struct AcquireConfig {
     pub conn: Conn,
     pub keys: LockKeys,
     pub ttl: Duration,
+    pub retain: Duration,
     pub wait: Wait,
     pub busy_code: u8,
     pub json: bool,
@@ -602,6 +619,7 @@ impl AcquireConfig {
         let keys = conn.keys(&args.key)?;
         Ok(AcquireConfig {
             ttl: ttl(args.ttl.as_deref())?,
+            retain: retain(args.retain.as_deref(), None)?,
             wait: wait(&args.waiting.wait)?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             conn,
@@ -638,6 +656,25 @@ impl WaitConfig {
             timeout,
             quiet: args.quiet,
         })
+    }
+}
+
+/// A checked `redlock forget`.
+#[derive(Debug, Clone)]
+pub struct ForgetConfig {
+    pub conn: Conn,
+    pub keys: Vec<LockKeys>,
+}
+
+impl ForgetConfig {
+    pub fn from_args(args: ForgetArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = args
+            .keys
+            .iter()
+            .map(|k| conn.keys(k))
+            .collect::<Result<_>>()?;
+        Ok(ForgetConfig { conn, keys })
     }
 }
 

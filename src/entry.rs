@@ -10,8 +10,8 @@ use clap::error::ErrorKind;
 
 use crate::cli::{Cli, Command, RunArgs, RunCli};
 use crate::config::{
-    AcquireConfig, Conn, DoctorConfig, ExtendConfig, HistoryConfig, ListConfig, ReleaseConfig,
-    RunConfig, StatusConfig, WaitConfig,
+    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
+    ReleaseConfig, RunConfig, StatusConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -42,6 +42,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Extend(args) => ExtendConfig::from_args(args).map(Verb::Extend),
         Command::Wait(args) => WaitConfig::from_args(args).map(Verb::Wait),
         Command::History(args) => HistoryConfig::from_args(args).map(Verb::History),
+        Command::Forget(args) => ForgetConfig::from_args(args).map(Verb::Forget),
         Command::Doctor(args) => DoctorConfig::from_args(args).map(Verb::Doctor),
     };
     let report = Reporter::new("redlock", false, false);

@@ -35,7 +35,7 @@ pub enum Kind {
     /// The lock is no longer held by the token in hand.
     Lost,
     /// The lock is held by a process that is alive, or whose life cannot be checked
-    /// here (`release --if-dead` refuses).
+    /// here (`release --if-dead` refuses), or the name is in use (`forget` refuses).
     HeldByLive,
     /// The command was found but cannot be executed.
     CannotExecute,

@@ -159,6 +159,13 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
             ("128+N", "signal N ended the wait"),
         ],
         "history" => &[("0", "the runs were listed (none recorded is fine)")],
+        "forget" => &[
+            ("0", "forgotten (or nothing was kept)"),
+            (
+                "75",
+                "a name is in use (held, or waited for); it was left as it is",
+            ),
+        ],
         "doctor" => &[
             ("0", "no finding at warning or worse (ok and info only)"),
             ("1", "the worst finding is a warning"),

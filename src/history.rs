@@ -2,7 +2,7 @@
 //! a list of JSON records, newest first, trimmed to `--history`), and `--once-per` slots.
 //!
 //! The wrapper knows who it is, what it ran, for how long and how the command ended;
-//! the release script (see `scripts::RELEASE`) knows whether the lock was still ours
+//! the release script (see `scripts::release`) knows whether the lock was still ours
 //! and what time it is on the server. So the wrapper sends the record's JSON without its
 //! closing brace ([`Ending::head`]) and the script completes it with `status`, `lost`,
 //! `start_ms` and `end_ms` in the same script as the delete: the next holder, a
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::exit::Code;
 use crate::holder::Meta;
 use crate::report::{human, rfc3339};
+use crate::scripts::release::Record;
 
 /// How many runs a lock's history keeps unless `--history` says otherwise.
 pub const DEFAULT_SIZE: u32 = 20;
@@ -118,7 +119,7 @@ pub struct Ending {
     /// The record's JSON up to the fields the script adds, without the closing brace.
     pub head: String,
     pub held_ms: u64,
-    /// The server's time at the acquire, when known (`--once-per`); else 0.
+    /// The server's time at the acquire (0: unknown, the release then asks `TIME`).
     pub start_ms: u64,
     /// The wrapper's exit status if the release finds the lock still ours.
     pub status: u8,
@@ -180,17 +181,17 @@ impl Ending {
         }
     }
 
-    /// The release script's record arguments, in order (see `scripts::RELEASE`).
-    pub fn args(&self) -> [String; 7] {
-        [
-            self.size.to_string(),
-            self.head.clone(),
-            self.held_ms.to_string(),
-            self.start_ms.to_string(),
-            self.status.to_string(),
-            self.status_if_lost.to_string(),
-            if self.lost { "1" } else { "0" }.to_string(),
-        ]
+    /// The record as the release script takes it (see `scripts::release`).
+    pub fn record(&self) -> Record<'_> {
+        Record {
+            size: self.size,
+            head: &self.head,
+            held_ms: self.held_ms,
+            start_ms: self.start_ms,
+            status: self.status,
+            status_if_lost: self.status_if_lost,
+            lost: self.lost,
+        }
     }
 }
 
@@ -254,7 +255,7 @@ mod tests {
         assert_eq!(parsed.once_per_ms, Some(3_600_000));
         assert_eq!((parsed.command_status, parsed.status), (Some(3), 3));
         assert_eq!(parsed.duration_ms, 1500);
-        assert_eq!(ending.args()[6], "0");
+        assert!(!ending.record().lost);
         assert_eq!(ending.status_if_lost, 79);
         assert_eq!(parsed.outcome(), "exit 3");
     }

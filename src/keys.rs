@@ -66,6 +66,29 @@ pub enum Shape {
 }
 
 impl Shape {
+    /// The kind a mode key's value names (`limit L`, `fair`; `plain`, which scripts
+    /// answer for a plain holder); `None` for anything else. The one parser of the
+    /// mode key's text.
+    pub fn from_mode(mode: &str) -> Option<Shape> {
+        match mode {
+            "fair" => Some(Shape::Fair),
+            "plain" => Some(Shape::Plain),
+            _ => {
+                let limit: u32 = mode.strip_prefix("limit ")?.parse().ok()?;
+                (limit > 1).then_some(Shape::Semaphore(limit))
+            }
+        }
+    }
+
+    /// How the kind reads in messages: what a run asks for to get it.
+    pub fn flags(self) -> String {
+        match self {
+            Shape::Plain => "a plain lock (no --limit, no --fair)".to_string(),
+            Shape::Semaphore(limit) => format!("a semaphore of {limit} slots (--limit {limit})"),
+            Shape::Fair => "a fair queue (--fair)".to_string(),
+        }
+    }
+
     /// The mode key's value for this kind (`None`: a plain lock has none).
     pub fn mode(self) -> Option<String> {
         match self {
@@ -238,6 +261,17 @@ mod tests {
                 LockKeys::name_from_lock_key("p:", &k.lock).as_deref(),
                 Some(name.as_slice())
             );
+        }
+    }
+
+    #[test]
+    fn modes_read_back() {
+        for shape in [Shape::Semaphore(3), Shape::Fair] {
+            assert_eq!(Shape::from_mode(&shape.mode().unwrap()), Some(shape));
+        }
+        assert_eq!(Shape::from_mode("plain"), Some(Shape::Plain));
+        for odd in ["limit 1", "limit x", "limit", "FAIR", ""] {
+            assert_eq!(Shape::from_mode(odd), None, "{odd}");
         }
     }
 

@@ -10,8 +10,13 @@
 //!   renewed, LOST as soon as so many nodes report "not ours" that a quorum can no
 //!   longer be renewed; anything else is unknown (retry until the deadline).
 //! - release: compare-and-delete (or keep for `--hold-min`) on every node.
+//!
+//! The lease is the request (nodes, keys, kind, token, ttl); what an acquisition gave
+//! is a [`Grant`] (fence, server time, slot), kept beside it once held. Which script
+//! runs with which KEYS and ARGV is the scripts' business (`src/scripts/`); the lease
+//! only counts the nodes' answers ([`tally`], a pure function).
 
-use std::borrow::Cow;
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::time::Duration;
 
@@ -22,9 +27,14 @@ use crate::history::Ending;
 use crate::holder::{Holder, Meta};
 use crate::keys::{LockKeys, Shape};
 use crate::quorum::Nodes;
-use crate::redis::reply::{self, Acquired};
-use crate::redis::scripts::{self, invocation};
+use crate::scripts::acquire::{self, Acquired};
+use crate::scripts::release::{self, Outcome};
+use crate::scripts::{Key, fence, renew, waiters};
 use crate::timing::{self, Point};
+
+/// How long a name's fence counter and run history are kept after its last use,
+/// unless `--retain` says otherwise.
+pub const DEFAULT_RETAIN: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// A lock on a set of nodes, with one token.
 pub struct Lease {
@@ -32,28 +42,36 @@ pub struct Lease {
     keys: LockKeys,
     token: String,
     ttl: Duration,
-    /// The fencing number of the last successful acquire (0: none yet).
-    fence: std::sync::atomic::AtomicU64,
     /// `--once-per`: the period whose slot may run once (ms; 0: none).
     once_per_ms: u64,
-    /// The server's time at the last successful acquire, ms (0: not asked, see
-    /// `once_per_ms`).
-    acquired_ms: std::sync::atomic::AtomicU64,
+    /// `--retain`: how long the fence counter and history outlive the last use.
+    retain: Duration,
     /// What kind of lock the name is.
     shape: Shape,
-    /// The slot taken and its keys (a semaphore's slot > 1); unset: the name's own.
-    held: std::sync::OnceLock<(u32, LockKeys)>,
+    /// What the acquisition gave, once held.
+    grant: OnceCell<Grant>,
     /// A fair queue's waiter: its place and the queue's length at the last try.
-    place: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
+    place: Cell<Option<(u64, u64)>>,
+}
+
+/// What an acquisition gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The fencing number: over several nodes the largest of the nodes that said yes.
+    pub fence: u64,
+    /// The server's time at the acquisition, ms (the largest of the nodes').
+    pub server_ms: u64,
+    /// The semaphore slot taken (1 for other kinds).
+    pub slot: u32,
+    /// The slot's keys (the name's own for slot 1).
+    pub keys: LockKeys,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
 /// (best effort: an entry left behind expires with the waiters' heartbeat).
 pub async fn leave_waiters(nodes: &Nodes, keys: &LockKeys, token: &str) {
-    let mut call = invocation(&scripts::LEAVE, &[&keys.waiters, &keys.wake]);
-    call.arg(token);
     if let Some(primary) = nodes.primary() {
-        let _ = primary.run::<i64>(&call).await;
+        let _ = primary.run::<i64>(&waiters::leave(keys, token)).await;
     }
 }
 
@@ -61,10 +79,16 @@ pub async fn leave_waiters(nodes: &Nodes, keys: &LockKeys, token: &str) {
 /// waits (a waiter that took a wake-up it has no use for: `redlock wait`, a `--once-per`
 /// run whose slot already ran); best effort, like [`leave_waiters`].
 pub async fn hand_on(nodes: &Nodes, keys: &LockKeys, token: &str) {
-    let mut call = invocation(&scripts::HAND_ON, &[&keys.waiters, &keys.wake]);
-    call.arg(token).arg(scripts::WAKE_TTL_MS);
     if let Some(primary) = nodes.primary() {
-        let _ = primary.run::<i64>(&call).await;
+        let _ = primary.run::<i64>(&waiters::hand_on(keys, token)).await;
+    }
+}
+
+/// Wakes a fair queue's head on the primary node (best effort: a head not woken finds
+/// its turn at its next try, within its nap).
+pub async fn wake_head(nodes: &Nodes, keys: &LockKeys, head: Option<&str>) {
+    if let (Some(head), Some(primary)) = (head, nodes.primary()) {
+        let _ = primary.run::<i64>(&release::wake_head(keys, head)).await;
     }
 }
 
@@ -72,10 +96,8 @@ pub async fn hand_on(nodes: &Nodes, keys: &LockKeys, token: &str) {
 /// as (`mode`: the mode key's value, or `plain`).
 fn other_kind(shape: Shape, keys: &LockKeys, mode: &str) -> Error {
     let name = keys.display_name();
-    let is = match mode.strip_prefix("limit ") {
-        Some(limit) => format!("a semaphore of {limit} slots (--limit {limit})"),
-        None if mode == "fair" => "a fair queue (--fair)".to_string(),
-        None if mode == "plain" => "a plain lock (no --limit, no --fair)".to_string(),
+    let is = match Shape::from_mode(mode) {
+        Some(kind) => kind.flags(),
         None => format!("a lock of another kind ({mode:?})"),
     };
     let asked = match shape {
@@ -86,6 +108,18 @@ fn other_kind(shape: Shape, keys: &LockKeys, mode: &str) -> Error {
     Error::usage(format!(
         "lock {name} is in use as {is}, and this run asked for {asked}; every run on a name must ask for the same kind (the name's kind is kept until a ttl after its last holder or waiter)"
     ))
+}
+
+/// The error for a key of ours that holds `kind`, another type than we write there.
+pub fn not_ours(key: &[u8], role: Key, kind: &str) -> Error {
+    Error::new(
+        Kind::NotALock,
+        format!(
+            "key {} holds a {kind}, not {}; choose another --key or --prefix",
+            crate::report::printable(key),
+            role.what()
+        ),
+    )
 }
 
 /// A fresh token: a UUID v4 from the OS CSPRNG, new for every acquisition.
@@ -192,23 +226,58 @@ pub enum Release {
 }
 
 /// The votes of one acquire round.
-#[derive(Default)]
-struct Votes {
-    yes: usize,
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Votes {
+    pub yes: usize,
     /// The largest fencing number among the yes votes.
-    fence: u64,
-    busy: Option<Holder>,
-    /// A key of ours that holds something else: (the key, its type).
-    not_a_lock: Option<(Vec<u8>, String)>,
-    /// The server time of the yes votes (the largest), when asked for.
-    now_ms: u64,
+    pub fence: u64,
+    pub busy: Option<Holder>,
+    /// A key of ours that holds something else: (its role, its type).
+    pub foreign: Option<(Key, String)>,
+    /// The server time of the yes votes (the largest).
+    pub now_ms: u64,
     /// A node's history says the `--once-per` slot already ran: (slot, record).
-    already_ran: Option<(u64, Vec<u8>)>,
+    pub already_ran: Option<(u64, Vec<u8>)>,
     /// The semaphore slot taken (single node).
-    slot: u32,
+    pub slot: u32,
     /// The name is in use as another kind of lock (the mode key's value).
-    other_kind: Option<String>,
-    errors: Vec<Error>,
+    pub other_kind: Option<String>,
+    /// A fair queue's place and length, as the last busy answer gave them.
+    pub place: Option<(u64, u64)>,
+    /// A fair queue's head whose turn has come, to be woken.
+    pub wake: Option<String>,
+    pub errors: Vec<Error>,
+}
+
+/// Counts the nodes' answers to one acquire round (pure: the table tests below).
+pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
+    let mut votes = Votes::default();
+    for answer in answers {
+        match answer {
+            Ok(Acquired::Yes {
+                fence,
+                now_ms,
+                slot,
+            }) => {
+                votes.yes += 1;
+                votes.slot = slot;
+                votes.fence = votes.fence.max(fence);
+                votes.now_ms = votes.now_ms.max(now_ms);
+            }
+            Ok(Acquired::AlreadyRan { slot_ms, record }) => {
+                votes.already_ran = Some((slot_ms, record));
+            }
+            Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
+            Ok(Acquired::Busy { held, place, wake }) => {
+                votes.busy.get_or_insert_with(|| Holder::from_held(&held));
+                votes.place = place.or(votes.place);
+                votes.wake = wake.or(votes.wake.take());
+            }
+            Ok(Acquired::Foreign { key, kind }) => votes.foreign = Some((key, kind)),
+            Err(e) => votes.errors.push(e),
+        }
+    }
+    votes
 }
 
 impl Lease {
@@ -219,18 +288,24 @@ impl Lease {
             keys,
             token,
             ttl,
-            fence: std::sync::atomic::AtomicU64::new(0),
             once_per_ms: 0,
-            acquired_ms: std::sync::atomic::AtomicU64::new(0),
+            retain: DEFAULT_RETAIN,
             shape: Shape::Plain,
-            held: std::sync::OnceLock::new(),
-            place: Default::default(),
+            grant: OnceCell::new(),
+            place: Cell::new(None),
         }
     }
 
     /// The lease of a lock of another kind than plain (see [`Shape`]).
     pub fn shape(mut self, shape: Shape) -> Self {
         self.shape = shape;
+        self
+    }
+
+    /// How long the name's fence counter and history are kept after this lease's
+    /// acquisition and release (`--retain`).
+    pub fn retain(mut self, retain: Duration) -> Self {
+        self.retain = retain;
         self
     }
 
@@ -249,7 +324,7 @@ impl Lease {
 
     /// The semaphore slot held (1-based; 1 for a plain lock).
     pub fn slot(&self) -> u32 {
-        self.held.get().map_or(1, |(slot, _)| *slot)
+        self.grant.get().map_or(1, |g| g.slot)
     }
 
     /// The lease of a `--once-per` run: an acquire in a slot of `period` that already
@@ -259,23 +334,23 @@ impl Lease {
         self
     }
 
-    /// The server's time at the acquisition, ms, for a `--once-per` lease (else 0).
+    /// The server's time at the acquisition, ms (0 before it).
     pub fn acquired_ms(&self) -> u64 {
-        self.acquired_ms.load(std::sync::atomic::Ordering::Relaxed)
+        self.grant.get().map_or(0, |g| g.server_ms)
     }
 
-    /// The fencing number of this lease's acquisition: the lock's counter, incremented
-    /// by every acquisition; over several nodes the largest of the nodes that said yes
-    /// (any two majorities share a node, so a later holder sees a larger one). 0 before
-    /// the lease is acquired.
+    /// The fencing number of this lease's acquisition: larger than every earlier one
+    /// on the name (see `scripts::acquire`); over several nodes the largest of the
+    /// nodes that said yes, raised on a quorum (any two majorities share a node, so a
+    /// later holder sees a larger one). 0 before the lease is acquired.
     pub fn fence(&self) -> u64 {
-        self.fence.load(std::sync::atomic::Ordering::Relaxed)
+        self.grant.get().map_or(0, |g| g.fence)
     }
 
     /// The lock's keys; once a semaphore slot is held, the lock and metadata keys are
     /// the slot's.
     pub fn keys(&self) -> &LockKeys {
-        self.held.get().map_or(&self.keys, |(_, keys)| keys)
+        self.grant.get().map_or(&self.keys, |g| &g.keys)
     }
 
     pub fn token(&self) -> &str {
@@ -300,6 +375,10 @@ impl Lease {
         self.ttl.as_millis().max(1) as u64
     }
 
+    fn retain_ms(&self) -> u64 {
+        self.retain.as_millis().max(1) as u64
+    }
+
     /// One acquire round. Errors only when the nodes' errors (not a busy lock) kept the
     /// round from a quorum; a key of another type is an error naming its type. A
     /// `waiter` joins the lock's waiters when it finds it busy (see [`Waiter`]).
@@ -307,9 +386,13 @@ impl Lease {
         let t_sent = crate::clock::now();
         let votes = self.vote(meta, waiter).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
-        if let Some((key, kind)) = votes.not_a_lock {
+        if votes.place.is_some() {
+            self.place.set(votes.place);
+        }
+        wake_head(&self.nodes, &self.keys, votes.wake.as_deref()).await;
+        if let Some((role, kind)) = votes.foreign {
             self.release_all(0, None).await.ok();
-            return Err(self.not_a_lock(&key, &kind));
+            return Err(not_ours(&self.key_of(role), role, &kind));
         }
         if let Some(mode) = votes.other_kind {
             return Err(other_kind(self.shape, &self.keys, &mode));
@@ -327,13 +410,12 @@ impl Lease {
                     "could not record the fencing number on a quorum of nodes; trying again",
                 ));
             }
-            self.fence
-                .store(votes.fence, std::sync::atomic::Ordering::Relaxed);
-            self.acquired_ms
-                .store(votes.now_ms, std::sync::atomic::Ordering::Relaxed);
-            if votes.slot > 1 {
-                let _ = self.held.set((votes.slot, self.keys.for_slot(votes.slot)));
-            }
+            let _ = self.grant.set(Grant {
+                fence: votes.fence,
+                server_ms: votes.now_ms,
+                slot: votes.slot.max(1),
+                keys: self.keys.for_slot(votes.slot.max(1)),
+            });
             return Ok(Acquire::Acquired { t_sent });
         }
         if votes.yes > 0 || !votes.errors.is_empty() {
@@ -356,6 +438,23 @@ impl Lease {
         }
     }
 
+    /// The key of the name that plays `role` (for messages).
+    fn key_of(&self, role: Key) -> Vec<u8> {
+        let k = &self.keys;
+        match role {
+            Key::Meta => k.meta.clone(),
+            Key::Fence => k.fence.clone(),
+            Key::History => k.history.clone(),
+            Key::Mode => k.mode.clone(),
+            Key::Waiters => k.waiters.clone(),
+            Key::Queue => k.queue.clone(),
+            Key::Beats => k.beats.clone(),
+            Key::QueueInfo => k.queue_info.clone(),
+            Key::Wake | Key::OwnWake => k.wake.clone(),
+            Key::Lock | Key::Slot => k.lock.clone(),
+        }
+    }
+
     /// Who waits, for a fair queue's `status` (built only for one).
     fn who_waits(meta: &Meta) -> String {
         serde_json::json!({
@@ -368,65 +467,40 @@ impl Lease {
         .to_string()
     }
 
-    /// The error for a key of ours that holds `kind`, another type than we write there.
-    fn not_a_lock(&self, key: &[u8], kind: &str) -> Error {
-        let what = if key == self.keys.lock {
-            "a lock"
-        } else if key == self.keys.fence {
-            "redlock's fence counter"
-        } else if key == self.keys.history {
-            "redlock's run history"
-        } else {
-            "redlock's metadata"
-        };
-        Error::new(
-            Kind::NotALock,
-            format!(
-                "key {} holds a {kind}, not {what}; choose another --key or --prefix",
-                crate::report::printable(key)
-            ),
-        )
-    }
-
-    /// Raises every node's fence counter to `fence` (see `scripts::RAISE_FENCE`);
-    /// whether a quorum took it.
+    /// Raises every node's fence counter to `fence` (see `scripts::fence`); whether a
+    /// quorum took it.
     async fn raise_fence(&self, fence: u64) -> bool {
-        let mut call = invocation(&scripts::RAISE_FENCE, &[&self.keys.fence, &self.keys.meta]);
-        call.arg(fence).arg(&self.token);
+        let call = fence::call(&self.keys, fence, &self.token, self.retain_ms());
         let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         results.iter().filter(|r| matches!(r, Ok(1))).count() >= self.nodes.quorum()
     }
 
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
-        let (script, keys) = self.acquire_keys();
-        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
-        let known = waiter.map_or("", |w| w.known_holder.as_str());
-        let who = (self.shape == Shape::Fair).then(|| Self::who_waits(meta));
-        let call = |heartbeat: u64| {
-            let mut call = invocation(script, &keys);
-            call.arg(&self.token)
-                .arg(self.ttl_ms())
-                .arg(heartbeat)
-                .arg(known)
-                .arg(self.once_per_ms);
-            match self.shape {
-                Shape::Semaphore(limit) => {
-                    call.arg(limit);
-                }
-                Shape::Fair => {
-                    call.arg(who.as_deref().unwrap_or("{}"));
-                }
-                Shape::Plain => {}
+        let who = if self.shape == Shape::Fair {
+            Self::who_waits(meta)
+        } else {
+            String::new()
+        };
+        let fields = meta.fields();
+        let request = |heartbeat_ms: u64| {
+            acquire::Request {
+                keys: &self.keys,
+                shape: self.shape,
+                token: &self.token,
+                ttl_ms: self.ttl_ms(),
+                heartbeat_ms,
+                known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
+                once_per_ms: self.once_per_ms,
+                retain_ms: self.retain_ms(),
+                who: &who,
+                meta: &fields,
             }
-            for (field, value) in meta.fields() {
-                call.arg(field).arg(value);
-            }
-            call
+            .call()
         };
         // A waiter joins the waiters on the primary node only (see `Nodes::primary`).
         let heartbeat = waiter.map_or(0, |w| w.heartbeat.as_millis().max(1) as u64);
-        let (as_waiter, plain) = (call(heartbeat), call(0));
+        let (as_waiter, plain) = (request(heartbeat), request(0));
         let results = self
             .nodes
             .each(|n| {
@@ -438,114 +512,28 @@ impl Lease {
                 n.run_idempotent::<Value>(call)
             })
             .await;
-        let mut votes = Votes::default();
-        for (node, result) in self.nodes.iter().zip(results) {
-            let decoded = result.and_then(|v| {
-                reply::acquired(v).ok_or_else(|| {
-                    Error::new(
-                        Kind::BadReply,
-                        format!("{}: unexpected reply from the acquire script", node.url()),
-                    )
+        let answers = self
+            .nodes
+            .iter()
+            .zip(results)
+            .map(|(node, result)| {
+                result.and_then(|v| {
+                    acquire::decode(v).ok_or_else(|| {
+                        Error::new(
+                            Kind::BadReply,
+                            format!("{}: unexpected reply from the acquire script", node.url()),
+                        )
+                    })
                 })
-            });
-            self.count(&mut votes, decoded);
-        }
-        votes
-    }
-
-    /// The acquire script of this lease's shape and its keys, in the order it takes
-    /// them (see `redis/scripts.rs`): the lock's own keys borrowed, the ones made for
-    /// this call (a semaphore's slots, a fair waiter's wake list) owned.
-    fn acquire_keys(&self) -> (&'static redis::Script, Vec<Cow<'_, [u8]>>) {
-        let k = &self.keys;
-        fn borrowed<'a>(keys: &[&'a Vec<u8>]) -> Vec<Cow<'a, [u8]>> {
-            keys.iter()
-                .map(|key| Cow::Borrowed(key.as_slice()))
-                .collect()
-        }
-        match self.shape {
-            Shape::Plain => (
-                &scripts::ACQUIRE,
-                borrowed(&[
-                    &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-                ]),
-            ),
-            Shape::Semaphore(limit) => {
-                let mut keys = borrowed(&[&k.mode, &k.waiters, &k.wake, &k.fence, &k.history]);
-                for slot in (1..=limit).map(|i| k.for_slot(i)) {
-                    keys.extend([Cow::Owned(slot.lock), Cow::Owned(slot.meta)]);
-                }
-                (&scripts::SEM_ACQUIRE, keys)
-            }
-            Shape::Fair => {
-                let mut keys = borrowed(&[
-                    &k.lock,
-                    &k.meta,
-                    &k.queue,
-                    &k.beats,
-                    &k.fence,
-                    &k.history,
-                    &k.mode,
-                    &k.queue_info,
-                ]);
-                keys.push(Cow::Owned(k.own_wake(&self.token)));
-                (&scripts::FAIR_ACQUIRE, keys)
-            }
-        }
-    }
-
-    /// Counts one node's answer to the acquire script.
-    fn count(&self, votes: &mut Votes, decoded: Result<Acquired>) {
-        match decoded {
-            Ok(Acquired::Yes {
-                fence,
-                now_ms,
-                slot,
-            }) => {
-                votes.yes += 1;
-                votes.slot = u32::try_from(slot).unwrap_or(1);
-                votes.fence = votes.fence.max(u64::try_from(fence).unwrap_or(0));
-                votes.now_ms = votes.now_ms.max(u64::try_from(now_ms).unwrap_or(0));
-            }
-            Ok(Acquired::AlreadyRan { slot_ms, record }) => {
-                votes.already_ran = Some((u64::try_from(slot_ms).unwrap_or(0), record));
-            }
-            Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
-            Ok(Acquired::Busy { held, place }) => {
-                votes.busy.get_or_insert_with(|| Holder::from_held(&held));
-                if let Some(place) = place {
-                    self.set_place(place);
-                }
-            }
-            Ok(Acquired::ForeignHistory(kind)) => {
-                votes.not_a_lock = Some((self.keys.history.clone(), kind));
-            }
-            Ok(Acquired::NotALock(kind)) => {
-                votes.not_a_lock = Some((self.keys.lock.clone(), kind));
-            }
-            Ok(Acquired::ForeignMeta(kind)) => {
-                votes.not_a_lock = Some((self.keys.meta.clone(), kind));
-            }
-            Ok(Acquired::ForeignFence(kind)) => {
-                votes.not_a_lock = Some((self.keys.fence.clone(), kind));
-            }
-            Err(e) => votes.errors.push(e),
-        }
+            })
+            .collect();
+        tally(answers)
     }
 
     /// One renewal round (compare-and-pexpire on every node).
     pub async fn renew(&self) -> Renew {
         let t_sent = crate::clock::now();
-        let keys = self.keys();
-        let mode = self.shape.mode();
-        let mut call = match &mode {
-            Some(_) => invocation(&scripts::RENEW, &[&keys.lock, &keys.meta, &keys.mode]),
-            None => invocation(&scripts::RENEW, &[&keys.lock, &keys.meta]),
-        };
-        call.arg(&self.token).arg(self.ttl_ms());
-        if let Some(mode) = &mode {
-            call.arg(mode);
-        }
+        let call = renew::call(self.keys(), self.shape, &self.token, self.ttl_ms());
         let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
@@ -594,16 +582,16 @@ impl Lease {
         }
     }
 
-    /// Leaves a fair queue (see `scripts::FAIR_LEAVE`).
+    /// Leaves a fair queue (see `scripts::waiters::FAIR_LEAVE`), waking the next head
+    /// when this waiter was the head of a free lock.
     async fn leave_queue(&self) {
-        let k = &self.keys;
-        let own = k.own_wake(&self.token);
-        let mut call = invocation(
-            &scripts::FAIR_LEAVE,
-            &[&k.lock, &k.queue, &k.beats, &k.queue_info, &own],
-        );
-        call.arg(&self.token).arg(scripts::WAKE_TTL_MS);
-        let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        let call = waiters::fair_leave(&self.keys, &self.token);
+        let results = self.nodes.each(|n| n.run::<Value>(&call)).await;
+        let head = results
+            .into_iter()
+            .flatten()
+            .find_map(waiters::decode_fair_leave);
+        wake_head(&self.nodes, &self.keys, head.as_deref()).await;
         self.settle().await;
     }
 
@@ -624,62 +612,56 @@ impl Lease {
     /// In a fair queue: this run's place (1-based) and the queue's length, as the last
     /// try found them.
     pub fn place(&self) -> Option<(u64, u64)> {
-        let (place, of) = (
-            self.place.0.load(std::sync::atomic::Ordering::Relaxed),
-            self.place.1.load(std::sync::atomic::Ordering::Relaxed),
-        );
-        (place > 0).then_some((place, of))
-    }
-
-    fn set_place(&self, (place, of): (u64, u64)) {
-        self.place
-            .0
-            .store(place, std::sync::atomic::Ordering::Relaxed);
-        self.place.1.store(of, std::sync::atomic::Ordering::Relaxed);
+        self.place.get().filter(|(place, _)| *place > 0)
     }
 
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
     /// A delete wakes one waiter, if any. With an `ending`, the run is recorded in the
-    /// lock's history on every node, in the same script (see `scripts::RELEASE`).
+    /// lock's history on every node, in the same script (see `scripts::release`).
     pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
-        let k = self.keys();
-        let keys: [&[u8]; 6] = [&k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue];
-        let record = ending.map(Ending::args);
-        let fair = if self.shape == Shape::Fair { "1" } else { "0" };
-        // Only the primary node wakes a waiter (see `Nodes::primary`).
-        let call = |wake_ttl: u64| {
-            let mut call = invocation(&scripts::RELEASE, &keys);
-            call.arg(&self.token).arg(keep_ms).arg(wake_ttl).arg(fair);
-            for arg in record.iter().flatten() {
-                call.arg(arg);
-            }
-            call
+        let request = release::Request {
+            keys: self.keys(),
+            shape: self.shape,
+            token: &self.token,
+            keep_ms,
+            retain_ms: self.retain_ms(),
+            record: ending.map(Ending::record),
         };
-        let (waking, quiet) = (call(scripts::WAKE_TTL_MS), call(0));
+        // Only the primary node wakes a waiter (see `Nodes::primary`).
+        let (waking, quiet) = (request.call(true), request.call(false));
         let results = self
             .nodes
             .each(|n| {
-                n.run::<i64>(if self.nodes.is_primary(n) {
+                n.run::<Value>(if self.nodes.is_primary(n) {
                     &waking
                 } else {
                     &quiet
                 })
             })
             .await;
-        self.settle().await;
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
+        let mut head = None;
         for result in results {
-            match result {
-                // 3: an earlier try of this release deleted it (its reply was lost).
-                Ok(1 | 3) => outcome = Release::Deleted,
-                Ok(2) if outcome != Release::Deleted => outcome = Release::Kept,
+            let decoded = result.and_then(|v| {
+                release::decode(v).ok_or_else(|| {
+                    Error::new(Kind::BadReply, "unexpected reply from the release script")
+                })
+            });
+            match decoded {
+                Ok((Outcome::Deleted | Outcome::AlreadyReleased, wake)) => {
+                    outcome = Release::Deleted;
+                    head = head.or(wake);
+                }
+                Ok((Outcome::Kept, _)) if outcome != Release::Deleted => outcome = Release::Kept,
                 Ok(_) => {}
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
             }
         }
+        wake_head(&self.nodes, &self.keys, head.as_deref()).await;
+        self.settle().await;
         match first_error {
             Some(e) if outcome == Release::NotHeld => Err(e),
             _ => Ok(outcome),
@@ -690,15 +672,9 @@ impl Lease {
     /// the lock is free and nobody waits (best effort: it expires a ttl or a heartbeat
     /// after its last use anyway). Nothing for a plain lock.
     async fn settle(&self) {
-        let in_use: Vec<Vec<u8>> = match self.shape {
-            Shape::Plain => return,
-            Shape::Semaphore(limit) => (1..=limit).map(|i| self.keys.for_slot(i).lock).collect(),
-            Shape::Fair => vec![self.keys.lock.clone(), self.keys.queue.clone()],
-        };
-        let mut keys: Vec<&[u8]> = vec![&self.keys.mode];
-        keys.extend(in_use.iter().map(Vec::as_slice));
-        let call = invocation(&scripts::SETTLE, &keys);
-        let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        if let Some(call) = release::settle(&self.keys, self.shape) {
+            let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
+        }
     }
 
     /// Whether `token` is the lock's value on a quorum of nodes (re-entrancy check).
@@ -727,6 +703,36 @@ impl Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn yes(fence: u64, now_ms: u64) -> Result<Acquired> {
+        Ok(Acquired::Yes {
+            fence,
+            now_ms,
+            slot: 1,
+        })
+    }
+
+    #[test]
+    fn tally_counts_yes_votes_and_keeps_the_largest_fence() {
+        let votes = tally(vec![
+            yes(7, 100),
+            Err(Error::unreachable("down")),
+            yes(9, 90),
+        ]);
+        assert_eq!((votes.yes, votes.fence, votes.now_ms), (2, 9, 100));
+        assert_eq!(votes.errors.len(), 1);
+        let refused = tally(vec![
+            yes(1, 1),
+            Ok(Acquired::Foreign {
+                key: Key::Meta,
+                kind: "list".into(),
+            }),
+        ]);
+        assert_eq!(refused.foreign, Some((Key::Meta, "list".into())));
+        let other = tally(vec![Ok(Acquired::OtherKind("fair".into()))]);
+        assert_eq!(other.other_kind.as_deref(), Some("fair"));
+        assert_eq!(tally(vec![]), Votes::default());
+    }
 
     #[test]
     fn lost_reasons_read_as_one_phrase() {

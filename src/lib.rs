@@ -14,16 +14,19 @@
 //!   queue's turn); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
 //!   holder metadata;
-//! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies, scripts);
+//! - [`scripts`]: each Lua script's whole contract, one file per family (the text,
+//!   the typed call, the reply's decoder, the commands it calls); [`keys`]: key layout
+//!   and hash tags, and the lock's kind (`Shape`);
+//! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies);
 //! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
-//!   `keys`: key layout and hash tags;
 //! - the floor: [`exit`]: THE exit-code table; `error`: typed errors whose kind decides
 //!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
 //!
 //! Public are only what the binaries and the tests use: [`entry`], [`cli`], [`docs`],
-//! [`exit`] and the scripts (their SHA1s are checked against a server's script cache).
+//! [`exit`], and the scripts with the keys they take (the tests check their SHA1s
+//! against a server's script cache and call a script on its own).
 
 mod child;
 pub mod cli;
@@ -37,16 +40,15 @@ pub mod exit;
 mod guard;
 mod history;
 mod holder;
-mod keys;
+pub mod keys;
 mod lease;
 mod quorum;
 mod redis;
 mod report;
 mod run;
+pub mod scripts;
 mod signals;
 mod supervise;
 mod timing;
 mod verbs;
 mod wait;
-
-pub use redis::scripts;

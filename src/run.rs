@@ -99,6 +99,7 @@ async fn connect(
             Ok(nodes) => Ok(
                 Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
                     .once_per(config.once_per)
+                    .retain(config.retain)
                     .shape(config.shape),
             ),
             Err(sig) => Err(interrupted_while_waiting(sig, report)),

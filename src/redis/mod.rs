@@ -4,7 +4,8 @@
 //! - where the server is: one server, a Redis Cluster (slot routing, MOVED/ASK), or a
 //!   Sentinel-managed master (discovery, failover), all behind one [`Node`];
 //! - how long a call may take: every call is bounded by the node timeout;
-//! - the script cache: scripts run by EVALSHA, NOSCRIPT is handled ([`scripts`]);
+//! - the script cache: scripts run by EVALSHA, NOSCRIPT is handled (by the client
+//!   library; the scripts themselves are `src/scripts/`, above this layer);
 //! - TLS: certificates, client certificates and `--tls-insecure-skip-verify`;
 //! - the client library's errors: mapped, with hints, onto typed errors in one place
 //!   (`errors.rs`), and its replies decoded into plain parts ([`reply`]).
@@ -17,14 +18,12 @@
 //! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
 //! - `errors.rs`: THE map from a client error to ours;
-//! - `reply.rs`: script replies as plain parts;
-//! - `scripts.rs`: the Lua scripts and how they are invoked.
+//! - `reply.rs`: replies as plain parts.
 
 mod connect;
 mod errors;
 mod node;
 pub(crate) mod reply;
-pub mod scripts;
 mod url;
 
 pub(crate) use node::Node;

@@ -25,7 +25,7 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Ok(nodes) => nodes,
             Err(sig) => return Ok(exit::from_signal(sig as i32)),
         };
-    let lease = Lease::new(nodes, config.keys, config.ttl, new_token());
+    let lease = Lease::new(nodes, config.keys, config.ttl, new_token()).retain(config.retain);
     // The lock belongs to the script that called us, not to this short-lived process.
     let caller = nix::unistd::getppid().as_raw() as u32;
     let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller);

@@ -27,8 +27,8 @@ use super::{print_json, print_line};
 use crate::config::DoctorConfig;
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::keys::LockKeys;
-use crate::redis::scripts::{self, invocation};
 use crate::redis::{Node, RedisUrl, Topology};
+use crate::scripts::acquire;
 use judge::{Acl, Clock, Denied, Facts, Finding, Given, Info, Probe, Server, Severity, Timing};
 use needs::{Key, Need};
 
@@ -263,14 +263,15 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
     let s = |t: &str| t.as_bytes().to_vec();
     let rest: Vec<Vec<u8>> = match (need.command, need.key) {
         ("evalsha", _) => vec![
-            s(scripts::ACQUIRE.get_hash()),
-            s("6"),
+            s(acquire::PLAIN.get_hash()),
+            s("7"),
             keys.lock.clone(),
             keys.meta.clone(),
             keys.waiters.clone(),
             keys.fence.clone(),
             keys.wake.clone(),
             keys.history.clone(),
+            keys.mode.clone(),
         ],
         ("script|load", _) => vec![s("return 1")],
         ("scan", _) => {
@@ -347,7 +348,7 @@ async fn acl(node: &Node, keys: &LockKeys, prefix: &str, given: Given) -> Acl {
             denied,
         };
     }
-    let mut call = invocation(&ACL_CHECK, &[]);
+    let mut call = ACL_CHECK.prepare_invoke();
     for need in &needs {
         let args = args_of(*need, keys, prefix);
         call.arg(args.len());

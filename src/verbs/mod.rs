@@ -1,5 +1,5 @@
 //! The operator and scripting verbs: `status`, `list`, `release`, `acquire`, `extend`,
-//! `wait`, `history`, `doctor`, one file each (`doctor/` holds doctor's pure rules and
+//! `wait`, `history`, `forget`, `doctor`, one file each (`doctor/` holds doctor's pure rules and
 //! command table), each taking its checked configuration from [`crate::config`]. They
 //! use the same key layout, scripts and nodes as the wrapper; with several `--redis` nodes
 //! they say on how many nodes a lock is present. Their text and JSON shapes are typed
@@ -8,11 +8,12 @@
 //! Exit statuses beyond the wrapper's table: `status` 0 when every named lock is held,
 //! 1 when one is free; `release --force` 0 removed, 1 it was free; `release --token` and
 //! `extend` 79 when the token no longer holds the lock; `doctor` 0 nothing at warning
-//! or worse, 1 a warning, 2 an error.
+//! or worse, 1 a warning, 2 an error; `forget` 75 when a name is in use.
 
 mod acquire;
 mod doctor;
 mod extend;
+mod forget;
 mod history;
 mod list;
 mod release;
@@ -26,8 +27,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{
-    AcquireConfig, Conn, DoctorConfig, ExtendConfig, HistoryConfig, ListConfig, ReleaseConfig,
-    StatusConfig, WaitConfig,
+    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
+    ReleaseConfig, StatusConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
@@ -42,6 +43,7 @@ pub enum Verb {
     Extend(ExtendConfig),
     Wait(WaitConfig),
     History(HistoryConfig),
+    Forget(ForgetConfig),
     Doctor(DoctorConfig),
 }
 
@@ -56,6 +58,7 @@ impl Verb {
             Verb::Extend(c) => &c.conn,
             Verb::Wait(c) => &c.conn,
             Verb::History(c) => &c.conn,
+            Verb::Forget(c) => &c.conn,
             Verb::Doctor(c) => &c.conn,
         }
     }
@@ -71,6 +74,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::Extend(config) => extend::run(config).await,
         Verb::Wait(config) => wait::run(config, report).await,
         Verb::History(config) => history::run(config).await,
+        Verb::Forget(config) => forget::run(config).await,
         Verb::Doctor(config) => doctor::run(config).await,
     }
 }

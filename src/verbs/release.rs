@@ -13,12 +13,11 @@ use crate::error::{Error, Kind, Result};
 use crate::exit;
 use crate::holder::Holder;
 use crate::keys::LockKeys;
-use crate::lease::{Lease, Release};
+use crate::lease::{Lease, Release, wake_head};
 use crate::quorum::Nodes;
-use crate::redis::reply::{self, ForceReleased};
-use crate::redis::scripts::{self, invocation};
 use crate::report::printable;
 use crate::report::rfc3339;
+use crate::scripts::force::{self, ForceReleased};
 
 /// What a release did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -156,28 +155,20 @@ fn alive(holder: &Holder) -> Option<String> {
 /// Deletes the lock and its metadata on every node whoever holds it; names the holder
 /// whose token was removed from the most nodes.
 async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
-    let all: [&[u8]; 5] = [
-        &keys.lock,
-        &keys.meta,
-        &keys.waiters,
-        &keys.wake,
-        &keys.queue,
-    ];
-    let call = |wake_ttl: u64| {
-        let mut call = invocation(&scripts::FORCE_RELEASE, &all);
-        call.arg(wake_ttl);
-        call
-    };
-    let (waking, quiet) = (call(scripts::WAKE_TTL_MS), call(0));
+    let (waking, quiet) = (force::call(keys, true), force::call(keys, false));
     let results = nodes
         .each(|n| n.run::<Value>(if nodes.is_primary(n) { &waking } else { &quiet }))
         .await;
     let mut removed: Vec<Holder> = Vec::new();
     let mut first_error = None;
     let mut unreachable = nodes.missing();
+    let mut head = None;
     for result in results {
-        match result.map(reply::force_released) {
-            Ok(Some(ForceReleased::Removed(held))) => removed.push(Holder::from_held(&held)),
+        match result.map(force::decode) {
+            Ok(Some(ForceReleased::Removed { held, head: wake })) => {
+                removed.push(Holder::from_held(&held));
+                head = head.or(wake);
+            }
             Ok(Some(ForceReleased::NotALock(kind))) => {
                 return Err(Error::new(
                     Kind::NotALock,
@@ -194,6 +185,7 @@ async fn by_force(nodes: &Nodes, keys: &LockKeys) -> Result<(Released, u8)> {
             }
         }
     }
+    wake_head(nodes, keys, head.as_deref()).await;
     let spread = (nodes.given() > 1).then_some(Spread {
         nodes_removed: removed.len(),
         nodes: nodes.given(),

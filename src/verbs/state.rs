@@ -10,11 +10,10 @@ use super::JsonName;
 use crate::error::{Error, Kind, Result};
 use crate::history::RunRecord;
 use crate::holder::Holder;
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, Shape};
 use crate::quorum::Nodes;
-use crate::redis::reply::{self, Inspected};
-use crate::redis::scripts::{self, invocation};
 use crate::report::{human, printable, rfc3339};
+use crate::scripts::inspect::{self, Inspected};
 
 /// Held or free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,14 +87,18 @@ pub struct SlotState {
 /// mode key says `limit L` while one is in use; its first slot's holder stands for it
 /// where one holder is shown).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
-    let mode = mode(nodes, keys).await;
-    if mode.as_deref() == Some("fair") {
-        let mut state = read_one(nodes, keys).await?;
-        state.queue = Some(queue(nodes, keys).await);
-        return Ok(state);
-    }
-    let Some(limit) = mode.and_then(|m| m.strip_prefix("limit ")?.parse().ok()) else {
-        return read_one(nodes, keys).await;
+    let shape = mode(nodes, keys)
+        .await
+        .as_deref()
+        .and_then(Shape::from_mode);
+    let limit = match shape {
+        Some(Shape::Fair) => {
+            let mut state = read_one(nodes, keys).await?;
+            state.queue = Some(queue(nodes, keys).await);
+            return Ok(state);
+        }
+        Some(Shape::Semaphore(limit)) => limit,
+        _ => return read_one(nodes, keys).await,
     };
     let mut slots = Vec::new();
     let mut first: Option<LockState> = None;
@@ -161,7 +164,7 @@ async fn queue(nodes: &Nodes, keys: &LockKeys) -> Vec<Waiting> {
 
 /// Reads one lock key on every node. The holder is the token present on the most nodes.
 async fn read_one(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
-    let call = invocation(&scripts::INSPECT, &[&keys.lock, &keys.meta]);
+    let call = inspect::call(keys);
     let results = nodes.each(|n| n.run::<Value>(&call)).await;
     // (node URL, holder there), for the nodes where the key is a lock.
     let mut holders: Vec<(String, Holder)> = Vec::new();
@@ -174,7 +177,7 @@ async fn read_one(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
                 continue;
             }
         };
-        match reply::inspected(value) {
+        match inspect::decode(value) {
             Some(Inspected::Free) => {}
             Some(Inspected::Held(held)) => {
                 holders.push((node.url().to_string(), Holder::from_held(&held)));

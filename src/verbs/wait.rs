@@ -17,9 +17,8 @@ use crate::exit::{self, Code};
 use crate::keys::LockKeys;
 use crate::lease::{hand_on, leave_waiters, new_token};
 use crate::quorum::Nodes;
-use crate::redis::reply;
-use crate::redis::scripts::{self, invocation};
 use crate::report::{Reporter, human};
+use crate::scripts::waiters::{self, Watched};
 use crate::timing;
 use crate::wait::{Patience, pop_until};
 
@@ -107,14 +106,13 @@ impl Watcher<'_> {
         let heartbeat = until.saturating_sub(crate::clock::now())
             + self.nodes.timeout() * 2
             + std::time::Duration::from_secs(1);
-        let mut call = invocation(&scripts::WATCH, &[&self.keys.lock, &self.keys.waiters]);
-        call.arg(&self.token).arg(heartbeat.as_millis() as u64);
+        let call = waiters::watch(self.keys, &self.token, heartbeat.as_millis() as u64);
         match primary
             .run_idempotent::<redis::Value>(&call)
             .await
-            .map(reply::watched)
+            .map(waiters::decode_watch)
         {
-            Ok(Some(reply::Watched::Held)) => {}
+            Ok(Some(Watched::Held)) => {}
             // Free (or gone) meanwhile, or an error: read the state again at once.
             _ => {
                 self.woken.set(false);

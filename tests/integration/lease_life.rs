@@ -405,7 +405,7 @@ fn script_flush_during_a_hold_is_no_loss() {
     args.extend(["--ttl".into(), "3s".into()]);
     let holding = Holding::start(&args);
     let ours = holding.token();
-    let renew_sha = redlock::scripts::RENEW.get_hash().to_string();
+    let renew_sha = redlock::scripts::renew::RENEW.get_hash().to_string();
     for _ in 0..3 {
         let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
         assert!(
@@ -609,37 +609,48 @@ fn a_lock_found_lost_at_the_release_exits_with_the_lost_code() {
 #[test]
 fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
     let redis = Redis::start();
-    let keys = |name: &str| {
-        let lock = lock_key(name);
-        [
-            lock.clone(),
-            format!("{lock}:meta"),
-            format!("{lock}:waiters"),
-            format!("{lock}:wake"),
-            format!("{lock}:history"),
-            format!("{lock}:queue"),
-        ]
-    };
-    let release = |name: &str, token: &str| -> i64 {
-        let mut call = redlock::scripts::RELEASE.prepare_invoke();
-        for key in keys(name) {
-            call.key(key);
-        }
-        // token, keep, wake ttl, fair, then the record: size, head, held, start,
-        // status if ours, status if not, lost already.
+    use redlock::scripts::release::{self, Outcome, Record, Request};
+    let release = |name: &str, token: &str| -> Outcome {
+        let keys = redlock::keys::LockKeys::new("redlock:", name.as_bytes()).unwrap();
         let head = format!(r#"{{"token":"{token}""#);
-        call.arg(token).arg(0).arg(0).arg("0");
-        call.arg(20).arg(head).arg(5).arg(0).arg(0).arg(79).arg("0");
-        call.invoke(&mut redis.conn()).expect("release script")
+        let request = Request {
+            keys: &keys,
+            shape: redlock::keys::Shape::Plain,
+            token,
+            keep_ms: 0,
+            retain_ms: 60_000,
+            record: Some(Record {
+                size: 20,
+                head: &head,
+                held_ms: 5,
+                start_ms: 0,
+                status: 0,
+                status_if_lost: 79,
+                lost: false,
+            }),
+        };
+        let reply = request
+            .call(false)
+            .invoke(&mut redis.conn())
+            .expect("release script");
+        release::decode(reply).expect("a release reply").0
     };
     let _: () = redis.cmd(&["SET", &lock_key("done"), "tok-1", "PX", "30000"]);
-    assert_eq!(release("done", "tok-1"), 1, "the first try deletes");
-    assert_eq!(release("done", "tok-1"), 3, "the retry: released by us");
+    assert_eq!(
+        release("done", "tok-1"),
+        Outcome::Deleted,
+        "the first try deletes"
+    );
+    assert_eq!(
+        release("done", "tok-1"),
+        Outcome::AlreadyReleased,
+        "the retry: released by us"
+    );
     let history = format!("{}:history", lock_key("done"));
     assert_eq!(redis.cmd::<i64>(&["LLEN", &history]), 1, "one record");
     // Lost before the release: both tries say not ours.
-    assert_eq!(release("gone", "tok-2"), 0);
-    assert_eq!(release("gone", "tok-2"), 0);
+    assert_eq!(release("gone", "tok-2"), Outcome::NotOurs);
+    assert_eq!(release("gone", "tok-2"), Outcome::NotOurs);
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
 

@@ -1,320 +1,26 @@
 //! What the tool asks of Redis: every command each verb sends, and every command its
 //! scripts call (a script runs its commands under the caller's ACL user too), with the
 //! key each one touches, so that an ACL check can name the command a user lacks and
-//! the verbs that breaks. Derived from `redis/scripts.rs` and the verbs; a unit test
-//! holds the script table to the scripts' text.
+//! the verbs that breaks. What each script calls is the script's own list
+//! (`src/scripts/`, each held to its Lua by a unit test there); this file says which
+//! uses run which scripts and send which commands directly.
 //!
 //! Data only: the checks themselves run in `doctor.rs`.
 
-/// Which of a lock's keys a command touches (key permissions are checked too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    Lock,
-    Meta,
-    Waiters,
-    Wake,
-    Fence,
-    History,
-    Mode,
-    /// A semaphore's slot key other than the first (`…:slot:2`).
-    Slot,
-    /// A fair queue's keys: the queue, the heartbeats, who waits, a waiter's wake list.
-    Queue,
-    Beats,
-    QueueInfo,
-    OwnWake,
-}
-
-/// One command as sent: its name (`script|load` for a subcommand) and key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Need {
-    pub command: &'static str,
-    pub key: Option<Key>,
-}
-
-const fn on(command: &'static str, key: Key) -> Need {
-    Need {
-        command,
-        key: Some(key),
-    }
-}
-
-const fn bare(command: &'static str) -> Need {
-    Need { command, key: None }
-}
-
-/// The Lua scripts of `redis/scripts.rs` and what each calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Script {
-    Acquire,
-    SemAcquire,
-    Settle,
-    FairAcquire,
-    FairLeave,
-    RaiseFence,
-    Watch,
-    HandOn,
-    Leave,
-    Renew,
-    Release,
-    ForceRelease,
-    Inspect,
-}
-
-impl Script {
-    /// Every command the script may call, on the key it calls it on. (Long because it is
-    /// data: one list per script, held to the scripts' text by the test below.)
-    pub fn calls(self) -> &'static [Need] {
-        use Key::*;
-        match self {
-            Script::Acquire => {
-                const {
-                    &[
-                        on("set", Lock),
-                        on("type", Meta),
-                        on("del", Lock),
-                        on("incr", Fence),
-                        on("decr", Fence),
-                        on("del", Fence),
-                        on("type", Fence),
-                        on("hset", Meta),
-                        on("pexpire", Meta),
-                        on("srem", Waiters),
-                        on("exists", Waiters),
-                        on("del", Wake),
-                        on("get", Lock),
-                        on("type", Lock),
-                        on("pexpire", Lock),
-                        on("hget", Meta),
-                        on("sadd", Waiters),
-                        on("pttl", Waiters),
-                        on("pexpire", Waiters),
-                        on("hgetall", Meta),
-                        on("pttl", Lock),
-                        bare("time"),
-                        on("type", History),
-                        on("lrange", History),
-                        on("get", Mode),
-                    ]
-                }
-            }
-            Script::SemAcquire => {
-                const {
-                    &[
-                        bare("time"),
-                        on("type", History),
-                        on("lrange", History),
-                        on("get", Mode),
-                        on("exists", Lock),
-                        on("set", Slot),
-                        on("type", Meta),
-                        on("del", Slot),
-                        on("incr", Fence),
-                        on("decr", Fence),
-                        on("del", Fence),
-                        on("type", Fence),
-                        on("hset", Meta),
-                        on("pexpire", Meta),
-                        on("pttl", Mode),
-                        on("set", Mode),
-                        on("srem", Waiters),
-                        on("exists", Waiters),
-                        on("del", Wake),
-                        on("get", Slot),
-                        on("type", Slot),
-                        on("pttl", Slot),
-                        on("pexpire", Slot),
-                        on("hget", Meta),
-                        on("sadd", Waiters),
-                        on("pttl", Waiters),
-                        on("pexpire", Waiters),
-                        on("hgetall", Meta),
-                    ]
-                }
-            }
-            Script::Settle => const { &[on("exists", Slot), on("del", Mode)] },
-            Script::FairAcquire => {
-                const {
-                    &[
-                        bare("time"),
-                        on("type", History),
-                        on("lrange", History),
-                        on("get", Mode),
-                        on("exists", Lock),
-                        on("zrangebyscore", Beats),
-                        on("zrem", Queue),
-                        on("zrem", Beats),
-                        on("hdel", QueueInfo),
-                        on("zrange", Queue),
-                        on("set", Lock),
-                        on("type", Meta),
-                        on("del", Lock),
-                        on("incr", Fence),
-                        on("decr", Fence),
-                        on("del", Fence),
-                        on("type", Fence),
-                        on("hset", Meta),
-                        on("pexpire", Meta),
-                        on("del", OwnWake),
-                        on("pttl", Mode),
-                        on("set", Mode),
-                        on("get", Lock),
-                        on("type", Lock),
-                        on("pexpire", Lock),
-                        on("hget", Meta),
-                        on("zscore", Queue),
-                        on("zadd", Queue),
-                        on("hset", QueueInfo),
-                        on("zadd", Beats),
-                        on("pttl", Queue),
-                        on("pexpire", Queue),
-                        on("pttl", Lock),
-                        on("zscore", Beats),
-                        on("lpush", OwnWake),
-                        on("pexpire", OwnWake),
-                        on("hgetall", Meta),
-                        on("zrank", Queue),
-                        on("zcard", Queue),
-                    ]
-                }
-            }
-            Script::FairLeave => {
-                const {
-                    &[
-                        on("zrange", Queue),
-                        on("zrem", Queue),
-                        on("zrem", Beats),
-                        on("hdel", QueueInfo),
-                        on("del", OwnWake),
-                        on("exists", Lock),
-                        on("lpush", OwnWake),
-                        on("pexpire", OwnWake),
-                    ]
-                }
-            }
-            Script::RaiseFence => {
-                const {
-                    &[
-                        on("get", Fence),
-                        on("set", Fence),
-                        on("hget", Meta),
-                        on("hset", Meta),
-                    ]
-                }
-            }
-            Script::Watch => {
-                const {
-                    &[
-                        on("get", Lock),
-                        on("type", Lock),
-                        on("sadd", Waiters),
-                        on("pttl", Waiters),
-                        on("pexpire", Waiters),
-                        on("pttl", Lock),
-                    ]
-                }
-            }
-            Script::HandOn => {
-                const {
-                    &[
-                        on("srem", Waiters),
-                        on("exists", Waiters),
-                        on("lpush", Wake),
-                        on("pexpire", Wake),
-                        on("del", Wake),
-                    ]
-                }
-            }
-            Script::Leave => {
-                const { &[on("srem", Waiters), on("exists", Waiters), on("del", Wake)] }
-            }
-            Script::Renew => {
-                const {
-                    &[
-                        on("get", Lock),
-                        on("pexpire", Lock),
-                        on("hget", Meta),
-                        on("pexpire", Meta),
-                        on("pttl", Mode),
-                        on("set", Mode),
-                    ]
-                }
-            }
-            Script::Release => {
-                const {
-                    &[
-                        on("hget", Meta),
-                        on("get", Lock),
-                        on("del", Meta),
-                        on("pexpire", Lock),
-                        on("pexpire", Meta),
-                        on("del", Lock),
-                        on("exists", Waiters),
-                        on("lpush", Wake),
-                        on("pexpire", Wake),
-                        on("lrange", History),
-                        bare("time"),
-                        on("lpush", History),
-                        on("ltrim", History),
-                        on("zrange", Queue),
-                        on("lpush", OwnWake),
-                        on("pexpire", OwnWake),
-                    ]
-                }
-            }
-            Script::ForceRelease => {
-                const {
-                    &[
-                        on("type", Lock),
-                        on("get", Lock),
-                        on("type", Meta),
-                        on("hgetall", Meta),
-                        on("del", Meta),
-                        on("del", Lock),
-                        on("zrange", Queue),
-                        on("lpush", OwnWake),
-                        on("pexpire", OwnWake),
-                        on("exists", Waiters),
-                        on("lpush", Wake),
-                        on("pexpire", Wake),
-                    ]
-                }
-            }
-            Script::Inspect => {
-                const {
-                    &[
-                        on("type", Lock),
-                        on("type", Meta),
-                        on("hgetall", Meta),
-                        on("get", Lock),
-                        on("pttl", Lock),
-                    ]
-                }
-            }
-        }
-    }
-}
+pub use crate::scripts::{Key, Need, Which as Script, bare, on};
 
 /// Whether a call of a script that plain runs share is made only for an option (uses
 /// of their own below): the run history and `--once-per` (the acquire script reads the
 /// history only for `--once-per`; the release's record is best effort, `pcall`), a
 /// semaphore's or a fair queue's keys, and the mode key beyond the plain acquire's
-/// GET. A user without them still takes and releases plain locks.
+/// GET. A user without them still takes and releases plain locks. (`TIME` is not
+/// optional: every acquisition draws its fencing number from it.)
 pub fn optional(need: &Need) -> bool {
     use Key::*;
-    need.command == "time"
-        || matches!(
-            need.key,
-            Some(History | Slot | Queue | Beats | QueueInfo | OwnWake)
-        )
-        || (need.key == Some(Mode) && need.command != "get")
-}
-
-/// Whether a call is best effort in every script: the undo of a fence number drawn for
-/// an acquisition then refused (DECR, `pcall`): without it the counter is one higher,
-/// which a fencing number may be.
-fn best_effort(need: &Need) -> bool {
-    need.command == "decr" && need.key == Some(Key::Fence)
+    matches!(
+        need.key,
+        Some(History | Slot | Queue | Beats | QueueInfo | OwnWake)
+    ) || (need.key == Some(Mode) && need.command != "get")
 }
 
 impl Script {
@@ -324,11 +30,13 @@ impl Script {
     pub fn required(self) -> impl Iterator<Item = &'static Need> {
         let whole = matches!(
             self,
-            Script::SemAcquire | Script::Settle | Script::FairAcquire | Script::FairLeave
+            Script::SemAcquire
+                | Script::Settle
+                | Script::FairAcquire
+                | Script::FairLeave
+                | Script::WakeHead
         );
-        self.calls()
-            .iter()
-            .filter(move |n| !best_effort(n) && (whole || !optional(n)))
+        self.calls().iter().filter(move |n| whole || !optional(n))
     }
 }
 
@@ -390,7 +98,18 @@ pub const USES: &[Use] = &[
     },
     Use {
         name: "release",
-        scripts: &[Script::Inspect, Script::Release, Script::ForceRelease],
+        scripts: &[
+            Script::Inspect,
+            Script::Release,
+            Script::ForceRelease,
+            Script::WakeHead,
+        ],
+        direct: &[],
+        wrapper: false,
+    },
+    Use {
+        name: "forget",
+        scripts: &[Script::Forget],
         direct: &[],
         wrapper: false,
     },
@@ -402,8 +121,7 @@ pub const USES: &[Use] = &[
             Script::Renew,
             Script::Release,
         ],
-        // The renewal keeps the mode key up.
-        direct: &[on("pttl", Key::Mode), on("set", Key::Mode)],
+        direct: &[],
         wrapper: false,
     },
     Use {
@@ -411,37 +129,28 @@ pub const USES: &[Use] = &[
         scripts: &[
             Script::FairAcquire,
             Script::FairLeave,
+            Script::WakeHead,
             Script::Settle,
             Script::Renew,
             Script::Release,
         ],
-        // The renewal keeps the mode key up; the release wakes the head on its list.
-        direct: &[
-            on("pttl", Key::Mode),
-            on("set", Key::Mode),
-            on("zrange", Key::Queue),
-            on("lpush", Key::OwnWake),
-            on("blpop", Key::OwnWake),
-        ],
+        // A waiter blocks on its own wake list.
+        direct: &[on("blpop", Key::OwnWake)],
         wrapper: false,
     },
     Use {
         name: "run --once-per",
         scripts: &[],
-        direct: &[
-            bare("time"),
-            on("type", Key::History),
-            on("lrange", Key::History),
-        ],
+        direct: &[on("type", Key::History), on("lrange", Key::History)],
         wrapper: false,
     },
     Use {
         name: "the run history",
         scripts: &[],
         direct: &[
-            bare("time"),
             on("lpush", Key::History),
             on("ltrim", Key::History),
+            on("pexpire", Key::History),
         ],
         wrapper: false,
     },
@@ -478,12 +187,11 @@ pub fn topology(cluster: bool, sentinel: bool) -> &'static [Need] {
     }
 }
 
-/// Every distinct command (and key) to check, in a stable order; best-effort calls
-/// break nothing and are not checked.
+/// Every distinct command (and key) to check, in a stable order.
 pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
     let mut out: Vec<Need> = Vec::new();
     let mut add = |need: Need| {
-        if !out.contains(&need) && !best_effort(&need) {
+        if !out.contains(&need) {
             out.push(need);
         }
     };
@@ -520,57 +228,6 @@ pub fn broken_by(need: Need, cluster: bool, sentinel: bool) -> Vec<&'static Use>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::scripts;
-
-    /// Every `redis.call`/`redis.pcall` in a script's text is in its table, and the
-    /// table names nothing the script does not call.
-    #[test]
-    fn the_table_matches_the_scripts() {
-        let pairs: [(Script, &redis::Script); 13] = [
-            (Script::FairAcquire, &scripts::FAIR_ACQUIRE),
-            (Script::FairLeave, &scripts::FAIR_LEAVE),
-            (Script::Acquire, &scripts::ACQUIRE),
-            (Script::SemAcquire, &scripts::SEM_ACQUIRE),
-            (Script::Settle, &scripts::SETTLE),
-            (Script::RaiseFence, &scripts::RAISE_FENCE),
-            (Script::Watch, &scripts::WATCH),
-            (Script::HandOn, &scripts::HAND_ON),
-            (Script::Leave, &scripts::LEAVE),
-            (Script::Renew, &scripts::RENEW),
-            (Script::Release, &scripts::RELEASE),
-            (Script::ForceRelease, &scripts::FORCE_RELEASE),
-            (Script::Inspect, &scripts::INSPECT),
-        ];
-        for (which, script) in pairs {
-            let text = script_text(script);
-            let mut called: Vec<String> = Vec::new();
-            for part in text.split("call('").skip(1) {
-                let name = part.split('\'').next().unwrap().to_ascii_lowercase();
-                if !called.contains(&name) {
-                    called.push(name);
-                }
-            }
-            let mut listed: Vec<String> = which
-                .calls()
-                .iter()
-                .map(|n| n.command.to_string())
-                .collect();
-            listed.dedup();
-            for name in &called {
-                assert!(listed.contains(name), "{which:?} calls {name}");
-            }
-            for name in &listed {
-                assert!(called.contains(name), "{which:?} lists {name}");
-            }
-        }
-    }
-
-    fn script_text(script: &redis::Script) -> String {
-        // The client library keeps the text private; its Debug shows it.
-        format!("{script:?}")
-            .replace("\\n", "\n")
-            .replace("\\'", "'")
-    }
 
     #[test]
     fn evalsha_breaks_everything_blpop_only_waiting() {

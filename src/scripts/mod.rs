@@ -1,0 +1,296 @@
+//! The Lua scripts, each family one file holding its whole contract: the Lua text, the
+//! typed call that builds its KEYS and ARGV from a lock's keys (the only place their
+//! order is written, beside the text that reads them), the decoder of its reply, and
+//! `CALLS`, the commands it may call (doctor's ACL check reads these; a unit test per
+//! file holds each list to the text).
+//!
+//! - `acquire`: take a plain lock, a semaphore's slot, a fair queue's turn;
+//! - `fence`: raise the fence counters of several nodes to one number (Redlock);
+//! - `renew`: compare-and-pexpire;
+//! - `release`: compare-and-delete with the run's record, waking one waiter; settle
+//!   the name's kind; wake a fair queue's head;
+//! - `force`: remove a lock whoever holds it (`release --force`, `--if-dead`);
+//! - `waiters`: join and leave the waiters, hand a wake-up on, leave a fair queue;
+//! - `inspect`: read a lock;
+//! - `forget`: delete a free lock's history and fence counter.
+//!
+//! The rules every script keeps, so that it is safe on every server the tool accepts:
+//! - keys travel only in KEYS and values only in ARGV (no user data is ever spliced
+//!   into script text), and every key a script touches is in its KEYS, all of one lock,
+//!   sharing a hash slot (a key only the server can know, a fair queue's head's wake
+//!   list, is returned and touched by a second script: [`release::wake_head`]);
+//! - a script that asks the server's `TIME` first calls `redis.replicate_commands()`,
+//!   so that servers that replicate scripts verbatim (Redis < 5, or 5 and 6 with
+//!   `lua-replicate-commands no`) accept writes after it;
+//! - a script that refuses leaves the keys exactly as they were: its checks come
+//!   before its writes, but for the lock key's own `SET NX` (the cheapest test of
+//!   "free"), which is undone with `DEL` in the same atomic script when a later check
+//!   refuses (the key was absent, so the undo restores it exactly);
+//! - a key of a type that is not ours is never written: the script refuses and names
+//!   it (`{-2, role, type}` from the acquire scripts);
+//! - every key written gets an expiry: the lock's with its ttl, the waiters' with their
+//!   heartbeat, the name's fence counter and history with `--retain`.
+//!
+//! Scripts run by EVALSHA; on NOSCRIPT (the cache empties on restart, failover, SCRIPT
+//! FLUSH or eviction) the client library loads the script and retries once
+//! (`redis::Script::invoke_async`).
+
+pub mod acquire;
+pub mod fence;
+pub mod force;
+pub mod forget;
+pub mod inspect;
+pub mod release;
+pub mod renew;
+pub mod waiters;
+
+use redis::{Script, ScriptInvocation};
+
+/// How long a wake-up pushed by a release waits for a waiter to pop it (ms): long
+/// enough for a waiter between two tries to find it, short enough that a push for a
+/// waiter that died does not linger.
+pub const WAKE_TTL_MS: u64 = 10_000;
+
+/// Which of a lock's keys a command touches (doctor checks key permissions too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Lock,
+    Meta,
+    Waiters,
+    Wake,
+    Fence,
+    History,
+    Mode,
+    /// A semaphore's slot key other than the first (`…:slot:2`).
+    Slot,
+    /// A fair queue's keys: the queue, the heartbeats, who waits, a waiter's wake list.
+    Queue,
+    Beats,
+    QueueInfo,
+    OwnWake,
+}
+
+impl Key {
+    /// The role's name in a script's refusal (`{-2, role, type}`).
+    pub fn from_role(role: &str) -> Option<Key> {
+        Some(match role {
+            "lock" => Key::Lock,
+            "meta" => Key::Meta,
+            "waiters" => Key::Waiters,
+            "fence" => Key::Fence,
+            "history" => Key::History,
+            "mode" => Key::Mode,
+            "slot" => Key::Slot,
+            "queue" => Key::Queue,
+            "beats" => Key::Beats,
+            "queue:info" => Key::QueueInfo,
+            _ => return None,
+        })
+    }
+
+    /// What redlock keeps in a key of this role, for messages ("not a lock").
+    pub fn what(self) -> &'static str {
+        match self {
+            Key::Lock | Key::Slot => "a lock",
+            Key::Meta => "redlock's metadata",
+            Key::Fence => "redlock's fence counter",
+            Key::History => "redlock's run history",
+            Key::Mode => "redlock's lock kind",
+            Key::Waiters | Key::Wake | Key::OwnWake => "redlock's waiters",
+            Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
+        }
+    }
+}
+
+/// One command as sent: its name (`script|load` for a subcommand) and key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub command: &'static str,
+    pub key: Option<Key>,
+}
+
+/// A command on one of the lock's keys.
+pub const fn on(command: &'static str, key: Key) -> Need {
+    Need {
+        command,
+        key: Some(key),
+    }
+}
+
+/// A command on no key.
+pub const fn bare(command: &'static str) -> Need {
+    Need { command, key: None }
+}
+
+/// Every script, for doctor: what each calls, and its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Acquire,
+    SemAcquire,
+    FairAcquire,
+    RaiseFence,
+    Renew,
+    Release,
+    WakeHead,
+    Settle,
+    ForceRelease,
+    Watch,
+    Leave,
+    HandOn,
+    FairLeave,
+    Inspect,
+    Forget,
+}
+
+impl Which {
+    pub const ALL: [Which; 15] = [
+        Which::Acquire,
+        Which::SemAcquire,
+        Which::FairAcquire,
+        Which::RaiseFence,
+        Which::Renew,
+        Which::Release,
+        Which::WakeHead,
+        Which::Settle,
+        Which::ForceRelease,
+        Which::Watch,
+        Which::Leave,
+        Which::HandOn,
+        Which::FairLeave,
+        Which::Inspect,
+        Which::Forget,
+    ];
+
+    /// Every command the script may call, on the key it calls it on.
+    pub fn calls(self) -> &'static [Need] {
+        match self {
+            Which::Acquire => acquire::PLAIN_CALLS,
+            Which::SemAcquire => acquire::SEMAPHORE_CALLS,
+            Which::FairAcquire => acquire::FAIR_CALLS,
+            Which::RaiseFence => fence::CALLS,
+            Which::Renew => renew::CALLS,
+            Which::Release => release::CALLS,
+            Which::WakeHead => release::WAKE_HEAD_CALLS,
+            Which::Settle => release::SETTLE_CALLS,
+            Which::ForceRelease => force::CALLS,
+            Which::Watch => waiters::WATCH_CALLS,
+            Which::Leave => waiters::LEAVE_CALLS,
+            Which::HandOn => waiters::HAND_ON_CALLS,
+            Which::FairLeave => waiters::FAIR_LEAVE_CALLS,
+            Which::Inspect => inspect::CALLS,
+            Which::Forget => forget::CALLS,
+        }
+    }
+
+    /// The script itself (its SHA1 for EVALSHA).
+    pub fn script(self) -> &'static Script {
+        match self {
+            Which::Acquire => &acquire::PLAIN,
+            Which::SemAcquire => &acquire::SEMAPHORE,
+            Which::FairAcquire => &acquire::FAIR,
+            Which::RaiseFence => &fence::RAISE,
+            Which::Renew => &renew::RENEW,
+            Which::Release => &release::RELEASE,
+            Which::WakeHead => &release::WAKE_HEAD,
+            Which::Settle => &release::SETTLE,
+            Which::ForceRelease => &force::FORCE,
+            Which::Watch => &waiters::WATCH,
+            Which::Leave => &waiters::LEAVE,
+            Which::HandOn => &waiters::HAND_ON,
+            Which::FairLeave => &waiters::FAIR_LEAVE,
+            Which::Inspect => &inspect::INSPECT,
+            Which::Forget => &forget::FORGET,
+        }
+    }
+}
+
+/// A call of `script` on `keys` (ARGV is added by the typed call that made it).
+fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a> {
+    let mut call = script.prepare_invoke();
+    for key in keys {
+        call.key(*key);
+    }
+    call
+}
+
+/// A script's text with the shared Lua spliced in where it says `--NAME--`.
+fn splice(text: &str, parts: &[(&str, &str)]) -> String {
+    parts.iter().fold(text.to_string(), |text, (name, part)| {
+        text.replace(&format!("--{name}--"), part)
+    })
+}
+
+/// The Lua every script that asks the server's time starts with: effects replication
+/// (so that writes may follow `TIME` on servers that replicate scripts verbatim), and
+/// the time, asked at most once per script.
+const CLOCK: &str = r#"
+if redis.replicate_commands then redis.replicate_commands() end
+local clock_us = nil
+local function now_us()
+  if not clock_us then
+    local t = redis.call('TIME')
+    clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return clock_us
+end
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+local function int(n)
+  return string.format('%d', n)
+end
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands a script's text calls (`redis.call('X'` and `redis.pcall('X'`),
+    /// lower case, in order of first use.
+    pub fn called(text: &str) -> Vec<String> {
+        let mut called: Vec<String> = Vec::new();
+        for part in text.split("call('").skip(1) {
+            let name = part.split('\'').next().unwrap().to_ascii_lowercase();
+            if !called.contains(&name) {
+                called.push(name);
+            }
+        }
+        called
+    }
+
+    /// Holds a script's command list to its text: every command called is listed, and
+    /// nothing listed is not called.
+    pub fn assert_calls_match(text: &str, calls: &[Need]) {
+        let called = called(text);
+        let listed: Vec<&str> = calls.iter().map(|n| n.command).collect();
+        for name in &called {
+            assert!(listed.contains(&name.as_str()), "calls {name}, not listed");
+        }
+        for name in &listed {
+            assert!(called.iter().any(|c| c == name), "lists {name}, not called");
+        }
+    }
+
+    /// Every key a script's text names is one of its KEYS: no key is computed in Lua.
+    pub fn assert_keys_declared(text: &str) {
+        for forbidden in ["KEYS[1] ..", "KEYS[4] ..", "KEYS[5] ..", "string.sub(KEYS"] {
+            assert!(
+                !text.contains(forbidden),
+                "a key computed in Lua: {forbidden}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_script_has_its_list() {
+        for which in Which::ALL {
+            assert!(!which.calls().is_empty(), "{which:?}");
+            assert_eq!(which.script().get_hash().len(), 40);
+        }
+    }
+
+    #[test]
+    fn splicing() {
+        assert_eq!(splice("a --X-- b", &[("X", "1")]), "a 1 b");
+    }
+}

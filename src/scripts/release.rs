@@ -1,0 +1,300 @@
+//! Release: compare-and-delete with the run's record ([`RELEASE`]); wake a fair queue's
+//! head ([`WAKE_HEAD`]); let the name's kind go once nothing uses it ([`SETTLE`]).
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation, Value};
+
+use super::{CLOCK, Key, Need, WAKE_TTL_MS, bare, invocation, on, splice};
+use crate::keys::{LockKeys, Shape};
+use crate::redis::reply::{array, int, string};
+
+/// KEYS: lock, meta, waiters, wake, history, queue. ARGV: token, keep ms (0 = delete),
+/// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
+/// then the run's record: history size (0: record nothing), the record's JSON without
+/// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
+/// then `TIME` − held), status if the lock was still ours, status if not, '1' when the
+/// run already knows it lost the lock. Returns `{outcome, head}`: outcome 1 deleted, 2
+/// kept for `--hold-min`, 0 not ours, 3 already released by an earlier try of this
+/// release; head: a fair queue's head to wake (see [`WAKE_HEAD`]; '' for none).
+///
+/// A release whose reply was lost (a dropped connection, a timeout after the script
+/// ran) is tried again; the retry finds the key gone. It looks for its own record among
+/// the history's newest runs: there, the first try ran (3, or 0 when that try found the
+/// lock lost), and nothing is recorded twice. Without a history (`--history 0`) a retry
+/// cannot tell and reports the lock lost.
+///
+/// The record is completed here, in the same script as the delete, so that whoever
+/// takes the lock next (a `--once-per` run) sees it: `"status"` and `"lost"` from what
+/// the release finds, `"start_ms"` and `"end_ms"` in server time (the acquisition's,
+/// plus the time held). It is pushed to the history, trimmed to its size, and the
+/// history kept `retain` ms, even when the lock is no longer ours (a lost run is
+/// recorded as lost). A history key of another type is left alone. The record is best
+/// effort (`pcall`): a user whose ACL lacks LPUSH or LTRIM still releases.
+///
+/// When the lock is no longer ours (deleted or taken over behind our back), our own
+/// metadata may still be there: it is removed if its `token` field is ours, so a lost
+/// lock leaves nothing of ours behind; another holder's metadata is never touched.
+/// After a delete, when someone waits, ONE element is pushed to the wake list: the one
+/// waiter blocked longest in `BLPOP` on it wakes, whatever the number of waiters. A wake
+/// list of another type is left alone (the waiters then find the release by polling).
+/// Cost: GET, DEL, EXISTS (+ LPUSH, PEXPIRE when someone waits; + LPUSH, PEXPIRE, and
+/// LTRIM once the history is full, for the run's record).
+pub static TEXT: LazyLock<String> = LazyLock::new(|| {
+    splice(
+        r#"
+--CLOCK--
+local token = ARGV[1]
+local ours = redis.pcall('GET', KEYS[1]) == token
+-- With the lock ours, so is its metadata: it was written with the lock, and nothing
+-- writes it while the lock is held (one HGET less on every release). Without, the
+-- metadata is ours only when its token field says so.
+local ours_meta = ours or redis.pcall('HGET', KEYS[2], 'token') == token
+local size = tonumber(ARGV[6] or '0')
+if size > 0 and not ours then
+  local recent = redis.pcall('LRANGE', KEYS[5], 0, 9)
+  if type(recent) == 'table' then
+    local mine = '"token":"' .. token .. '"'
+    for _, record in ipairs(recent) do
+      if string.find(record, mine, 1, true) then
+        if string.find(record, '"lost":false', 1, true) then return {3, ''} end
+        return {0, ''}
+      end
+    end
+  end
+end
+if size > 0 then
+  local held, start = tonumber(ARGV[8]), tonumber(ARGV[9])
+  if start == 0 then start = now_ms() - held end
+  local status = ARGV[11]
+  local lost = 'true'
+  if ours and ARGV[12] ~= '1' then
+    status = ARGV[10]
+    lost = 'false'
+  end
+  -- A history key of another type fails the push (pcall) and is left alone.
+  local pushed = redis.pcall('LPUSH', KEYS[5], ARGV[7] .. ',"status":' .. status
+    .. ',"lost":' .. lost .. ',"start_ms":' .. int(start) .. ',"end_ms":' .. int(start + held) .. '}')
+  if type(pushed) == 'number' then
+    if pushed > size then redis.call('LTRIM', KEYS[5], 0, size - 1) end
+    redis.call('PEXPIRE', KEYS[5], ARGV[5])
+  end
+end
+if not ours then
+  if ours_meta then
+    redis.call('DEL', KEYS[2])
+  end
+  return {0, ''}
+end
+local keep = tonumber(ARGV[2])
+if keep > 0 then
+  redis.call('PEXPIRE', KEYS[1], keep)
+  redis.call('PEXPIRE', KEYS[2], keep)
+  return {2, ''}
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+local head = ''
+if tonumber(ARGV[3]) > 0 then
+  if ARGV[4] == '1' then
+    local first = redis.pcall('ZRANGE', KEYS[6], 0, 0)
+    if type(first) == 'table' and first[1] then head = first[1] end
+  elseif redis.call('EXISTS', KEYS[3]) == 1 then
+    if type(redis.pcall('LPUSH', KEYS[4], '1')) == 'number' then
+      redis.call('PEXPIRE', KEYS[4], ARGV[3])
+    end
+  end
+end
+return {1, head}
+"#,
+        &[("CLOCK", CLOCK)],
+    )
+});
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(&TEXT));
+
+pub const CALLS: &[Need] = &[
+    bare("time"),
+    on("get", Key::Lock),
+    on("hget", Key::Meta),
+    on("lrange", Key::History),
+    on("lpush", Key::History),
+    on("ltrim", Key::History),
+    on("pexpire", Key::History),
+    on("del", Key::Meta),
+    on("pexpire", Key::Lock),
+    on("pexpire", Key::Meta),
+    on("del", Key::Lock),
+    on("zrange", Key::Queue),
+    on("exists", Key::Waiters),
+    on("lpush", Key::Wake),
+    on("pexpire", Key::Wake),
+];
+
+/// The run's record for the history, as the release completes it (see [`TEXT`]).
+pub struct Record<'a> {
+    /// How many records the history keeps (0: record nothing).
+    pub size: u32,
+    /// The record's JSON without its closing brace.
+    pub head: &'a str,
+    pub held_ms: u64,
+    /// The acquisition's server time, ms (0: unknown).
+    pub start_ms: u64,
+    /// The run's status if the lock was still ours, and if it was not.
+    pub status: u8,
+    pub status_if_lost: u8,
+    /// Whether the run already knows it lost the lock.
+    pub lost: bool,
+}
+
+/// One release of a lock.
+pub struct Request<'a> {
+    /// The lock's keys (a semaphore's slot: the slot's keys).
+    pub keys: &'a LockKeys,
+    pub shape: Shape,
+    pub token: &'a str,
+    /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
+    pub keep_ms: u64,
+    pub retain_ms: u64,
+    pub record: Option<Record<'a>>,
+}
+
+impl Request<'_> {
+    /// The call; `waking`: this node wakes a waiter (see `Nodes::primary`).
+    pub fn call(&self, waking: bool) -> ScriptInvocation<'static> {
+        let k = self.keys;
+        let mut call = invocation(
+            &RELEASE,
+            &[&k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue],
+        );
+        let fair = if self.shape == Shape::Fair { "1" } else { "0" };
+        call.arg(self.token)
+            .arg(self.keep_ms)
+            .arg(if waking { WAKE_TTL_MS } else { 0 })
+            .arg(fair)
+            .arg(self.retain_ms);
+        if let Some(r) = &self.record {
+            call.arg(r.size)
+                .arg(r.head)
+                .arg(r.held_ms)
+                .arg(r.start_ms)
+                .arg(r.status)
+                .arg(r.status_if_lost)
+                .arg(if r.lost { "1" } else { "0" });
+        }
+        call
+    }
+}
+
+/// What a release found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Deleted,
+    Kept,
+    NotOurs,
+    /// An earlier try of this release deleted it (its reply was lost).
+    AlreadyReleased,
+}
+
+/// Decodes the reply: the outcome and a fair queue's head to wake.
+pub fn decode(value: Value) -> Option<(Outcome, Option<String>)> {
+    let mut items = array(value)?;
+    let outcome = match int(items.next())? {
+        1 => Outcome::Deleted,
+        2 => Outcome::Kept,
+        0 => Outcome::NotOurs,
+        3 => Outcome::AlreadyReleased,
+        _ => return None,
+    };
+    let head = Some(string(items.next())).filter(|h| !h.is_empty());
+    Some((outcome, head))
+}
+
+/// Wakes a fair queue's head on its own wake list, when the lock is free and it is
+/// still the head. KEYS: lock, queue, the head's wake list. ARGV: the head's token,
+/// wake ttl ms. Returns 1 when woken. (A second script because only the server knows
+/// the head, and a script may touch only the keys it is given.)
+pub const WAKE_HEAD_TEXT: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local first = redis.pcall('ZRANGE', KEYS[2], 0, 0)
+if type(first) ~= 'table' or first[1] ~= ARGV[1] then return 0 end
+if type(redis.pcall('LPUSH', KEYS[3], '1')) ~= 'number' then return 0 end
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+return 1
+"#;
+pub static WAKE_HEAD: LazyLock<Script> = LazyLock::new(|| Script::new(WAKE_HEAD_TEXT));
+
+pub const WAKE_HEAD_CALLS: &[Need] = &[
+    on("exists", Key::Lock),
+    on("zrange", Key::Queue),
+    on("lpush", Key::OwnWake),
+    on("pexpire", Key::OwnWake),
+];
+
+/// The call waking `head`, a fair queue's head (see [`WAKE_HEAD_TEXT`]).
+pub fn wake_head(keys: &LockKeys, head: &str) -> ScriptInvocation<'static> {
+    let own = keys.own_wake(head);
+    let mut call = invocation(&WAKE_HEAD, &[&keys.lock, &keys.queue, &own]);
+    call.arg(head).arg(WAKE_TTL_MS);
+    call
+}
+
+/// After a release by a semaphore holder or a fair queue's holder, or a fair waiter
+/// leaving: the mode key goes when nothing uses the name any more (else it stays, kept
+/// up by the holders and waiters). KEYS: mode, then the keys whose existence means "in
+/// use" (every slot's lock key; or the lock and the queue). Returns 1 when the mode key
+/// was removed.
+pub const SETTLE_TEXT: &str = r#"
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+end
+return redis.call('DEL', KEYS[1])
+"#;
+pub static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(SETTLE_TEXT));
+
+pub const SETTLE_CALLS: &[Need] = &[on("exists", Key::Slot), on("del", Key::Mode)];
+
+/// The call settling the name `keys` of kind `shape` (`None` for a plain lock, which
+/// has no mode key).
+pub fn settle(keys: &LockKeys, shape: Shape) -> Option<ScriptInvocation<'static>> {
+    let in_use: Vec<Vec<u8>> = match shape {
+        Shape::Plain => return None,
+        Shape::Semaphore(limit) => (1..=limit).map(|i| keys.for_slot(i).lock).collect(),
+        Shape::Fair => vec![keys.lock.clone(), keys.queue.clone()],
+    };
+    let mut all: Vec<&[u8]> = vec![&keys.mode];
+    all.extend(in_use.iter().map(Vec::as_slice));
+    Some(invocation(&SETTLE, &all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::{assert_calls_match, assert_keys_declared};
+
+    #[test]
+    fn calls_match_the_lua() {
+        assert_calls_match(&TEXT, CALLS);
+        assert_calls_match(WAKE_HEAD_TEXT, WAKE_HEAD_CALLS);
+        assert_calls_match(SETTLE_TEXT, SETTLE_CALLS);
+        for text in [&*TEXT, WAKE_HEAD_TEXT, SETTLE_TEXT] {
+            assert_keys_declared(text);
+        }
+    }
+
+    #[test]
+    fn replies() {
+        let reply = |n: i64, head: &str| {
+            Value::Array(vec![
+                Value::Int(n),
+                Value::BulkString(head.as_bytes().to_vec()),
+            ])
+        };
+        assert_eq!(decode(reply(1, "")), Some((Outcome::Deleted, None)));
+        assert_eq!(
+            decode(reply(1, "t2")),
+            Some((Outcome::Deleted, Some("t2".into())))
+        );
+        assert_eq!(decode(reply(3, "")), Some((Outcome::AlreadyReleased, None)));
+        assert_eq!(decode(reply(9, "")), None);
+        assert_eq!(decode(Value::Int(1)), None);
+    }
+}

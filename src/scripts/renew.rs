@@ -1,0 +1,69 @@
+//! Renew: compare-and-pexpire.
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation};
+
+use super::{Key, Need, invocation, on};
+use crate::keys::{LockKeys, Shape};
+
+/// KEYS: lock, meta, and for a semaphore or fair queue the mode key. ARGV: token, ttl ms
+/// (always > 0: `PEXPIRE key 0` would delete the key), the mode. Returns 1 renewed, 0
+/// not ours (never re-SETs the lock). The mode key is kept at least as long as the
+/// lock: created when it is gone, its expiry pushed back when it is ours (it has one)
+/// and shorter.
+/// The metadata key is touched only when it is ours (its `token` field is ours); a
+/// value of another type there belongs to someone else. (`pcall`: on a key of another
+/// type the read is an error value, which is not our token.)
+pub const TEXT: &str = r#"
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+  if KEYS[3] then
+    local left = redis.call('PTTL', KEYS[3])
+    if left == -2 then
+      redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2], 'NX')
+    elseif left >= 0 and left < tonumber(ARGV[2]) then
+      redis.call('PEXPIRE', KEYS[3], ARGV[2])
+    end
+  end
+  return 1
+end
+return 0
+"#;
+pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+
+pub const CALLS: &[Need] = &[
+    on("get", Key::Lock),
+    on("pexpire", Key::Lock),
+    on("hget", Key::Meta),
+    on("pexpire", Key::Meta),
+    on("pttl", Key::Mode),
+    on("set", Key::Mode),
+    on("pexpire", Key::Mode),
+];
+
+/// The renewal of the lock `keys` (a semaphore's slot: the slot's keys) of kind `shape`
+/// held with `token`, to `ttl_ms`.
+pub fn call(keys: &LockKeys, shape: Shape, token: &str, ttl_ms: u64) -> ScriptInvocation<'static> {
+    let mode = shape.mode();
+    let mut call = match &mode {
+        Some(_) => invocation(&RENEW, &[&keys.lock, &keys.meta, &keys.mode]),
+        None => invocation(&RENEW, &[&keys.lock, &keys.meta]),
+    };
+    call.arg(token).arg(ttl_ms);
+    if let Some(mode) = mode {
+        call.arg(mode);
+    }
+    call
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn calls_match_the_lua() {
+        crate::scripts::tests::assert_calls_match(super::TEXT, super::CALLS);
+    }
+}

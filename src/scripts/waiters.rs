@@ -1,0 +1,198 @@
+//! The waiters: join without acquiring (`redlock wait`: [`WATCH`]), leave ([`LEAVE`]),
+//! leave handing a wake-up on ([`HAND_ON`]), leave a fair queue ([`FAIR_LEAVE`]).
+//! Waiters join when an acquire finds the lock busy (see `acquire`).
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation, Value};
+
+use super::{Key, Need, WAKE_TTL_MS, invocation, on};
+use crate::keys::LockKeys;
+use crate::redis::reply::{array, int, string};
+
+/// Join the waiters without trying to acquire. KEYS: lock, waiters. ARGV: token,
+/// heartbeat ms. Returns `{0}` free, `{-1, type}` not a lock, `{1, pttl}` held (and
+/// joined: a release will push a wake-up).
+pub const WATCH_TEXT: &str = r#"
+local holder = redis.pcall('GET', KEYS[1])
+if not holder then
+  return {0}
+end
+if type(holder) ~= 'string' then
+  return {-1, redis.call('TYPE', KEYS[1])['ok']}
+end
+redis.call('SADD', KEYS[2], ARGV[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return {1, redis.call('PTTL', KEYS[1])}
+"#;
+pub static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(WATCH_TEXT));
+
+pub const WATCH_CALLS: &[Need] = &[
+    on("get", Key::Lock),
+    on("type", Key::Lock),
+    on("sadd", Key::Waiters),
+    on("pttl", Key::Waiters),
+    on("pexpire", Key::Waiters),
+    on("pttl", Key::Lock),
+];
+
+/// The call joining `keys`' waiters as `token` for `heartbeat_ms`.
+pub fn watch(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
+    let mut call = invocation(&WATCH, &[&keys.lock, &keys.waiters]);
+    call.arg(token).arg(heartbeat_ms);
+    call
+}
+
+/// What a watch found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    Free,
+    Held,
+    NotALock(String),
+}
+
+/// Decodes a WATCH reply; `None` when it has another shape.
+pub fn decode_watch(value: Value) -> Option<Watched> {
+    let mut items = array(value)?;
+    match int(items.next())? {
+        0 => Some(Watched::Free),
+        1 => Some(Watched::Held),
+        -1 => Some(Watched::NotALock(string(items.next()))),
+        _ => None,
+    }
+}
+
+/// Leave the waiters (a waiter that gives up, or took the lock on other nodes). KEYS:
+/// waiters, wake. ARGV: token. The last waiter to leave deletes the wake list (see
+/// `acquire`).
+pub const LEAVE_TEXT: &str = r#"
+if redis.pcall('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+end
+return 1
+"#;
+pub static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(LEAVE_TEXT));
+
+pub const LEAVE_CALLS: &[Need] = &[
+    on("srem", Key::Waiters),
+    on("exists", Key::Waiters),
+    on("del", Key::Wake),
+];
+
+/// The call taking `token` out of `keys`' waiters.
+pub fn leave(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+    let mut call = invocation(&LEAVE, &[&keys.waiters, &keys.wake]);
+    call.arg(token);
+    call
+}
+
+/// Leave the waiters and hand a wake-up on (a waiter that popped one it has no use
+/// for: `redlock wait`, a `--once-per` run whose slot already ran): pushed again only
+/// when someone else still waits (else the wake list goes with the last waiter). KEYS:
+/// waiters, wake. ARGV: token, wake ttl ms.
+pub const HAND_ON_TEXT: &str = r#"
+redis.pcall('SREM', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if type(redis.pcall('LPUSH', KEYS[2], '1')) == 'number' then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+else
+  redis.call('DEL', KEYS[2])
+end
+return 1
+"#;
+pub static HAND_ON: LazyLock<Script> = LazyLock::new(|| Script::new(HAND_ON_TEXT));
+
+pub const HAND_ON_CALLS: &[Need] = &[
+    on("srem", Key::Waiters),
+    on("exists", Key::Waiters),
+    on("lpush", Key::Wake),
+    on("pexpire", Key::Wake),
+    on("del", Key::Wake),
+];
+
+/// The call taking `token` out of `keys`' waiters and handing a wake-up on.
+pub fn hand_on(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+    let mut call = invocation(&HAND_ON, &[&keys.waiters, &keys.wake]);
+    call.arg(token).arg(WAKE_TTL_MS);
+    call
+}
+
+/// Leave a fair queue (a waiter that gives up or is interrupted). KEYS: lock, queue,
+/// beats, queue info, this waiter's wake list. ARGV: token. Returns the next in line
+/// when this waiter was the head and the lock is free (its turn has come: to be woken,
+/// see `release::wake_head`), else ''.
+pub const FAIR_LEAVE_TEXT: &str = r#"
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('DEL', KEYS[5])
+if head == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
+end
+return ''
+"#;
+pub static FAIR_LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(FAIR_LEAVE_TEXT));
+
+pub const FAIR_LEAVE_CALLS: &[Need] = &[
+    on("zrange", Key::Queue),
+    on("zrem", Key::Queue),
+    on("zrem", Key::Beats),
+    on("hdel", Key::QueueInfo),
+    on("del", Key::OwnWake),
+    on("exists", Key::Lock),
+];
+
+/// The call taking `token` out of `keys`' fair queue.
+pub fn fair_leave(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+    let own = keys.own_wake(token);
+    let mut call = invocation(
+        &FAIR_LEAVE,
+        &[&keys.lock, &keys.queue, &keys.beats, &keys.queue_info, &own],
+    );
+    call.arg(token);
+    call
+}
+
+/// Decodes a FAIR_LEAVE reply: the head to wake, if any.
+pub fn decode_fair_leave(value: Value) -> Option<String> {
+    match value {
+        Value::BulkString(b) if !b.is_empty() => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::tests::{assert_calls_match, assert_keys_declared};
+
+    #[test]
+    fn calls_match_the_lua() {
+        for (text, calls) in [
+            (WATCH_TEXT, WATCH_CALLS),
+            (LEAVE_TEXT, LEAVE_CALLS),
+            (HAND_ON_TEXT, HAND_ON_CALLS),
+            (FAIR_LEAVE_TEXT, FAIR_LEAVE_CALLS),
+        ] {
+            assert_calls_match(text, calls);
+            assert_keys_declared(text);
+        }
+    }
+
+    #[test]
+    fn replies() {
+        assert_eq!(
+            decode_watch(Value::Array(vec![Value::Int(1), Value::Int(5)])),
+            Some(Watched::Held)
+        );
+        assert_eq!(
+            decode_fair_leave(Value::BulkString(b"t".to_vec())),
+            Some("t".into())
+        );
+        assert_eq!(decode_fair_leave(Value::BulkString(vec![])), None);
+    }
+}

@@ -1,0 +1,33 @@
+//! `redlock forget NAME…`: delete each free lock's run history and fence counter now,
+//! instead of `--retain` after its last use. A name in use (held, or a semaphore's
+//! slot held, or a fair queue waited for) is left as it is: 75.
+
+use super::open;
+use crate::config::{DEFAULT_TTL, ForgetConfig};
+use crate::error::{Error, Kind, Result};
+use crate::scripts::forget;
+
+pub async fn run(config: ForgetConfig) -> Result<u8> {
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let mut in_use = Vec::new();
+    for keys in &config.keys {
+        let call = forget::call(keys);
+        let results = nodes.each(|n| n.run::<i64>(&call)).await;
+        if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
+            return Err(e.clone());
+        }
+        if results.iter().any(|r| matches!(r, Ok(-1))) {
+            in_use.push(keys.display_name());
+        }
+    }
+    if in_use.is_empty() {
+        return Ok(0);
+    }
+    Err(Error::new(
+        Kind::HeldByLive,
+        format!(
+            "{} in use (held, or waited for); forget it once it is free",
+            in_use.join(", ")
+        ),
+    ))
+}
