@@ -30,6 +30,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
+            cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -57,6 +58,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --events 'Write lifecycle events as JSON lines to this file (appended), or "-" for stderr'
             cand --once-per 'Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot is the Redis server''s time rounded down to a multiple of PERIOD from the Unix epoch (UTC), whatever the host clocks say. A slot that already had a run exiting 0 is not run again: busy exit status (said with --verbose); a failed run leaves the slot open for the next try'
             cand --limit 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel'
+            cand --retain 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]'
             cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --fair 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
@@ -117,6 +119,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --wait 'How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to 365 days, or "forever"'
             cand -E 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]'
             cand --busy-exit-code 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]'
+            cand --retain 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]'
             cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
             cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
             cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
@@ -177,6 +180,18 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;forget'= {
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;doctor'= {
             cand -k 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]'
             cand --key 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]'
@@ -208,6 +223,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Extend a lock held with a token'
             cand wait 'Wait until a lock is free, without taking it'
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
+            cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -227,6 +243,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;wait'= {
         }
         &'redlock;help;history'= {
+        }
+        &'redlock;help;forget'= {
         }
         &'redlock;help;doctor'= {
         }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
+use crate::exit::Page;
+
 /// Environment variables read and set, for `--help`, the man pages and the README.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
@@ -281,29 +283,29 @@ pub enum Command {
     )]
     Run(Box<RunArgs>),
     /// Show whether locks are held, and by whom.
-    #[command(after_long_help = verb_help("status"))]
+    #[command(after_long_help = verb_help(Page::Status))]
     Status(StatusArgs),
     /// List the held locks under the prefix.
-    #[command(after_long_help = verb_help("list"))]
+    #[command(after_long_help = verb_help(Page::List))]
     List(ListArgs),
     /// Release a lock: with --token only that holder's, with --force whoever holds it.
-    #[command(after_long_help = verb_help("release"))]
+    #[command(after_long_help = verb_help(Page::Release))]
     Release(ReleaseArgs),
     /// Take a lock and print its token (for scripts that cannot wrap one command).
-    #[command(after_long_help = verb_help("acquire"))]
+    #[command(after_long_help = verb_help(Page::Acquire))]
     Acquire(AcquireArgs),
     /// Extend a lock held with a token.
-    #[command(after_long_help = verb_help("extend"))]
+    #[command(after_long_help = verb_help(Page::Extend))]
     Extend(ExtendArgs),
     /// Wait until a lock is free, without taking it.
-    #[command(after_long_help = verb_help("wait"))]
+    #[command(after_long_help = verb_help(Page::Wait))]
     Wait(WaitVerbArgs),
     /// Show a lock's last runs (recorded by redlock-run), newest first.
-    #[command(after_long_help = verb_help("history"))]
+    #[command(after_long_help = verb_help(Page::History))]
     History(HistoryArgs),
     /// Delete a free lock's run history and fence counter now, instead of --retain
     /// after its last use (refused while the lock is held or waited for).
-    #[command(after_long_help = verb_help("forget"))]
+    #[command(after_long_help = verb_help(Page::Forget))]
     Forget(ForgetArgs),
     /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
     /// clock offset, latency against the ttl.
@@ -312,7 +314,7 @@ pub enum Command {
     /// a severity (ok, info, warning, error), what was found and why it matters, and
     /// what to do. It writes no keys. Checks the user's ACL does not allow are reported as
     /// "could not check", not failed.
-    #[command(after_long_help = verb_help("doctor"))]
+    #[command(after_long_help = verb_help(Page::Doctor))]
     Doctor(DoctorArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
@@ -499,10 +501,10 @@ pub struct GenerateArgs {
 }
 
 /// A verb's long help's closing section: its exit statuses.
-fn verb_help(verb: &str) -> String {
+fn verb_help(page: Page) -> String {
     format!(
         "EXIT STATUS:\n{}",
-        crate::exit::table_text(&crate::exit::verb_table(verb))
+        crate::exit::table_text(&crate::exit::verb_table(page))
     )
 }
 

@@ -9,6 +9,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, RunCli};
+use crate::exit::Page;
 
 /// Which directory a generated file goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,25 +54,28 @@ pub fn render() -> Vec<Generated> {
     out.push(Generated::new(
         Dir::Man,
         "redlock-run.1".into(),
-        man(run.clone(), "run"),
+        man(run.clone(), Page::Run),
     ));
     out.push(Generated::new(
         Dir::Man,
         "redlock.1".into(),
-        man(redlock.clone(), "redlock"),
+        man(redlock.clone(), Page::Redlock),
     ));
     // `redlock run` is documented by redlock-run(1), which has the same options.
     for sub in redlock
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "run")
     {
-        let verb = sub.get_name().to_string();
-        let name = format!("redlock-{verb}");
+        // Every verb has its page (`exit::Page`); a test holds the two lists together.
+        let Some(page_of) = Page::of(sub.get_name()) else {
+            continue;
+        };
+        let name = page_of.man();
         let page = sub.clone().name(name.clone()).display_name(name.clone());
         out.push(Generated::new(
             Dir::Man,
             format!("{name}.1"),
-            man(page, &verb),
+            man(page, page_of),
         ));
     }
     for shell in [
@@ -136,7 +140,7 @@ complete -F {ours} -o bashdefault -o default {bin}
 /// A man page: clap's sections (the wrapper's synopsis written out, so that it shows
 /// `-- COMMAND`), then EXIT STATUS (this page's rows only), ENVIRONMENT, EXAMPLES and
 /// SEE ALSO as real sections.
-fn man(cmd: clap::Command, page_of: &str) -> Vec<u8> {
+fn man(cmd: clap::Command, page_of: Page) -> Vec<u8> {
     let mut buf = Vec::new();
     let has_subcommands = cmd.has_subcommands();
     let has_version = cmd.get_version().is_some();
@@ -145,7 +149,7 @@ fn man(cmd: clap::Command, page_of: &str) -> Vec<u8> {
     // Writing into a Vec cannot fail.
     let _ = page.render_title(&mut buf);
     let _ = page.render_name_section(&mut buf);
-    if page_of == "run" {
+    if page_of == Page::Run {
         buf.extend_from_slice(
             format!(
                 ".SH SYNOPSIS\n\\fB{}\\fR [\\fIOPTIONS\\fR] \\fB\\-\\-key\\fR \\fINAME\\fR \\fB\\-\\-\\fR \\fICOMMAND\\fR [\\fIARGS\\fR...]\n",
@@ -161,7 +165,7 @@ fn man(cmd: clap::Command, page_of: &str) -> Vec<u8> {
     if has_subcommands {
         let _ = page.render_subcommands_section(&mut buf);
     }
-    buf.extend_from_slice(roff_sections(page_of, &name).as_bytes());
+    buf.extend_from_slice(roff_sections(page_of).as_bytes());
     if has_version {
         let _ = page.render_version_section(&mut buf);
     }
@@ -174,12 +178,9 @@ fn escape(s: &str) -> String {
 }
 
 /// EXIT STATUS (from `exit.rs`), ENVIRONMENT, EXAMPLES and SEE ALSO, in roff.
-fn roff_sections(page_of: &str, name: &str) -> String {
+fn roff_sections(page_of: Page) -> String {
     let mut out = String::from(".SH \"EXIT STATUS\"\n");
-    let rows = match page_of {
-        "run" | "redlock" => crate::exit::table(),
-        verb => crate::exit::verb_table(verb),
-    };
+    let rows = crate::exit::verb_table(page_of);
     for row in rows {
         out.push_str(&format!(
             ".TP\n{}\n{}\n",
@@ -187,7 +188,7 @@ fn roff_sections(page_of: &str, name: &str) -> String {
             escape(row.meaning)
         ));
     }
-    if page_of == "redlock" {
+    if page_of == Page::Redlock {
         out.push_str(&format!(
             ".TP\n0 / {} (status)\n{}\n",
             crate::exit::STATUS_FREE,
@@ -210,10 +211,10 @@ fn roff_sections(page_of: &str, name: &str) -> String {
         ));
     }
     out.push_str(".SH \"SEE ALSO\"\n");
-    let pages: Vec<String> = SEE_ALSO
+    let pages: Vec<String> = Page::ALL
         .iter()
-        .filter(|p| **p != name)
-        .map(|p| format!("\\fB{}\\fR(1)", escape(p)))
+        .filter(|p| **p != page_of)
+        .map(|p| format!("\\fB{}\\fR(1)", escape(&p.man())))
         .chain([
             "\\fBflock\\fR(1)".to_string(),
             "\\fBredis\\-server\\fR(1)".to_string(),
@@ -224,23 +225,11 @@ fn roff_sections(page_of: &str, name: &str) -> String {
     out
 }
 
-/// Every page of the tool.
-const SEE_ALSO: &[&str] = &[
-    "redlock-run",
-    "redlock",
-    "redlock-status",
-    "redlock-list",
-    "redlock-release",
-    "redlock-acquire",
-    "redlock-extend",
-    "redlock-doctor",
-];
-
 /// (what it does, the command) for a page's EXAMPLES. (Long because it is data: the
 /// examples of every page.)
-fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
+fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
     match page_of {
-        "run" | "redlock" => &[
+        Page::Run | Page::Redlock => &[
             (
                 "In the crontab of several hosts: one host runs the job each minute; the others skip it silently (exit 0), and a fast job keeps the lock 50s so a host whose cron fires late does not run it again.",
                 "* * * * * redlock-run --key close-order --hold-min 50s --busy-exit-code 0 -- /opt/jobs/close_orders.sh",
@@ -258,7 +247,7 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),
         ],
-        "status" => &[
+        Page::Status => &[
             (
                 "Who holds a lock, for people and for scripts.",
                 "redlock status close-order\nredlock status close-order --json | jq .holder.host",
@@ -268,7 +257,7 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "redlock status deploy-production || echo free",
             ),
         ],
-        "list" => &[
+        Page::List => &[
             (
                 "Every held lock, or those whose names start with deploy-.",
                 "redlock list\nredlock list 'deploy-*'",
@@ -278,7 +267,7 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "redlock list | cut -f2 | cut -d' ' -f1",
             ),
         ],
-        "release" => &[
+        Page::Release => &[
             (
                 "Clear a stuck lock whoever holds it; it says whose it was.",
                 "redlock release close-order --force",
@@ -288,11 +277,11 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "redlock release nightly --token \"$token\"",
             ),
         ],
-        "acquire" => &[(
+        Page::Acquire => &[(
             "Hold a lock across several steps of a shell script.",
             "token=$(redlock acquire nightly --ttl 10m --wait 1m) || exit\ntrap 'redlock release nightly --token \"$token\"' EXIT\nstep_one\nredlock extend nightly --token \"$token\" --ttl 10m\nstep_two",
         )],
-        "history" => &[
+        Page::History => &[
             (
                 "Did last night's job run, where, and how did it end?",
                 "redlock history nightly-report --limit 5",
@@ -302,11 +291,11 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "redlock history nightly-report --limit 1 --json | jq '.runs[0].status'",
             ),
         ],
-        "extend" => &[(
+        Page::Extend => &[(
             "Keep a lock taken with redlock acquire for ten more minutes; exit 79 if it was lost.",
             "redlock extend nightly --token \"$token\" --ttl 10m",
         )],
-        "doctor" => &[
+        Page::Doctor => &[
             (
                 "Check the Redis a cron lock uses before relying on it: exit 1 on a warning, 2 on an error.",
                 "redlock doctor --redis redis://redis:6379 --key close-order --ttl 30s",
@@ -316,7 +305,26 @@ fn examples(page_of: &str) -> &'static [(&'static str, &'static str)] {
                 "REDLOCK_REDIS_URL_FILE=/etc/redlock/url redlock doctor --json | jq '.findings[] | select(.severity == \"error\")'",
             ),
         ],
-        _ => &[],
+        Page::Wait => &[
+            (
+                "Start a dependent step only once the deploy lock is free, without taking it; give up after ten minutes.",
+                "redlock wait deploy-production --timeout 10m && ./smoke_test.sh",
+            ),
+            (
+                "In a script: wait for a lock taken elsewhere with redlock acquire.",
+                "redlock wait nightly --timeout 1h || echo 'still running after an hour'",
+            ),
+        ],
+        Page::Forget => &[
+            (
+                "A CI branch's lock is gone for good: delete its history and fence counter now instead of 30 days after its last run.",
+                "redlock forget \"deploy-$CI_COMMIT_REF_SLUG\"",
+            ),
+            (
+                "Keep one-off names for a day only, set where every run reads it.",
+                "REDLOCK_RETAIN=1d redlock-run --key \"build-$BRANCH\" -- make",
+            ),
+        ],
     }
 }
 
@@ -332,4 +340,36 @@ pub fn generate(man_dir: &Path, completions_dir: &Path) -> io::Result<()> {
         std::fs::write(base.join(&file.name), &file.contents)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every verb has a page, every page's SEE ALSO names every other page, and every
+    /// EXAMPLES section has examples.
+    #[test]
+    fn every_page_names_the_others_and_has_examples() {
+        for sub in Cli::command()
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+        {
+            assert!(Page::of(sub.get_name()).is_some(), "{}", sub.get_name());
+        }
+        let pages: Vec<Generated> = render().into_iter().filter(|f| f.dir == Dir::Man).collect();
+        assert_eq!(pages.len(), Page::ALL.len());
+        for page in &pages {
+            let text = String::from_utf8_lossy(&page.contents);
+            let see_also = text.split(".SH \"SEE ALSO\"").nth(1).expect("SEE ALSO");
+            for other in Page::ALL {
+                let named = format!("\\fB{}\\fR(1)", escape(&other.man()));
+                if format!("{}.1", other.man()) != page.name {
+                    assert!(see_also.contains(&named), "{}: {named}", page.name);
+                }
+            }
+            let examples = text.split(".SH EXAMPLES").nth(1).expect("EXAMPLES");
+            let examples = examples.split(".SH ").next().unwrap();
+            assert!(examples.contains(".nf"), "{}: no example", page.name);
+        }
+    }
 }

@@ -126,17 +126,82 @@ pub fn table() -> Vec<Row> {
     own.chain(tool).collect()
 }
 
+/// The tool's pages: the wrapper, `redlock` itself and each verb. Every table keyed by
+/// a page (exit statuses, man-page examples, SEE ALSO) matches on this, so a page
+/// without its row does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    Run,
+    Redlock,
+    Status,
+    List,
+    Release,
+    Acquire,
+    Extend,
+    Wait,
+    History,
+    Forget,
+    Doctor,
+}
+
+impl Page {
+    pub const ALL: [Page; 11] = [
+        Page::Run,
+        Page::Redlock,
+        Page::Status,
+        Page::List,
+        Page::Release,
+        Page::Acquire,
+        Page::Extend,
+        Page::Wait,
+        Page::History,
+        Page::Forget,
+        Page::Doctor,
+    ];
+
+    /// The verb's name (`run` for the wrapper, `redlock` for the tool's own page).
+    pub const fn verb(self) -> &'static str {
+        match self {
+            Page::Run => "run",
+            Page::Redlock => "redlock",
+            Page::Status => "status",
+            Page::List => "list",
+            Page::Release => "release",
+            Page::Acquire => "acquire",
+            Page::Extend => "extend",
+            Page::Wait => "wait",
+            Page::History => "history",
+            Page::Forget => "forget",
+            Page::Doctor => "doctor",
+        }
+    }
+
+    /// The man page's name.
+    pub fn man(self) -> String {
+        match self {
+            Page::Redlock => "redlock".to_string(),
+            page => format!("redlock-{}", page.verb()),
+        }
+    }
+
+    /// The page of a verb named `verb`.
+    pub fn of(verb: &str) -> Option<Page> {
+        Page::ALL.into_iter().find(|p| p.verb() == verb)
+    }
+}
+
 /// The exit statuses of one verb of `redlock` (its man page and `--help`): what it
-/// exits with itself, then the tool's error codes. `run` has [`table`]. (Long because
-/// it is a table: one row per verb's own status.)
-pub fn verb_table(verb: &str) -> Vec<Row> {
-    let own: &[(&str, &str)] = match verb {
-        "status" => &[
+/// exits with itself, then the tool's error codes. `run` and `redlock` have [`table`].
+/// (Long because it is a table: one row per verb's own status.)
+pub fn verb_table(page: Page) -> Vec<Row> {
+    let own: &[(&str, &str)] = match page {
+        Page::Run | Page::Redlock => return table(),
+        Page::Status => &[
             ("0", "every named lock is held"),
             ("1", "a named lock is free"),
         ],
-        "list" => &[("0", "the held locks were listed (none is fine)")],
-        "release" => &[
+        Page::List => &[("0", "the held locks were listed (none is fine)")],
+        Page::Release => &[
             ("0", "released (--token) or removed (--force, --if-dead)"),
             ("1", "--force, --if-dead: the lock was already free"),
             (
@@ -148,37 +213,36 @@ pub fn verb_table(verb: &str) -> Vec<Row> {
                 "--token: that token no longer holds the lock; nothing released",
             ),
         ],
-        "acquire" => &[
+        Page::Acquire => &[
             ("0", "acquired; the token is printed"),
             ("75", "busy for all of --wait (see --busy-exit-code)"),
             ("128+N", "signal N ended the wait; nothing is held"),
         ],
-        "wait" => &[
+        Page::Wait => &[
             ("0", "the lock is free (now, or it was released or expired)"),
             ("75", "still held when --timeout ran out"),
             ("128+N", "signal N ended the wait"),
         ],
-        "history" => &[("0", "the runs were listed (none recorded is fine)")],
-        "forget" => &[
+        Page::History => &[("0", "the runs were listed (none recorded is fine)")],
+        Page::Forget => &[
             ("0", "forgotten (or nothing was kept)"),
             (
                 "75",
                 "a name is in use (held, or waited for); it was left as it is",
             ),
         ],
-        "doctor" => &[
+        Page::Doctor => &[
             ("0", "no finding at warning or worse (ok and info only)"),
             ("1", "the worst finding is a warning"),
             ("2", "at least one finding is an error"),
         ],
-        "extend" => &[
+        Page::Extend => &[
             ("0", "extended"),
             (
                 "79",
                 "that token no longer holds the lock (expired, released or taken)",
             ),
         ],
-        _ => return table(),
     };
     let errors = [
         Code::Usage,

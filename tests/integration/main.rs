@@ -14,6 +14,7 @@ mod lease_life;
 mod nemesis;
 mod quorum;
 mod signals;
+mod state;
 mod topology;
 mod user_errors;
 mod verbs;

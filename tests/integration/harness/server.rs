@@ -207,13 +207,40 @@ impl Redis {
 
     /// All keys a run may not leave behind (for leftover checks): every key but the
     /// fence counters (`…:fence`) and run histories (`…:history`), which outlive every
-    /// lock by design (the fencing number must keep growing; the history answers "did
-    /// it run?" after the lock is gone).
+    /// lock by design, for `--retain` (the fencing number must keep growing; the
+    /// history answers "did it run?" after the lock is gone).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
         keys.retain(|k| !k.ends_with(":fence") && !k.ends_with(":history"));
         keys.sort();
         keys
+    }
+
+    /// Every key, with its PTTL (-1: no expiry).
+    pub fn all_keys(&self) -> Vec<(String, i64)> {
+        let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
+        keys.sort();
+        keys.into_iter()
+            .map(|k| {
+                let pttl = self.pttl(&k);
+                (k, pttl)
+            })
+            .collect()
+    }
+
+    /// Every key's type, value (DUMP) and whether it expires: what a refusal must leave
+    /// exactly as it was.
+    pub fn snapshot(&self) -> Vec<(String, Vec<u8>, bool)> {
+        let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
+        keys.sort();
+        let mut conn = self.conn();
+        keys.into_iter()
+            .map(|k| {
+                let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut conn).unwrap();
+                let expires = self.pttl(&k) >= 0;
+                (k, dump, expires)
+            })
+            .collect()
     }
 
     pub fn pid(&self) -> Pid {
