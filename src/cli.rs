@@ -30,6 +30,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("REDLOCK_PREFIX", "key prefix (default redlock:)"),
     ("REDLOCK_TTL", "lock ttl (default 30s)"),
     (
+        "REDLOCK_RETAIN",
+        "how long a name's fence counter and history outlive its last use (default 30d)",
+    ),
+    (
         "REDLOCK_BUSY_EXIT_CODE",
         "exit status when the lock is busy (default 75)",
     ),

@@ -4,7 +4,7 @@
 //!
 //! The rules and why (see README, "redlock doctor"):
 //! - eviction: `allkeys-*` can evict a held lock's key (error); lock keys carry a ttl,
-//!   so `volatile-*` can evict them too once memory is near `maxmemory` (warning);
+//!   so `volatile-*` can evict them too once memory reaches `maxmemory` (warning);
 //! - role: a replica refuses writes (READONLY); a cluster node given as a plain URL
 //!   answers MOVED for most keys (errors);
 //! - persistence: without RDB or AOF a restarted server comes back empty and another
@@ -426,9 +426,9 @@ pub fn eviction(info: &Probe<Info>) -> Option<Finding> {
     } else if policy.starts_with("volatile-") {
         Finding::new(
             "eviction",
-            Severity::Info,
+            Severity::Warning,
             format!(
-                "maxmemory-policy is {policy}{fill}: lock keys carry a ttl, so they become evictable once memory reaches maxmemory"
+                "maxmemory-policy is {policy}{fill}: every key redlock writes carries a ttl, so a held lock's key becomes evictable once memory reaches maxmemory"
             ),
         )
         .fix(noeviction)
@@ -861,7 +861,7 @@ mod tests {
         };
         assert_eq!(sev(&p("allkeys-lru")), Severity::Error);
         assert_eq!(sev(&p("noeviction")), Severity::Ok);
-        assert_eq!(sev(&p("volatile-ttl")), Severity::Info);
+        assert_eq!(sev(&p("volatile-ttl")), Severity::Warning);
         let near = [
             ("maxmemory_policy", "volatile-lru"),
             ("maxmemory", "1000"),
