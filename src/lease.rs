@@ -391,7 +391,9 @@ impl Lease {
         }
         wake_head(&self.nodes, &self.keys, votes.wake.as_deref()).await;
         if let Some((role, kind)) = votes.foreign {
-            self.release_all(0, None).await.ok();
+            if votes.yes > 0 {
+                self.release_all(0, None).await.ok();
+            }
             return Err(not_ours(&self.key_of(role), role, &kind));
         }
         if let Some(mode) = votes.other_kind {

@@ -240,9 +240,11 @@ pub fn wake_head(keys: &LockKeys, head: &str) -> ScriptInvocation<'static> {
 /// After a release by a semaphore holder or a fair queue's holder, or a fair waiter
 /// leaving: the mode key goes when nothing uses the name any more (else it stays, kept
 /// up by the holders and waiters). KEYS: mode, then the keys whose existence means "in
-/// use" (every slot's lock key; or the lock and the queue). Returns 1 when the mode key
-/// was removed.
+/// use" (every slot's lock key; or the lock and the queue). ARGV: the mode this kind
+/// writes (a mode key holding anything else is not ours to remove). Returns 1 when the
+/// mode key was removed.
 pub const SETTLE_TEXT: &str = r#"
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 for i = 2, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
 end
@@ -250,7 +252,11 @@ return redis.call('DEL', KEYS[1])
 "#;
 pub static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(SETTLE_TEXT));
 
-pub const SETTLE_CALLS: &[Need] = &[on("exists", Key::Slot), on("del", Key::Mode)];
+pub const SETTLE_CALLS: &[Need] = &[
+    on("get", Key::Mode),
+    on("exists", Key::Slot),
+    on("del", Key::Mode),
+];
 
 /// The call settling the name `keys` of kind `shape` (`None` for a plain lock, which
 /// has no mode key).
@@ -262,7 +268,9 @@ pub fn settle(keys: &LockKeys, shape: Shape) -> Option<ScriptInvocation<'static>
     };
     let mut all: Vec<&[u8]> = vec![&keys.mode];
     all.extend(in_use.iter().map(Vec::as_slice));
-    Some(invocation(&SETTLE, &all))
+    let mut call = invocation(&SETTLE, &all);
+    call.arg(shape.mode());
+    Some(call)
 }
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ fn an_acl_user_without_evalsha_is_an_error_and_the_password_stays_hidden() {
         assert!(found[0].contains("EVALSHA denied"), "{text}");
         assert!(
             found[0]
-                .contains("breaks run, run --wait, acquire, extend, status, list, release, run --limit, run --fair, wait"),
+                .contains("breaks run, run --wait, acquire, extend, status, list, release, forget, run --limit, run --fair, wait"),
             "{text}"
         );
         assert!(found[0].contains("+evalsha"), "{text}");
