@@ -206,17 +206,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub limit: Option<String>,
 
-    /// How long the name's fence counter and run history are kept after its last use
-    /// (1s to 365 days), refreshed by every acquisition and release; a name unused that
-    /// long leaves nothing in Redis. With --once-per, at least twice the period
-    /// [default: 30d].
-    #[arg(
-        long,
-        value_name = "DURATION",
-        env = "REDLOCK_RETAIN",
-        allow_hyphen_values = true
-    )]
-    pub retain: Option<String>,
+    #[command(flatten)]
+    pub retain: RetainArg,
 
     /// How many past runs the lock's history keeps (`redlock history`, `redlock
     /// status`), 0 to 1000; 0 records nothing [default: 20].
@@ -390,6 +381,22 @@ pub struct AcquireArgs {
     pub ttl: Option<String>,
     #[command(flatten)]
     pub waiting: WaitArgs,
+    #[command(flatten)]
+    pub retain: RetainArg,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON (token, key, ttl_ms).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress note while waiting.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `--retain`, shared by the verbs that take a lock.
+#[derive(Debug, Clone, Args)]
+pub struct RetainArg {
     /// How long the name's fence counter and run history are kept after its last use
     /// (1s to 365 days), refreshed by every acquisition and release; a name unused that
     /// long leaves nothing in Redis. With --once-per, at least twice the period
@@ -401,15 +408,6 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub retain: Option<String>,
-
-    #[command(flatten)]
-    pub conn: ConnArgs,
-    /// Print JSON (token, key, ttl_ms).
-    #[arg(long)]
-    pub json: bool,
-    /// No progress note while waiting.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -410,7 +410,7 @@ impl RunConfig {
             on_lost: args.on_lost,
             hold_min,
             events: args.events.clone(),
-            retain: retain(args.retain.as_deref(), once_per)?,
+            retain: retain(args.retain.retain.as_deref(), once_per)?,
             once_per,
             history,
             shape,
@@ -619,7 +619,7 @@ impl AcquireConfig {
         let keys = conn.keys(&args.key)?;
         Ok(AcquireConfig {
             ttl: ttl(args.ttl.as_deref())?,
-            retain: retain(args.retain.as_deref(), None)?,
+            retain: retain(args.retain.retain.as_deref(), None)?,
             wait: wait(&args.waiting.wait)?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             conn,

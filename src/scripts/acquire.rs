@@ -26,7 +26,7 @@ use std::sync::LazyLock;
 
 use redis::{Script, ScriptInvocation, Value};
 
-use super::{CLOCK, Key, Need, invocation, on, splice};
+use super::{CLOCK, Key, Need, bare, invocation, on, splice};
 use crate::keys::{LockKeys, Shape};
 use crate::redis::reply::{Held, array, bytes, held, int, string};
 
@@ -184,8 +184,15 @@ end
 local function draw(counter)
   local last = redis.pcall('GET', counter)
   if type(last) == 'table' then return nil, foreign('fence', counter) end
-  last = last and tonumber(last) or (last and -1 or 0)
-  if last < 0 or last >= 9007199254740991 then return nil, {-2, 'fence', 'string'} end
+  if not last then
+    last = 0
+  else
+    last = tonumber(last)
+    -- Not a number, or too large for a Lua double to count on exactly.
+    if not last or last < 0 or last >= 9007199254740991 then
+      return nil, {-2, 'fence', 'string'}
+    end
+  end
   return math.max(last + 1, now_us())
 end
 local function stamp(lock, meta, counter, ttl, retain, fields, from)
@@ -499,7 +506,6 @@ macro_rules! taking {
         ]
     };
 }
-use super::bare;
 
 pub const PLAIN_CALLS: &[Need] = taking![
     on("set", Key::Lock),
