@@ -267,6 +267,18 @@ fn sentinel_finds_the_master_and_the_new_one_after_failover() {
     assert!(master.exists("redlock:{pool}:slot:2"));
     assert_eq!(try_once(&two, "true").0, 75);
     assert_eq!((a.finish().0, b.finish().0), (0, 0));
+    // Fencing numbers drawn through the sentinel, before the failover.
+    let fence = || -> u64 {
+        let out = output(
+            redlock_run()
+                .args(["--key", "fenced", "--redis", &url, "--"])
+                .args(["sh", "-c", "echo \"$REDLOCK_FENCE\""]),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out).trim().parse().expect("a fencing number")
+    };
+    let before = [fence(), fence()];
+    assert!(before[0] < before[1], "{before:?}");
 
     // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
     assert!(
@@ -299,6 +311,11 @@ fn sentinel_finds_the_master_and_the_new_one_after_failover() {
     let out = output(redlock().args(["acquire", "after2", "--ttl", "1m", "--redis", &url]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(replica.exists("redlock:{after2}"), "not on the new master");
+    // The new master lost the counter (as a replica that missed the last acquisitions
+    // would have): the next number is still larger than every one before.
+    let _: i64 = replica.cmd(&["DEL", "redlock:{fenced}:fence"]);
+    let after = fence();
+    assert!(after > before[1], "{after} after {before:?}");
 }
 
 #[test]
