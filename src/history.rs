@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Code;
-use crate::holder::Meta;
+use crate::holder::{Meta, Who};
 use crate::report::{human, rfc3339};
 use crate::scripts::release::Record;
 
@@ -32,12 +32,9 @@ pub const MAX_SIZE: u32 = 1000;
 pub struct RunRecord {
     /// The run's lock token.
     pub token: String,
-    pub host: Option<String>,
-    pub pid: Option<u32>,
-    pub user: Option<String>,
-    /// The command line as recorded in the holder metadata (redacted, see
-    /// `holder::recorded_command`).
-    pub cmd: Option<String>,
+    /// Who ran it (the command line as recorded in the holder metadata).
+    #[serde(flatten)]
+    pub who: Who,
     pub fence: Option<u64>,
     /// The `--once-per` period of the run, ms (None: not a once-per run).
     pub once_per_ms: Option<u64>,
@@ -75,18 +72,16 @@ impl RunRecord {
     /// fence 42  ./close_orders.sh`.
     pub fn describe(&self) -> String {
         let mut out = format!(
-            "{}  {}  took {}  {} pid {} user {}",
+            "{}  {}  took {}  {}",
             rfc3339(self.start_ms),
             self.outcome(),
             human(Duration::from_millis(self.duration_ms)),
-            self.host.as_deref().unwrap_or("?"),
-            self.pid.map_or("?".into(), |p| p.to_string()),
-            self.user.as_deref().unwrap_or("?"),
+            self.who.host_pid_user(),
         );
         if let Some(fence) = self.fence {
             out.push_str(&format!("  fence {fence}"));
         }
-        if let Some(cmd) = &self.cmd {
+        if let Some(cmd) = &self.who.cmd {
             out.push_str(&format!("  {cmd}"));
         }
         out
@@ -133,10 +128,8 @@ pub struct Ending {
 #[derive(Serialize)]
 struct Head<'a> {
     token: &'a str,
-    host: &'a str,
-    pid: u32,
-    user: &'a str,
-    cmd: &'a str,
+    #[serde(flatten)]
+    who: Who,
     fence: u64,
     once_per_ms: Option<u64>,
     duration_ms: u64,
@@ -159,10 +152,7 @@ impl Ending {
         let held_ms = held.as_millis() as u64;
         let head = Head {
             token: &run.meta.token,
-            host: &run.meta.host,
-            pid: run.meta.pid,
-            user: &run.meta.user,
-            cmd: &run.meta.cmd,
+            who: run.meta.who(),
             fence: run.fence,
             once_per_ms: run.once_per.map(|p| p.as_millis() as u64),
             duration_ms: held_ms,
@@ -251,7 +241,7 @@ mod tests {
             ending.head
         );
         let parsed = RunRecord::parse(full.as_bytes()).expect("a record");
-        assert_eq!(parsed.host.as_deref(), Some("h\"ost"));
+        assert_eq!(parsed.who.host.as_deref(), Some("h\"ost"));
         assert_eq!(parsed.once_per_ms, Some(3_600_000));
         assert_eq!((parsed.command_status, parsed.status), (Some(3), 3));
         assert_eq!(parsed.duration_ms, 1500);

@@ -7,10 +7,35 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::redis::reply::Held;
 use crate::report::human;
+
+/// Who a process is: where it runs and what it runs. The holder metadata, the run
+/// history's records and a fair queue's waiters all say it, flattened into their JSON
+/// (`host`, `pid`, `user`, `cmd`); a field a reader does not find is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Who {
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub user: Option<String>,
+    /// The command line as recorded (redacted, see [`recorded_command`]).
+    pub cmd: Option<String>,
+}
+
+impl Who {
+    /// `web-1 pid 4242 user deploy`, with `?` for what is not known.
+    pub fn host_pid_user(&self) -> String {
+        format!(
+            "{} pid {} user {}",
+            self.host.as_deref().unwrap_or("?"),
+            self.pid.map_or("?".into(), |p| p.to_string()),
+            self.user.as_deref().unwrap_or("?"),
+        )
+    }
+}
 
 /// Who holds a lock, as read from Redis.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -20,10 +45,8 @@ pub struct Holder {
     /// Time to live left on the lock key (None: no expiry).
     #[serde(skip)]
     pub ttl_left: Option<Duration>,
-    pub host: Option<String>,
-    pub pid: Option<u32>,
-    pub user: Option<String>,
-    pub cmd: Option<String>,
+    #[serde(flatten)]
+    pub who: Who,
     /// Acquired at, Unix milliseconds (the holder's wall clock).
     pub since_ms: Option<u64>,
     /// The ttl the holder renews to, milliseconds.
@@ -57,10 +80,12 @@ impl Holder {
             ..Holder::default()
         };
         if field("token").as_deref() == Some(token.as_str()) {
-            holder.host = field("host");
-            holder.pid = field("pid").and_then(|p| p.parse().ok());
-            holder.user = field("user");
-            holder.cmd = field("cmd");
+            holder.who = Who {
+                host: field("host"),
+                pid: field("pid").and_then(|p| p.parse().ok()),
+                user: field("user"),
+                cmd: field("cmd"),
+            };
             holder.since_ms = field("since_ms").and_then(|p| p.parse().ok());
             holder.ttl_ms = field("ttl_ms").and_then(|p| p.parse().ok());
             holder.started = field("started");
@@ -72,7 +97,7 @@ impl Holder {
 
     /// Whether the metadata identifies the holder (false for foreign clients).
     pub fn is_known(&self) -> bool {
-        self.host.is_some() || self.pid.is_some()
+        self.who.host.is_some() || self.who.pid.is_some()
     }
 
     /// How long the lock has been held, from the holder's recorded start.
@@ -92,11 +117,9 @@ impl Holder {
         if !self.is_known() {
             return self.describe(now_ms);
         }
-        let bare = Holder {
-            cmd: None,
-            ..self.clone()
-        };
-        match &self.cmd {
+        let mut bare = self.clone();
+        bare.who.cmd = None;
+        match &self.who.cmd {
             Some(cmd) => format!("{} ({cmd})", bare.describe(now_ms)),
             None => bare.describe(now_ms),
         }
@@ -107,11 +130,11 @@ impl Holder {
         if !self.is_known() {
             return "an unknown holder (no redlock metadata)".to_string();
         }
-        let mut out = self.host.clone().unwrap_or_else(|| "?".into());
-        if let Some(pid) = self.pid {
+        let mut out = self.who.host.clone().unwrap_or_else(|| "?".into());
+        if let Some(pid) = self.who.pid {
             out.push_str(&format!(" pid {pid}"));
         }
-        if let Some(cmd) = &self.cmd {
+        if let Some(cmd) = &self.who.cmd {
             out.push_str(&format!(" ({cmd})"));
         }
         if let Some(held) = self.held_for(now_ms) {
@@ -174,6 +197,16 @@ impl Meta {
         self.pid = pid;
         self.started = process_start(pid);
         self
+    }
+
+    /// Who this process is, as readers see it (a queue's waiter, a history record).
+    pub fn who(&self) -> Who {
+        Who {
+            host: Some(self.host.clone()),
+            pid: Some(self.pid),
+            user: Some(self.user.clone()),
+            cmd: Some(self.cmd.clone()),
+        }
     }
 
     /// The hash's field/value pairs, in the order written.
@@ -324,8 +357,8 @@ mod tests {
     fn metadata_of_another_token_is_ignored() {
         let meta = [("token", "t1"), ("host", "h"), ("pid", "7")];
         let known = Holder::from_held(&held("t1", 1500, &meta));
-        assert_eq!(known.host.as_deref(), Some("h"));
-        assert_eq!(known.pid, Some(7));
+        assert_eq!(known.who.host.as_deref(), Some("h"));
+        assert_eq!(known.who.pid, Some(7));
         assert_eq!(known.ttl_left, Some(Duration::from_millis(1500)));
         let foreign = Holder::from_held(&held("other", -1, &meta));
         assert!(!foreign.is_known());

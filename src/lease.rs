@@ -459,14 +459,9 @@ impl Lease {
 
     /// Who waits, for a fair queue's `status` (built only for one).
     fn who_waits(meta: &Meta) -> String {
-        serde_json::json!({
-            "host": meta.host,
-            "pid": meta.pid,
-            "user": meta.user,
-            "cmd": meta.cmd,
-            "since_ms": crate::clock::wall_ms(),
-        })
-        .to_string()
+        let mut who = serde_json::to_value(meta.who()).unwrap_or_default();
+        who["since_ms"] = crate::clock::wall_ms().into();
+        who.to_string()
     }
 
     /// Raises every node's fence counter to `fence` (see `scripts::fence`); whether a

@@ -133,7 +133,7 @@ fn alive(holder: &Holder) -> Option<String> {
     let here = nix::unistd::gethostname()
         .ok()
         .map(|h| h.to_string_lossy().into_owned());
-    let (Some(host), Some(pid)) = (&holder.host, holder.pid) else {
+    let (Some(host), Some(pid)) = (&holder.who.host, holder.who.pid) else {
         return Some("a holder without redlock metadata, whose process cannot be checked".into());
     };
     if here.as_ref() != Some(host) {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::JsonName;
 use crate::error::{Error, Kind, Result};
 use crate::history::RunRecord;
-use crate::holder::Holder;
+use crate::holder::{Holder, Who};
 use crate::keys::{LockKeys, Shape};
 use crate::quorum::Nodes;
 use crate::report::{human, printable, rfc3339};
@@ -67,10 +67,8 @@ pub struct LockState {
 pub struct Waiting {
     /// 1 is next.
     pub place: usize,
-    pub host: Option<String>,
-    pub pid: Option<u32>,
-    pub user: Option<String>,
-    pub cmd: Option<String>,
+    #[serde(flatten)]
+    pub who: Who,
     /// Since when it waits, Unix ms on its host's clock.
     pub since_ms: Option<u64>,
 }
@@ -271,12 +269,10 @@ impl LockState {
             out.push_str(&format!("\n  queue:   {} waiting (--fair)", queue.len()));
             for w in queue {
                 out.push_str(&format!(
-                    "\n    #{} {} pid {} user {} ({}){}",
+                    "\n    #{} {} ({}){}",
                     w.place,
-                    w.host.as_deref().unwrap_or("?"),
-                    w.pid.map_or("?".into(), |p| p.to_string()),
-                    w.user.as_deref().unwrap_or("?"),
-                    w.cmd.as_deref().unwrap_or("?"),
+                    w.who.host_pid_user(),
+                    w.who.cmd.as_deref().unwrap_or("?"),
                     w.since_ms
                         .map(|s| format!(
                             ", waiting for {}",
@@ -302,12 +298,10 @@ impl LockState {
         };
         let mut out = if h.is_known() {
             format!(
-                "{}: held by {} pid {} user {}\n  command: {}",
+                "{}: held by {}\n  command: {}",
                 self.name,
-                h.host.as_deref().unwrap_or("?"),
-                h.pid.map_or("?".into(), |p| p.to_string()),
-                h.user.as_deref().unwrap_or("?"),
-                h.cmd.as_deref().unwrap_or("?"),
+                h.who.host_pid_user(),
+                h.who.cmd.as_deref().unwrap_or("?"),
             )
         } else {
             format!(
