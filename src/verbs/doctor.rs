@@ -110,6 +110,7 @@ async fn gather(node: &Node, keys: &LockKeys, prefix: &str) -> Facts {
     let acl = acl(node, keys, prefix, given).await;
     let clock = clock(node).await;
     let rtts = latency(node, keys).await;
+    let names = names(node, prefix).await;
     let slots = url.is_cluster().then(|| {
         [
             &keys.lock,
@@ -132,6 +133,19 @@ async fn gather(node: &Node, keys: &LockKeys, prefix: &str) -> Facts {
         rtts,
         slots,
         lock_name: keys.display_name(),
+        names,
+        prefix: prefix.to_string(),
+    }
+}
+
+/// How many names under `prefix` have a fence counter: one SCAN of the keyspace (as
+/// `redlock list` does), COUNT 1000 a step.
+async fn names(node: &Node, prefix: &str) -> Probe<usize> {
+    let mut pattern = crate::keys::glob_escape(prefix.as_bytes());
+    pattern.extend_from_slice(b"{*}:fence");
+    match node.scan(&pattern).await {
+        Ok(found) => Probe::Got(found.len()),
+        Err(e) => failed("SCAN", e),
     }
 }
 

@@ -43,10 +43,12 @@ fn a_healthy_server_exits_0() {
         "acl",
         "clock",
         "latency",
+        "names",
     ] {
         assert_eq!(lines(&text, "ok", check).len(), 1, "{check}: {text}");
     }
     assert!(text.contains("with --ttl 10s"), "{text}");
+    assert!(text.contains("0 lock names under \"redlock:\""), "{text}");
     assert!(
         text.lines()
             .last()
@@ -59,6 +61,19 @@ fn a_healthy_server_exits_0() {
         "doctor writes nothing: {:?}",
         redis.keys()
     );
+}
+
+/// Doctor counts the names that keep a fence counter and history between uses.
+#[test]
+fn doctor_counts_the_names_kept() {
+    let redis = Redis::start();
+    for name in ["a", "b", "c"] {
+        assert_eq!(try_once(&lock_args(&redis, name), "true").0, 0);
+    }
+    let text = stdout(&doctor(&redis.url(), &[]));
+    let found = lines(&text, "ok", "names");
+    assert_eq!(found.len(), 1, "{text}");
+    assert!(found[0].contains("3 lock names"), "{text}");
 }
 
 #[test]
