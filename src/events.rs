@@ -5,7 +5,8 @@
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
 //! pipe never blocks the supervisor loop; closing the sink waits for the thread to
-//! write what it was given.
+//! write what it was given. Each line, newline included, is one `write(2)` on a file
+//! opened with `O_APPEND`, so runs sharing one file never tear each other's lines.
 
 use std::io::Write;
 use std::path::Path;
@@ -38,8 +39,11 @@ impl EventSink {
         let writer = std::thread::Builder::new()
             .name("events".into())
             .spawn(move || {
-                for line in rx {
-                    let _ = writeln!(out, "{line}");
+                for mut line in rx {
+                    // One write(2) per line: with O_APPEND a line lands whole even
+                    // when several runs append to one file.
+                    line.push('\n');
+                    let _ = out.write_all(line.as_bytes());
                     let _ = out.flush();
                 }
             })?;

@@ -121,17 +121,13 @@ impl RedisUrl {
         if raw.is_empty() {
             return Err(bad("it is empty"));
         }
-        let scheme = raw.split_once("://").map(|(s, _)| s);
-        let topology = match scheme {
-            Some("redis+cluster" | "rediss+cluster") => parse_cluster(raw).map_err(|w| bad(&w))?,
-            Some("redis+sentinel" | "rediss+sentinel") => {
-                parse_sentinel(raw).map_err(|w| bad(&w))?
-            }
-            _ => {
-                check_single(raw).map_err(|w| bad(&w))?;
-                Topology::Single
-            }
-        };
+        // Why it is refused is worked out again on the redacted text, so that no part of
+        // a password can be quoted, whatever the shape of the mistake.
+        let topology = topology(raw).map_err(|_| {
+            bad(&topology(&shown)
+                .err()
+                .unwrap_or_else(|| "it is malformed".to_string()))
+        })?;
         Ok(RedisUrl {
             raw: raw.to_string(),
             shown,
@@ -218,6 +214,15 @@ pub fn apply_tls(urls: &mut [RedisUrl], tls: Tls) -> Result<()> {
 }
 
 /// Checks a one-server URL (`redis`, `rediss`, `unix`, `redis+unix`).
+/// The servers a URL names, or why it names none.
+fn topology(raw: &str) -> std::result::Result<Topology, String> {
+    match raw.split_once("://").map(|(s, _)| s) {
+        Some("redis+cluster" | "rediss+cluster") => parse_cluster(raw),
+        Some("redis+sentinel" | "rediss+sentinel") => parse_sentinel(raw),
+        _ => check_single(raw).map(|()| Topology::Single),
+    }
+}
+
 fn check_single(raw: &str) -> std::result::Result<(), String> {
     let url = Url::parse(raw).map_err(|e| {
         format!(
@@ -259,9 +264,8 @@ fn check_single(raw: &str) -> std::result::Result<(), String> {
     if let Some(fragment) = url.fragment()
         && (fragment != "insecure" || !tls)
     {
-        return Err(format!(
-            "unknown fragment #{fragment} (only rediss://…#insecure is understood)"
-        ));
+        // The fragment is not quoted: it may hold anything, a password included.
+        return Err("unknown #fragment (only rediss://…#insecure is understood)".into());
     }
     raw.into_connection_info()
         .map_err(|e| crate::error::one_line(&e.to_string()))?;
@@ -294,9 +298,7 @@ fn split_multi(raw: &str, default_port: u16) -> std::result::Result<MultiHost<'_
         None => (rest, ""),
     };
     if !fragment.is_empty() && (fragment != "#insecure" || base != "rediss") {
-        return Err(format!(
-            "unknown fragment {fragment} (only rediss…#insecure is understood)"
-        ));
+        return Err("unknown #fragment (only rediss…#insecure is understood)".to_string());
     }
     let (rest, query) = match rest.find('?') {
         Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -451,20 +453,28 @@ fn secret_key(key: &str) -> bool {
     key.to_ascii_lowercase().contains("pass")
 }
 
+/// The query with the values of `*pass*` options hidden, and of any option whose value
+/// holds another `?` or `=` (a password option a stray character merged into it). Works
+/// on the text, so what is shown is what was written.
 fn redact_query(query: &str) -> String {
-    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
-        .map(|(k, v)| {
-            let v = if secret_key(&k) {
-                "***".to_string()
-            } else {
-                v.into_owned()
-            };
-            (k.into_owned(), v)
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if secret_key(&decoded(k)) || v.contains(['=', '?']) => {
+                format!("{k}=***")
+            }
+            _ => pair.to_string(),
         })
-        .collect();
-    url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(pairs)
-        .finish()
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A query key percent-decoded, as the client library reads it.
+fn decoded(key: &str) -> String {
+    url::form_urlencoded::parse(key.as_bytes())
+        .next()
+        .map(|(k, _)| k.into_owned())
+        .unwrap_or_default()
 }
 
 /// The URL with any password replaced by `***`: the user info (all of it, but a
@@ -482,11 +492,14 @@ pub fn redact(raw: &str) -> String {
     let userinfo = &raw[head_len..userinfo_end];
     let userinfo = match userinfo.split_once(':') {
         _ if userinfo.is_empty() => String::new(),
-        Some((user, _)) if !user.is_empty() && !user.contains('/') => format!("{user}:***"),
+        Some((user, _)) if plain_user(user) => format!("{user}:***"),
         _ => "***".to_string(),
     };
+    // Everything after `#` is hidden but the one fragment we understand: a password
+    // written after a stray `#` must not be echoed.
     let (tail, fragment) = match tail.find('#') {
-        Some(i) => (&tail[..i], &tail[i..]),
+        Some(i) if &tail[i..] == "#insecure" => (&tail[..i], "#insecure"),
+        Some(i) => (&tail[..i], "#***"),
         None => (tail, ""),
     };
     let tail = match tail.split_once('?') {
@@ -494,6 +507,15 @@ pub fn redact(raw: &str) -> String {
         None => tail.to_string(),
     };
     format!("{head}{userinfo}{tail}{fragment}")
+}
+
+/// Whether `user` reads as a user name alone, shown before `:***`; anything else in the
+/// user info (a `?pass=…` that a missing `?` or stray `@` put there) is hidden whole.
+fn plain_user(user: &str) -> bool {
+    !user.is_empty()
+        && user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '%' | '+' | '-'))
 }
 
 /// The passwords in a URL's text, as [`redact`] finds them (raw and percent-decoded),
@@ -685,6 +707,89 @@ mod tests {
         assert_eq!(redact("redis:/:pw@h:1"), "redis:/***@h:1");
         assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
         assert_eq!(redact("garbage"), "garbage");
+    }
+
+    /// Random URL-shaped strings with a known password as the user info's password, as
+    /// a `*pass*` option's value or after a `#`, with stray `#?@:/&=,` anywhere around
+    /// it: neither the redacted URL nor a parse error ever shows it.
+    #[test]
+    fn the_redactor_never_shows_a_password_fuzzed() {
+        const SECRET: &str = "Zq9SECRETq9Z";
+        let schemes = [
+            "redis://",
+            "rediss://",
+            "unix:",
+            "unix://",
+            "unix:///",
+            "redis:/",
+            "redis:",
+            "redis+cluster://",
+            "redis+sentinel://",
+            "valkey://",
+            "",
+            "redis+unix://",
+        ];
+        let words = [
+            "h",
+            "host",
+            "127.0.0.1",
+            ":6379",
+            "1",
+            "/tmp/s.sock",
+            "s",
+            "/0",
+            "m",
+            "db=1",
+            "insecure",
+            "u",
+            "x",
+            "h1:1,h2:2",
+        ];
+        let noise = ["#", "?", "@", ":", "/", "&", "=", ",", "//", "#/", "?#", ""];
+        let secrets = [
+            format!(":{SECRET}@"),
+            format!("u:{SECRET}@"),
+            format!("?pass={SECRET}"),
+            format!("?db=1&password={SECRET}"),
+            format!("?sentinel_password={SECRET}"),
+            format!("#{SECRET}"),
+            format!("#?pass={SECRET}"),
+            format!("#//s/?pass={SECRET}"),
+        ];
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..20_000 {
+            let mut parts: Vec<String> = vec![schemes[rng.usize(..schemes.len())].to_string()];
+            for _ in 0..rng.usize(0..5) {
+                parts.push(words[rng.usize(..words.len())].to_string());
+                parts.push(noise[rng.usize(..noise.len())].to_string());
+            }
+            let at = rng.usize(1..=parts.len());
+            parts.insert(at, secrets[rng.usize(..secrets.len())].clone());
+            for _ in 0..rng.usize(0..3) {
+                let at = rng.usize(1..=parts.len());
+                if !parts[at - 1].contains(SECRET) {
+                    parts.insert(at, noise[rng.usize(..noise.len())].to_string());
+                }
+            }
+            let raw = parts.concat();
+            let shown = redact(&raw);
+            assert!(!shown.contains(SECRET), "{raw:?} -> {shown:?}");
+            let said = match RedisUrl::parse(&raw) {
+                Ok(url) => format!("{url} {url:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(!said.contains(SECRET), "{raw:?} -> {said:?}");
+        }
+    }
+
+    #[test]
+    fn a_fragment_is_never_echoed() {
+        for raw in ["unix?:#//s/?pass=SECRET", "unix:#///tmp/x?pass=SECRET"] {
+            let err = RedisUrl::parse(raw).unwrap_err().to_string();
+            assert!(!err.contains("SECRET"), "{err}");
+        }
+        assert_eq!(redact("rediss://h#insecure"), "rediss://h#insecure");
+        assert_eq!(redact("redis://h#x?pass=1"), "redis://h#***");
     }
 
     #[test]
