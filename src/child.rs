@@ -149,26 +149,26 @@ impl ProcessGroup {
     }
 
     /// After the command exits, anything it left in its process group is stopped
-    /// (SIGTERM, then SIGKILL after `kill_after`) before the lock is released, so no
-    /// part of the job outlives the lock. Orphans are reaped when the wrapper is their
-    /// subreaper.
-    pub async fn stop_stragglers(&self, kill_after: Duration) {
+    /// (SIGTERM now, SIGKILL at `kill_at`) before the lock is released, so no part of the
+    /// job outlives the lock. The caller bounds `kill_at` by the lease. Orphans are
+    /// reaped when the wrapper is their subreaper.
+    pub async fn stop_stragglers(&self, kill_at: Duration) {
         debug_assert!(self.leader_reaped, "only after the command itself exited");
         if self.is_empty() {
             return;
         }
         self.terminate();
-        let deadline = crate::clock::now() + kill_after;
         let mut killed = false;
         loop {
             self.reap();
             if self.is_empty() {
                 return;
             }
-            if !killed && crate::clock::now() >= deadline {
+            let now = crate::clock::now();
+            if !killed && now >= kill_at {
                 self.signal(Signal::SIGKILL);
                 killed = true;
-            } else if killed && crate::clock::now() >= deadline + Duration::from_secs(1) {
+            } else if killed && now >= kill_at + Duration::from_secs(1) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

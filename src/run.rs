@@ -78,7 +78,7 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     {
         Ok(outcome) => outcome,
         Err(e) => {
-            release(&lease, None, acquired_at, None, report).await;
+            release(&lease, None, acquired_at, None, acquired_at, report).await;
             return Err(e);
         }
     };
@@ -142,7 +142,8 @@ async fn finish(
     report: &Reporter,
 ) -> u8 {
     let code = child::exit_code(outcome.status);
-    let status = release_after(config, lease, meta, outcome.lost, code, acquired_at, report);
+    let ended = (outcome.lost, outcome.lease_end);
+    let status = release_after(config, lease, meta, ended, code, acquired_at, report);
     let status = status.await;
     report.event(
         "exited",
@@ -162,7 +163,7 @@ async fn release_after(
     config: &RunConfig,
     lease: &Lease,
     meta: &Meta,
-    lost: Option<Lost>,
+    (lost, lease_end): (Option<Lost>, Option<Point>),
     code: u8,
     acquired_at: Point,
     report: &Reporter,
@@ -177,7 +178,16 @@ async fn release_after(
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {
         let ending = Ending::of(&run, held, code, code, false);
-        return match release(lease, config.hold_min, acquired_at, Some(&ending), report).await {
+        let until = lease_end.unwrap_or_else(crate::clock::now);
+        let released = release(
+            lease,
+            config.hold_min,
+            acquired_at,
+            Some(&ending),
+            until,
+            report,
+        );
+        return match released.await {
             Released::NotOurs => Code::Lost.value(),
             Released::Done => code,
         };
@@ -189,7 +199,8 @@ async fn release_after(
     // The key may still hold our token (a renewal that reached a paused server, or a
     // lock given up at --max-hold): take it back so it does not linger.
     let ending = Ending::of(&run, held, code, status, true);
-    let _ = lease.release_all(0, Some(&ending)).await;
+    let result = lease.release_all(0, Some(&ending)).await;
+    released_event(lease, &result, 0, report);
     report.verbose(|| format!("command ended with status {code} after giving up the lock"));
     status
 }
@@ -299,7 +310,7 @@ async fn interrupted_before_start(
     while let Ok(sig) = signals.try_recv() {
         if crate::signals::ends_wait(sig) {
             // The command never ran: whatever the release finds, nothing ran unlocked.
-            let _ = release(lease, None, acquired_at, None, report).await;
+            let _ = release(lease, None, acquired_at, None, acquired_at, report).await;
             report.note(&format!(
                 "interrupted by {sig} before the command started; nothing was run"
             ));
@@ -389,6 +400,22 @@ async fn reentrant(
     Ok(Some(child::exit_code(outcome.status)))
 }
 
+/// The `released` event: one for every acquisition that started its command, whatever
+/// the release found (a lost run's last attempt to give the key back included).
+fn released_event(lease: &Lease, result: &Result<Release>, keep_ms: u64, report: &Reporter) {
+    let said = match result {
+        Ok(Release::Deleted) => "deleted",
+        Ok(Release::Kept) => "kept",
+        Ok(Release::NotHeld) => "not_ours",
+        Err(_) => "failed",
+    };
+    report.event(
+        "released",
+        &lease.keys().display_name(),
+        serde_json::json!({ "result": said, "kept_ms": keep_ms }),
+    );
+}
+
 /// What the release found.
 enum Released {
     /// Released, kept for `--hold-min`, or left to expire after an error.
@@ -401,39 +428,41 @@ enum Released {
 /// A key found no longer ours means the lock was lost while the command ran (deleted,
 /// expired or taken over before the next renewal could notice): exclusion may have
 /// been broken, and the run says so.
+///
+/// A release that fails for a reason that can heal (a dropped connection, a timeout, a
+/// link that holds its bytes) is tried again, with a backoff, until `until` (the
+/// lease's end): the release writes the run's record, and without it a `--once-per`
+/// slot would look open. A connection the server dropped while the command ran fails
+/// the first request and reconnects only then, so one more try is always made. The
+/// release is compare-and-delete, and a retry finds its own record, so no try removes
+/// anyone else's lock or records the run twice.
 async fn release(
     lease: &Lease,
     hold_min: Option<std::time::Duration>,
     acquired_at: Point,
     ending: Option<&Ending>,
+    until: Point,
     report: &Reporter,
 ) -> Released {
     let held_for = crate::clock::now().saturating_sub(acquired_at);
     let keep = hold_min.and_then(|h| timing::hold_remaining(h, held_for));
     let keep_ms = keep.map_or(0, |k| k.as_millis().max(1) as u64);
-    // A connection the server dropped while the command ran (CLIENT KILL, an idle
-    // timeout, a proxy reset) fails the first request and reconnects only then: try
-    // once more rather than leave the key to expire and waiters to poll for it. The
-    // release is compare-and-delete, so a second try cannot remove anyone else's lock.
     let mut result = lease.release_all(keep_ms, ending).await;
-    if let Err(e) = &result
+    let mut attempt = 0;
+    while let Err(e) = &result
         && e.is_transient()
+        && (attempt == 0 || crate::clock::now() < until)
     {
         report.verbose(|| format!("release failed, retrying: {e}"));
+        if attempt > 0 {
+            let left = until.saturating_sub(crate::clock::now());
+            tokio::time::sleep(timing::poll_delay(attempt, None, fastrand::f64()).min(left)).await;
+        }
+        attempt += 1;
         result = lease.release_all(keep_ms, ending).await;
     }
     let name = lease.keys().display_name();
-    let said = match &result {
-        Ok(Release::Deleted) => "deleted",
-        Ok(Release::Kept) => "kept",
-        Ok(Release::NotHeld) => "not_ours",
-        Err(_) => "failed",
-    };
-    report.event(
-        "released",
-        &name,
-        serde_json::json!({ "result": said, "kept_ms": keep_ms }),
-    );
+    released_event(lease, &result, keep_ms, report);
     match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
         Ok(Release::Kept) => report.verbose(|| {
@@ -448,6 +477,10 @@ async fn release(
             ));
             return Released::NotOurs;
         }
+        Err(e) if lease.once_per_ms() > 0 => report.error(&format!(
+            "could not release {name} ({e}): the run's --once-per record was not written, so this slot may run again on another host; the lock expires by itself within {}",
+            human(lease.ttl())
+        )),
         Err(e) => report.note(&format!(
             "could not release {name} ({e}); it expires by itself within {}",
             human(lease.ttl())

@@ -48,6 +48,8 @@ pub struct Outcome {
     pub status: ExitStatus,
     /// Why the lock was lost, if it was.
     pub lost: Option<Lost>,
+    /// When the lease ends if it is still held (no renewal runs after the command).
+    pub lease_end: Option<Point>,
 }
 
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = Renew> + 'a>>;
@@ -93,9 +95,6 @@ pub async fn supervise(
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
 ) -> Outcome {
-    let kill_after = held
-        .as_ref()
-        .map_or(Duration::from_secs(5), |h| h.budget.kill_after);
     let mut sup = Supervisor::new(held, started.group, report);
     // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
     let mut children = started
@@ -115,13 +114,15 @@ pub async fn supervise(
     started.restore_terminal();
     started.group.leader_exited();
     if status.is_ok() {
-        started.group.stop_stragglers(kill_after).await;
+        let kill_at = sup.stragglers_kill_at(clock::now());
+        started.group.stop_stragglers(kill_at).await;
     }
     let status = status.unwrap_or_else(|_| {
         std::os::unix::process::ExitStatusExt::from_raw(crate::exit::Code::Internal.value() as i32)
     });
     Outcome {
         status,
+        lease_end: sup.lease_end(),
         lost: sup.into_lost(),
     }
 }
@@ -213,6 +214,34 @@ impl<'a> Supervisor<'a> {
                 }
             }
             _ => wake,
+        }
+    }
+
+    /// When whatever the command left in its group gets SIGKILL, once the command
+    /// itself has exited: `--kill-after` from now, but never later than the lease's own
+    /// SIGKILL point (nothing renews the lease meanwhile) or the SIGKILL already planned
+    /// for a lost lock — a leader that handles SIGTERM and exits late must not buy its
+    /// group a new countdown past the lease's end.
+    fn stragglers_kill_at(&self, now: Point) -> Point {
+        let Some((_, budget, _)) = self.lease else {
+            // A re-entrant run: the enclosing run keeps the lease.
+            return now + Duration::from_secs(5);
+        };
+        match &self.state {
+            LeaseState::Held { t_sent, .. } => {
+                let lease_kill = budget.kill_at(budget.lease_end(*t_sent));
+                (now + budget.kill_after).min(lease_kill.max(now))
+            }
+            LeaseState::Stopping {
+                kill_at, killed, ..
+            } => {
+                if *killed {
+                    now
+                } else {
+                    (*kill_at).max(now)
+                }
+            }
+            LeaseState::Lost { .. } | LeaseState::Unleased => now + budget.kill_after,
         }
     }
 
@@ -355,6 +384,15 @@ impl<'a> Supervisor<'a> {
                 LeaseState::Lost { why }
             }
         };
+    }
+
+    fn lease_end(&self) -> Option<Point> {
+        match (&self.lease, &self.state) {
+            (Some((_, budget, _)), LeaseState::Held { t_sent, .. }) => {
+                Some(budget.lease_end(*t_sent))
+            }
+            _ => None,
+        }
     }
 
     fn into_lost(self) -> Option<Lost> {
