@@ -109,7 +109,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-w -E -q -h --ttl --wait --busy-exit-code --retain --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --quiet --help"
+            opts="-w -E -q -h --ttl --wait --busy-exit-code --retain --holder-pid --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +136,10 @@ _redlock() {
                     return 0
                     ;;
                 --retain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --holder-pid)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -120,6 +120,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -E 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]'
             cand --busy-exit-code 'Exit status when the lock is busy (0-255; with 0, busy and waiting are not reported off a terminal) [default: 75]'
             cand --retain 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]'
+            cand --holder-pid 'The process the lock belongs to, for `redlock release --if-dead` (e.g. `$$`, the calling script) [default: the nearest calling process that outlives this call, past subshells and wrappers such as timeout, env or nice]'
             cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
             cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
             cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'

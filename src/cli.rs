@@ -383,6 +383,11 @@ pub struct AcquireArgs {
     pub waiting: WaitArgs,
     #[command(flatten)]
     pub retain: RetainArg,
+    /// The process the lock belongs to, for `redlock release --if-dead` (e.g. `$$`, the
+    /// calling script) [default: the nearest calling process that outlives this call,
+    /// past subshells and wrappers such as timeout, env or nice].
+    #[arg(long, value_name = "PID", allow_hyphen_values = true)]
+    pub holder_pid: Option<String>,
 
     #[command(flatten)]
     pub conn: ConnArgs,

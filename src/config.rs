@@ -553,7 +553,7 @@ pub enum Whose {
 #[derive(Debug, Clone)]
 pub struct ReleaseConfig {
     pub conn: Conn,
-    /// The lock's keys, or with `--slot` the semaphore slot's.
+    /// The name's keys (a semaphore's slot 1; `slot` picks another).
     pub keys: LockKeys,
     pub slot: Option<u32>,
     pub whose: Whose,
@@ -578,7 +578,7 @@ impl ReleaseConfig {
                     })
             })
             .transpose()?;
-        let keys = conn.keys(&args.key)?.for_slot(slot.unwrap_or(1));
+        let keys = conn.keys(&args.key)?;
         let whose = match (args.token, args.force, args.if_dead) {
             (Some(token), _, _) => Whose::Token(token),
             (None, true, _) => Whose::Anyone,
@@ -609,6 +609,8 @@ pub struct AcquireConfig {
     pub retain: Duration,
     pub wait: Wait,
     pub busy_code: u8,
+    /// `--holder-pid`: the process the lock is recorded as; `None`: found at acquire.
+    pub holder_pid: Option<u32>,
     pub json: bool,
     pub quiet: bool,
 }
@@ -622,12 +624,29 @@ impl AcquireConfig {
             retain: retain(args.retain.retain.as_deref(), None)?,
             wait: wait(&args.waiting.wait)?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
+            holder_pid: args.holder_pid.as_deref().map(holder_pid).transpose()?,
             conn,
             keys,
             json: args.json,
             quiet: args.quiet,
         })
     }
+}
+
+/// Checks `--holder-pid`: a running process's id.
+fn holder_pid(raw: &str) -> Result<u32> {
+    let pid: u32 = raw
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&p| p > 0 && p <= i32::MAX as u32)
+        .ok_or_else(|| Error::usage(format!("--holder-pid {raw:?} is not a process id")))?;
+    if crate::holder::process_start(pid).is_none() {
+        return Err(Error::usage(format!(
+            "--holder-pid {pid}: no such process here; give the pid of the process the lock belongs to (e.g. $$)"
+        )));
+    }
+    Ok(pid)
 }
 
 /// A checked `redlock wait`.

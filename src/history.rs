@@ -226,6 +226,7 @@ mod tests {
             since_ms: 0,
             ttl_ms: 30_000,
             started: None,
+            pidns: None,
         };
         let run = Run {
             meta: &meta,

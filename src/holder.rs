@@ -56,6 +56,9 @@ pub struct Holder {
     pub started: Option<String>,
     /// The fencing number of this holder's acquisition.
     pub fence: Option<u64>,
+    /// The PID namespace `pid` is a pid in (see [`pid_namespace`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pidns: Option<String>,
 }
 
 impl Holder {
@@ -90,6 +93,7 @@ impl Holder {
             holder.ttl_ms = field("ttl_ms").and_then(|p| p.parse().ok());
             holder.started = field("started");
             holder.fence = field("fence").and_then(|p| p.parse().ok());
+            holder.pidns = field("pidns");
         }
         holder.token = token;
         holder
@@ -158,6 +162,8 @@ pub struct Meta {
     pub ttl_ms: u64,
     /// [`process_start`] of `pid`, when it can be read.
     pub started: Option<String>,
+    /// This process's PID namespace ([`pid_namespace`]), when it can be read.
+    pub pidns: Option<String>,
 }
 
 impl Meta {
@@ -188,6 +194,7 @@ impl Meta {
             since_ms: crate::clock::wall_ms(),
             ttl_ms: ttl.as_millis() as u64,
             started: process_start(std::process::id()),
+            pidns: pid_namespace(),
         }
     }
 
@@ -223,6 +230,9 @@ impl Meta {
         if let Some(started) = &self.started {
             fields.push(("started", started.clone()));
         }
+        if let Some(pidns) = &self.pidns {
+            fields.push(("pidns", pidns.clone()));
+        }
         fields
     }
 }
@@ -243,6 +253,77 @@ pub fn process_start(pid: u32) -> Option<String> {
     }
     let start = after.split_whitespace().nth(19)?;
     Some(format!("{}/{start}", boot.trim()))
+}
+
+/// The process a lock taken by `redlock acquire` belongs to: the nearest ancestor that
+/// outlives the call. A command substitution or a pipeline runs the call in a subshell
+/// (a fork of the script: the same program and command line as its parent), and
+/// `timeout`, `env`, `nice`… exec it and exit with it; both end right after the call,
+/// so they are passed over. Hand-written: no crate walks the process tree this way.
+pub fn lasting_caller() -> u32 {
+    let mut pid = nix::unistd::getppid().as_raw() as u32;
+    for _ in 0..16 {
+        let Some(parent) = parent_of(pid) else { break };
+        let subshell = parent > 1
+            && cmdline(pid).is_some()
+            && cmdline(pid) == cmdline(parent)
+            && exe(pid) == exe(parent);
+        if !(subshell || is_exec_wrapper(pid)) || parent <= 1 {
+            break;
+        }
+        pid = parent;
+    }
+    pid
+}
+
+/// Programs that run a command and end with it.
+fn is_exec_wrapper(pid: u32) -> bool {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    matches!(
+        comm.trim(),
+        "timeout"
+            | "env"
+            | "nice"
+            | "ionice"
+            | "stdbuf"
+            | "nohup"
+            | "setsid"
+            | "chrt"
+            | "taskset"
+            | "time"
+            | "sudo"
+            | "doas"
+            | "runuser"
+            | "su"
+            | "flock"
+            | "unbuffer"
+    )
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn cmdline(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
+}
+
+fn exe(pid: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// This process's PID namespace (`pid:[4026531836]`), `None` where `/proc` cannot tell.
+/// A pid means a process only within its namespace: containers that share the host's
+/// name, systemd's `PrivatePIDs=` and CI runners each number their own processes.
+pub fn pid_namespace() -> Option<String> {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The command line recorded in metadata, quoted as a shell would need it, with

@@ -26,8 +26,11 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Err(sig) => return Ok(exit::from_signal(sig as i32)),
         };
     let lease = Lease::new(nodes, config.keys, config.ttl, new_token()).retain(config.retain);
-    // The lock belongs to the script that called us, not to this short-lived process.
-    let caller = nix::unistd::getppid().as_raw() as u32;
+    // The lock belongs to the script that called us, not to this short-lived process
+    // (nor to a subshell or `timeout` between the two).
+    let caller = config
+        .holder_pid
+        .unwrap_or_else(crate::holder::lasting_caller);
     let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller);
     let chatty = config.busy_code != 0;
     match wait::acquire(

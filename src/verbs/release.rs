@@ -12,7 +12,7 @@ use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
 use crate::error::{Error, Kind, Result};
 use crate::exit;
 use crate::holder::Holder;
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, Shape};
 use crate::lease::{Lease, Release, wake_head};
 use crate::quorum::Nodes;
 use crate::report::printable;
@@ -44,9 +44,6 @@ struct Spread {
 struct Released {
     #[serde(flatten)]
     names: Option<JsonName>,
-    /// The name for people.
-    #[serde(skip)]
-    name: String,
     /// The semaphore slot released (`--slot`).
     #[serde(skip_serializing_if = "Option::is_none")]
     slot: Option<u32>,
@@ -58,35 +55,96 @@ struct Released {
 
 pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    let name = match config.slot {
-        Some(slot) => format!("{} slot {slot}", config.keys.display_name()),
-        None => config.keys.display_name(),
-    };
-    let keys = config.keys.clone();
-    let (released, code) = match config.whose {
-        Whose::Token(token) => by_token(nodes, config.keys, token).await?,
-        Whose::Anyone => by_force(&nodes, &config.keys).await?,
-        Whose::Dead => if_dead(nodes, config.keys).await?,
-    };
-    let released = Released {
-        names: Some(JsonName::of(&keys)),
-        name,
+    let shape = super::state::shape(&nodes, &config.keys).await;
+    let target = Target {
+        keys: &config.keys,
+        shape,
         slot: config.slot,
-        ..released
     };
-    if config.json {
-        print_json(&released)?;
-    } else {
-        print_line(&released.describe());
+    let done = match config.whose {
+        Whose::Token(token) => vec![by_token(nodes, &target, token).await?],
+        Whose::Anyone => {
+            let (released, code) = by_force(&nodes, &target.one_slot()?).await?;
+            let slot = config.slot;
+            vec![(Released { slot, ..released }, code)]
+        }
+        Whose::Dead => if_dead(nodes, &target).await?,
+    };
+    let code = done.iter().map(|(_, code)| *code).min().unwrap_or(0);
+    for (released, _) in done {
+        let released = Released {
+            names: Some(JsonName::of(&config.keys)),
+            ..released
+        };
+        if config.json {
+            print_json(&released)?;
+        } else {
+            print_line(&released.describe(&config.keys.display_name()));
+        }
     }
     Ok(code)
 }
 
-/// Compare-and-delete with the token given.
-async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Released, u8)> {
-    let lease = Lease::new(nodes, keys, DEFAULT_TTL, token);
+/// What a release is aimed at: the name, its kind, and a semaphore's slot if given.
+struct Target<'a> {
+    keys: &'a LockKeys,
+    shape: Shape,
+    slot: Option<u32>,
+}
+
+impl Target<'_> {
+    /// The slots to look at: the one given, every slot of a semaphore, or the lock.
+    fn slots(&self) -> Vec<u32> {
+        match (self.slot, self.shape) {
+            (Some(slot), _) => vec![slot],
+            (None, Shape::Semaphore(limit)) => (1..=limit).collect(),
+            _ => vec![1],
+        }
+    }
+
+    /// The keys of one slot, or a usage error when a semaphore's slot must be named.
+    fn one_slot(&self) -> Result<LockKeys> {
+        match (self.slot, self.shape) {
+            (Some(slot), _) => Ok(self.keys.for_slot(slot)),
+            (None, Shape::Semaphore(limit)) => Err(Error::usage(format!(
+                "{} is a semaphore of {limit} slots; --force removes one holder: say which with --slot N (redlock status {} lists them)",
+                self.keys.display_name(),
+                self.keys.display_name()
+            ))),
+            _ => Ok(self.keys.clone()),
+        }
+    }
+
+    /// A lease on one slot for `token`, of the name's kind (so that a fair queue's head
+    /// is woken).
+    fn lease(&self, nodes: Nodes, slot: u32, token: String) -> Lease {
+        Lease::new(nodes, self.keys.for_slot(slot), DEFAULT_TTL, token).shape(self.shape)
+    }
+}
+
+/// Compare-and-delete with the token given (on a semaphore, in the slot it holds).
+async fn by_token(nodes: Nodes, target: &Target<'_>, token: String) -> Result<(Released, u8)> {
+    let mut slot = target.slot.unwrap_or(1);
+    if target.slot.is_none() && target.slots().len() > 1 {
+        for candidate in target.slots() {
+            let keys = target.keys.for_slot(candidate);
+            if let Some(holder) = super::state::holder(&nodes, &keys).await?
+                && holder.token == token
+            {
+                slot = candidate;
+                break;
+            }
+        }
+    }
+    let lease = target.lease(nodes, slot, token);
     match lease.release_all(0, None).await? {
-        Release::Deleted | Release::Kept => Ok((Released::new(Outcome::Released), 0)),
+        Release::Deleted | Release::Kept => Ok((
+            Released {
+                slot: (target.slots().len() > 1 || target.slot.is_some()).then_some(slot),
+                ..Released::new(Outcome::Released)
+            },
+            0,
+        )),
         Release::NotHeld => Err(Error::new(
             Kind::Lost,
             format!(
@@ -99,32 +157,52 @@ async fn by_token(nodes: Nodes, keys: LockKeys, token: String) -> Result<(Releas
 
 /// Removes the lock (by its holder's token, so a new holder in between is never
 /// touched) when the holder ran on this host and its process is gone: no process with
-/// that pid, or one that started at another time or boot (the pid was reused).
-async fn if_dead(nodes: Nodes, keys: LockKeys) -> Result<(Released, u8)> {
-    let state = super::state::read(&nodes, &keys).await?;
-    let Some(holder) = state.holder else {
-        return Ok((Released::new(Outcome::Free), exit::STATUS_FREE));
-    };
-    if let Some(why) = alive(&holder) {
-        return Err(Error::new(
+/// that pid, or one that started at another time or boot (the pid was reused). On a
+/// semaphore without `--slot`, every slot whose holder is gone; the live ones stay.
+async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)>> {
+    let many = target.slots().len() > 1 || target.slot.is_some();
+    let mut removed = Vec::new();
+    let mut live = None;
+    for slot in target.slots() {
+        let keys = target.keys.for_slot(slot);
+        let Some(holder) = super::state::holder(&nodes, &keys).await? else {
+            continue;
+        };
+        if let Some(why) = alive(&holder) {
+            live.get_or_insert((slot, holder, why));
+            continue;
+        }
+        let lease = target.lease(nodes.clone(), slot, holder.token.clone());
+        if matches!(
+            lease.release_all(0, None).await?,
+            Release::Deleted | Release::Kept
+        ) {
+            removed.push((
+                Released {
+                    holder: Some(holder),
+                    slot: many.then_some(slot),
+                    ..Released::new(Outcome::Removed)
+                },
+                0,
+            ));
+        }
+    }
+    match (removed.is_empty(), live) {
+        (false, _) => Ok(removed),
+        (true, Some((slot, holder, why))) => Err(Error::new(
             Kind::HeldByLive,
             format!(
-                "{} is held by {}, {why}; nothing released (--force removes it anyway)",
-                keys.display_name(),
+                "{}{} is held by {}, {why}; nothing released (--force removes it anyway)",
+                target.keys.display_name(),
+                if many {
+                    format!(" slot {slot}")
+                } else {
+                    String::new()
+                },
                 holder.describe(wall_ms())
             ),
-        ));
-    }
-    let lease = Lease::new(nodes, keys, DEFAULT_TTL, holder.token.clone());
-    match lease.release_all(0, None).await? {
-        Release::Deleted | Release::Kept => Ok((
-            Released {
-                holder: Some(holder),
-                ..Released::new(Outcome::Removed)
-            },
-            0,
         )),
-        Release::NotHeld => Ok((Released::new(Outcome::Free), exit::STATUS_FREE)),
+        (true, None) => Ok(vec![(Released::new(Outcome::Free), exit::STATUS_FREE)]),
     }
 }
 
@@ -140,6 +218,13 @@ fn alive(holder: &Holder) -> Option<String> {
         return Some(format!(
             "on another host; --if-dead checks processes on this host ({}) only",
             here.unwrap_or_default()
+        ));
+    }
+    if let (Some(theirs), Some(ours)) = (&holder.pidns, crate::holder::pid_namespace())
+        && *theirs != ours
+    {
+        return Some(format!(
+            "in another PID namespace ({theirs}; this is {ours}), whose pid {pid} cannot be checked from here: cannot tell whether it is alive"
         ));
     }
     match (crate::holder::process_start(pid), &holder.started) {
@@ -227,7 +312,6 @@ impl Released {
     fn new(result: Outcome) -> Self {
         Released {
             names: None,
-            name: String::new(),
             slot: None,
             result,
             holder: None,
@@ -236,8 +320,11 @@ impl Released {
     }
 
     /// The line for people.
-    fn describe(&self) -> String {
-        let name = &self.name;
+    fn describe(&self, name: &str) -> String {
+        let name = match self.slot {
+            Some(slot) => format!("{name} slot {slot}"),
+            None => name.to_string(),
+        };
         let from = self
             .spread
             .map(|s| {

@@ -122,6 +122,20 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     Ok(state)
 }
 
+/// What kind of lock the name is in use as (plain when no mode key says otherwise).
+pub async fn shape(nodes: &Nodes, keys: &LockKeys) -> Shape {
+    mode(nodes, keys)
+        .await
+        .as_deref()
+        .and_then(Shape::from_mode)
+        .unwrap_or_default()
+}
+
+/// Who holds one lock key (a plain lock, or one slot of a semaphore), if anyone.
+pub async fn holder(nodes: &Nodes, keys: &LockKeys) -> Result<Option<Holder>> {
+    Ok(read_one(nodes, keys).await?.holder)
+}
+
 /// What kind of lock the name is in use as (the mode key: `limit L`, `fair`), if any.
 async fn mode(nodes: &Nodes, keys: &LockKeys) -> Option<String> {
     let cmd = redis::cmd("GET").arg(&keys.mode).clone();
