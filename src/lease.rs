@@ -334,9 +334,19 @@ impl Lease {
         self
     }
 
-    /// The server's time at the acquisition, ms (0 before it).
+    /// The server's time at the acquisition, ms (0 before it, and over several nodes:
+    /// each node then dates the run's record on its own clock, as it decides a
+    /// `--once-per` slot on it, so that the record and the decision agree on the slot).
     pub fn acquired_ms(&self) -> u64 {
+        if self.nodes.given() > 1 {
+            return 0;
+        }
         self.grant.get().map_or(0, |g| g.server_ms)
+    }
+
+    /// `--once-per`'s period, ms (0: none).
+    pub fn once_per_ms(&self) -> u64 {
+        self.once_per_ms
     }
 
     /// The fencing number of this lease's acquisition: larger than every earlier one
@@ -420,10 +430,15 @@ impl Lease {
             });
             return Ok(Acquire::Acquired { t_sent });
         }
-        if votes.yes > 0 || !votes.errors.is_empty() {
+        let keeps_place = self.shape == Shape::Fair && waiter.is_some() && votes.yes == 0;
+        if (votes.yes > 0 || !votes.errors.is_empty()) && !keeps_place {
             // Ambiguous or partial: take our token back everywhere it may have landed.
             let _ = self.release_all(0, None).await;
         }
+        // A fair queue's waiter whose reply came too late may have been granted the lock
+        // (and left the queue): taking it back would hand its turn to the next in line.
+        // Its next try finds the lock its own and keeps it; a wait that ends first
+        // takes it back (see `wait::acquire`).
         let denied = votes.errors.len() + self.nodes.missing() < self.nodes.quorum();
         if let Some(holder) = votes.busy.filter(|_| denied) {
             return Ok(Acquire::Busy(holder));
@@ -561,6 +576,17 @@ impl Lease {
 
     /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
     /// cannot leaves with its heartbeat.
+    /// Over several nodes, joins the waiters on the primary node whatever the lock's
+    /// state there (see `scripts::waiters::JOIN`); one node's acquire script has done it.
+    pub async fn join_primary(&self, heartbeat: Duration) {
+        if let (true, Some(primary)) = (self.nodes.given() > 1, self.nodes.primary()) {
+            let ms = heartbeat.as_millis() as u64;
+            let _ = primary
+                .run::<i64>(&waiters::join(&self.keys, &self.token, ms))
+                .await;
+        }
+    }
+
     pub async fn leave(&self) {
         if self.shape == Shape::Fair {
             self.leave_queue().await;
@@ -639,7 +665,8 @@ impl Lease {
         let mut outcome = Release::NotHeld;
         let mut first_error = None;
         let mut head = None;
-        for result in results {
+        let mut woken = false;
+        for (node, result) in self.nodes.iter().zip(results) {
             let decoded = result.and_then(|v| {
                 release::decode(v).ok_or_else(|| {
                     Error::new(Kind::BadReply, "unexpected reply from the release script")
@@ -649,6 +676,7 @@ impl Lease {
                 Ok((Outcome::Deleted | Outcome::AlreadyReleased, wake)) => {
                     outcome = Release::Deleted;
                     head = head.or(wake);
+                    woken |= self.nodes.is_primary(node);
                 }
                 Ok((Outcome::Kept, _)) if outcome != Release::Deleted => outcome = Release::Kept,
                 Ok(_) => {}
@@ -658,6 +686,11 @@ impl Lease {
             }
         }
         wake_head(&self.nodes, &self.keys, head.as_deref()).await;
+        if outcome == Release::Deleted && !woken && self.shape != Shape::Fair {
+            // Over several nodes a holder may not hold the primary (it lost the race
+            // there): its release pushed no wake-up, so one is handed on here.
+            hand_on(&self.nodes, &self.keys, &self.token).await;
+        }
         self.settle().await;
         match first_error {
             Some(e) if outcome == Release::NotHeld => Err(e),

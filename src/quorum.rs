@@ -13,14 +13,22 @@ use futures_util::future::join_all;
 use crate::error::{Error, Result, most_telling};
 use crate::redis::{Node, RedisUrl};
 
-/// The nodes a lock lives on: those reached, out of those given.
+/// The nodes a lock lives on: those reached, out of those given. A clone shares the
+/// connections.
+#[derive(Clone)]
 pub struct Nodes {
     reached: Vec<Node>,
     given: usize,
     timeout: Duration,
-    /// Whether the first node given was reached: it is then `reached[0]`, the node
-    /// where waiters wait (see [`Nodes::is_primary`]).
-    primary: bool,
+    /// Where the primary node is in `reached`, when it was reached (see
+    /// [`Nodes::primary`]).
+    primary: Option<usize>,
+}
+
+/// Which of `urls` is the primary node (see [`Nodes::primary`]): the first by its URL
+/// as shown (password hidden, so that hosts with different credentials still agree).
+fn primary_of(urls: &[RedisUrl]) -> Option<usize> {
+    (0..urls.len()).min_by_key(|&i| urls[i].to_string())
 }
 
 /// Votes needed among `given` nodes: N/2 + 1.
@@ -36,10 +44,16 @@ impl Nodes {
         let results = join_all(urls.iter().map(|u| Node::connect(u, timeout))).await;
         let mut reached = Vec::new();
         let mut errors = Vec::new();
-        let primary = results.first().is_some_and(Result::is_ok);
-        for result in results {
+        let first = primary_of(urls);
+        let mut primary = None;
+        for (i, result) in results.into_iter().enumerate() {
             match result {
-                Ok(node) => reached.push(node),
+                Ok(node) => {
+                    if Some(i) == first {
+                        primary = Some(reached.len());
+                    }
+                    reached.push(node)
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -85,13 +99,14 @@ impl Nodes {
         self.given - self.reached.len()
     }
 
-    /// The node where waiters wait and releases wake them: the first node given, when
-    /// it was reached. Every client orders the nodes as given, so all agree on it; a
-    /// client that could not reach it wakes nobody and is woken by nobody (its waiters
-    /// fall back on their safety net). One node for all keeps a release's wake-up to one
+    /// The node where waiters wait and releases wake them: of the nodes given, the one
+    /// whose URL sorts first (passwords aside), when it was reached. Every client that
+    /// names the same nodes agrees on it, in whatever order it lists them; a client
+    /// that could not reach it wakes nobody and is woken by nobody (its waiters fall
+    /// back on their safety net). One node for all keeps a release's wake-up to one
     /// waiter, and leaves nothing on the other nodes.
     pub fn primary(&self) -> Option<&Node> {
-        self.primary.then(|| &self.reached[0])
+        self.primary.map(|i| &self.reached[i])
     }
 
     /// Whether `node` (one of [`Nodes::iter`]) is the [`Nodes::primary`].

@@ -177,11 +177,15 @@ fn tls_hint(url: &RedisUrl, err: &RedisError) -> Option<Error> {
     Some(Error::unreachable(format!("{url}: {why}")))
 }
 
-/// READONLY from a Sentinel master means it was demoted by a failover.
+/// READONLY from a Sentinel master means it was demoted by a failover, and a pop ended
+/// with UNBLOCKED that its master became a replica: both heal once the sentinels name
+/// the new master, so both are transient (a waiting run rides through a failover as a
+/// renewal does).
 fn failover_hint(url: &RedisUrl, err: &RedisError) -> Option<Error> {
-    (err.code() == Some("READONLY") && matches!(url.topology(), Topology::Sentinel(_))).then(|| {
+    let moved = matches!(err.code(), Some("READONLY" | "UNBLOCKED"));
+    (moved && matches!(url.topology(), Topology::Sentinel(_))).then(|| {
         Error::new(
-            Kind::ReadOnly,
+            Kind::Unreachable,
             format!(
                 "{url}: the master became a replica (Sentinel failover); asking the sentinels for the new one"
             ),

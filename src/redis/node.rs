@@ -57,11 +57,13 @@ struct Blocking {
 
 /// What a blocking connection is made from.
 enum BlockingSource {
-    /// One server (or, through Sentinel, the master found at connect).
+    /// One server.
     Server(Box<redis::Client>),
     /// A cluster client whose calls wait without a response timeout; the pop goes to
     /// the master of the key's slot.
     Cluster(Box<redis::cluster::ClusterClient>),
+    /// Through Sentinel: the master of the moment (see [`Failover`]).
+    Sentinel(Arc<Failover>),
 }
 
 /// One call's connection: what a [`Link`] hands out, so that every call is written once.
@@ -118,6 +120,8 @@ enum Link {
 struct Failover {
     url: RedisUrl,
     conn: Mutex<ConnectionManager>,
+    /// The current master's client, for a waiter's blocking connection.
+    client: Mutex<redis::Client>,
     busy: AtomicBool,
     timeouts: Timeouts,
 }
@@ -125,6 +129,13 @@ struct Failover {
 impl Failover {
     fn current(&self) -> ConnectionManager {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn client(&self) -> redis::Client {
+        self.client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Starts a background lookup of the master unless one is running.
@@ -140,10 +151,12 @@ impl Failover {
             let limit = me.timeouts.round() * 2;
             let work = async {
                 let client = connect::discover(&me.url, target, me.timeouts).await?;
-                connect::manager(&me.url, &client, me.timeouts).await
+                let conn = connect::manager(&me.url, &client, me.timeouts).await?;
+                Ok::<_, Error>((client, conn))
             };
-            if let Ok(Ok(conn)) = tokio::time::timeout(limit, work).await {
+            if let Ok(Ok((client, conn))) = tokio::time::timeout(limit, work).await {
                 *me.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
+                *me.client.lock().unwrap_or_else(|p| p.into_inner()) = client;
             }
             me.busy.store(false, Ordering::SeqCst);
         });
@@ -323,7 +336,14 @@ impl Node {
                 *self.blocking.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
                 Ok(!matches!(value, Value::Nil))
             }
-            Ok(Err(e)) => Err(from_redis(&self.url, &e)),
+            Ok(Err(e)) => {
+                // A pop ended by a failover ("UNBLOCKED … master -> replica", a
+                // dropped connection): look the master up again for the next one.
+                if let Link::Sentinel(failover) = &self.link {
+                    failover.rediscover();
+                }
+                Err(from_redis(&self.url, &e))
+            }
             Err(_) => Err(self.timed_out()),
         }
     }
@@ -332,20 +352,25 @@ impl Node {
     /// bounded by its own wait plus the node timeout).
     async fn open_blocking(&self) -> Result<Conn> {
         let connect = self.timeout.max(MIN_CONNECT_TIMEOUT);
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(connect))
+            .set_response_timeout(None);
         let work = async {
             match &self.blocking.source {
-                BlockingSource::Server(client) => {
-                    let config = redis::AsyncConnectionConfig::new()
-                        .set_connection_timeout(Some(connect))
-                        .set_response_timeout(None);
-                    client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await
-                        .map(Conn::Plain)
-                }
+                BlockingSource::Server(client) => client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map(Conn::Plain),
                 BlockingSource::Cluster(client) => {
                     client.get_async_connection().await.map(Conn::Cluster)
                 }
+                // The master of now: after a failover the old one is a replica, where
+                // no release pushes a wake-up.
+                BlockingSource::Sentinel(failover) => failover
+                    .client()
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map(Conn::Plain),
             }
         };
         match tokio::time::timeout(connect + self.timeout, work).await {
@@ -397,15 +422,16 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSourc
         Topology::Sentinel(target) => {
             let client = connect::discover(url, target, timeouts).await?;
             let conn = connect::manager(url, &client, timeouts).await?;
-            let failover = Failover {
+            let failover = Arc::new(Failover {
                 url: url.clone(),
                 conn: Mutex::new(conn),
+                client: Mutex::new(client),
                 busy: AtomicBool::new(false),
                 timeouts,
-            };
+            });
             Ok((
-                Link::Sentinel(Arc::new(failover)),
-                BlockingSource::Server(Box::new(client)),
+                Link::Sentinel(Arc::clone(&failover)),
+                BlockingSource::Sentinel(failover),
             ))
         }
     }

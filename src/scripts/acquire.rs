@@ -228,9 +228,11 @@ local function once_per(history, period)
   if kind == 'list' then
     for _, record in ipairs(redis.call('LRANGE', history, 0, -1)) do
       local ok, run = pcall(cjson.decode, record)
+      -- Newest end first: a run that started before the slot may have ended after one
+      -- that started in it, so the scan goes on to the first run that ended before.
       if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
-        if run.start_ms < slot then break end
-        if run.status == 0 then return {-4, slot, record} end
+        if type(run.end_ms) == 'number' and run.end_ms < slot then break end
+        if run.start_ms >= slot and run.status == 0 then return {-4, slot, record} end
       end
     end
   elseif kind ~= 'none' then
@@ -255,8 +257,19 @@ end
 "#;
 
 fn text(body: &str) -> String {
-    splice(body, &[("CLOCK", CLOCK), ("TAKING", TAKING)])
+    splice(
+        body,
+        &[
+            ("CLOCK", CLOCK),
+            ("TAKING", TAKING),
+            ("MAX_BEAT", &FAIR_MAX_BEAT.as_millis().to_string()),
+        ],
+    )
 }
+
+/// The longest heartbeat a fair queue's waiter may claim: the script caps what it is
+/// given, and drops an entry whose deadline lies further than this from now.
+pub const FAIR_MAX_BEAT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, meta field/value pairs.
@@ -400,7 +413,8 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
         r#"
 --CLOCK--
 --TAKING--
-local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local token, ttl = ARGV[1], tonumber(ARGV[2])
+local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
 local refused = once_per(KEYS[6], tonumber(ARGV[5]))
 if refused then return refused end
 local now = now_ms()
@@ -411,13 +425,25 @@ if mode then
 elseif redis.call('EXISTS', KEYS[1]) == 1 then
   return {-6, 'plain'}
 end
+-- Gone: a heartbeat that ran out, or a deadline no waiter can claim (further than the
+-- longest heartbeat from now: written by hand, or by a broken clock).
 local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
-for _, gone in ipairs(dead) do
+for _, far in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. int(now + --MAX_BEAT--), '+inf')) do
+  table.insert(dead, far)
+end
+local function drop(gone)
   redis.call('ZREM', KEYS[3], gone)
   redis.call('ZREM', KEYS[4], gone)
   redis.pcall('HDEL', KEYS[8], gone)
 end
+for _, gone in ipairs(dead) do drop(gone) end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+-- A head without a heartbeat entry would hold the line for good.
+while head and head ~= token and not redis.call('ZSCORE', KEYS[4], head) do
+  drop(head)
+  table.insert(dead, head)
+  head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+end
 if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 8)
   if refused then return refused end

@@ -135,6 +135,7 @@ pub enum Which {
     Settle,
     ForceRelease,
     Watch,
+    Join,
     Leave,
     HandOn,
     FairLeave,
@@ -143,7 +144,7 @@ pub enum Which {
 }
 
 impl Which {
-    pub const ALL: [Which; 15] = [
+    pub const ALL: [Which; 16] = [
         Which::Acquire,
         Which::SemAcquire,
         Which::FairAcquire,
@@ -154,6 +155,7 @@ impl Which {
         Which::Settle,
         Which::ForceRelease,
         Which::Watch,
+        Which::Join,
         Which::Leave,
         Which::HandOn,
         Which::FairLeave,
@@ -174,6 +176,7 @@ impl Which {
             Which::Settle => release::SETTLE_CALLS,
             Which::ForceRelease => force::CALLS,
             Which::Watch => waiters::WATCH_CALLS,
+            Which::Join => waiters::JOIN_CALLS,
             Which::Leave => waiters::LEAVE_CALLS,
             Which::HandOn => waiters::HAND_ON_CALLS,
             Which::FairLeave => waiters::FAIR_LEAVE_CALLS,
@@ -195,6 +198,7 @@ impl Which {
             Which::Settle => &release::SETTLE,
             Which::ForceRelease => &force::FORCE,
             Which::Watch => &waiters::WATCH,
+            Which::Join => &waiters::JOIN,
             Which::Leave => &waiters::LEAVE,
             Which::HandOn => &waiters::HAND_ON,
             Which::FairLeave => &waiters::FAIR_LEAVE,

@@ -9,13 +9,14 @@ use super::{CLOCK, Key, Need, WAKE_TTL_MS, bare, invocation, on, splice};
 use crate::keys::{LockKeys, Shape};
 use crate::redis::reply::{array, int, string};
 
-/// KEYS: lock, meta, waiters, wake, history, queue. ARGV: token, keep ms (0 = delete),
+/// KEYS: lock, meta, waiters, wake, history, queue, mode. ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
 /// then `TIME` − held), status if the lock was still ours, status if not, '1' when the
 /// run already knows it lost the lock. Returns `{outcome, head}`: outcome 1 deleted, 2
-/// kept for `--hold-min`, 0 not ours, 3 already released by an earlier try of this
+/// kept for `--hold-min` (the mode key kept as long, one waiter woken to see the new end),
+/// 0 not ours, 3 already released by an earlier try of this
 /// release; head: a fair queue's head to wake (see [`WAKE_HEAD`]; '' for none).
 ///
 /// A release whose reply was lost (a dropped connection, a timeout after the script
@@ -86,25 +87,34 @@ if not ours then
   end
   return {0, ''}
 end
-local keep = tonumber(ARGV[2])
-if keep > 0 then
-  redis.call('PEXPIRE', KEYS[1], keep)
-  redis.call('PEXPIRE', KEYS[2], keep)
-  return {2, ''}
-end
-redis.call('DEL', KEYS[1], KEYS[2])
-local head = ''
-if tonumber(ARGV[3]) > 0 then
+-- Wakes one waiter (a plain lock's or a semaphore's) or names a fair queue's head to
+-- wake, when this node wakes and someone waits.
+local function wake()
+  if tonumber(ARGV[3]) == 0 then return '' end
   if ARGV[4] == '1' then
     local first = redis.pcall('ZRANGE', KEYS[6], 0, 0)
-    if type(first) == 'table' and first[1] then head = first[1] end
+    if type(first) == 'table' and first[1] then return first[1] end
   elseif redis.call('EXISTS', KEYS[3]) == 1 then
     if type(redis.pcall('LPUSH', KEYS[4], '1')) == 'number' then
       redis.call('PEXPIRE', KEYS[4], ARGV[3])
     end
   end
+  return ''
 end
-return {1, head}
+local keep = tonumber(ARGV[2])
+if keep > 0 then
+  redis.call('PEXPIRE', KEYS[1], keep)
+  redis.call('PEXPIRE', KEYS[2], keep)
+  -- The name's kind lives as long as its kept lock.
+  local kind_left = redis.call('PTTL', KEYS[7])
+  if kind_left >= 0 and kind_left < keep then redis.call('PEXPIRE', KEYS[7], keep) end
+  -- The lock's end moved closer: one waiter wakes to see when (a fair queue's head
+  -- comes back within its heartbeat anyway).
+  if ARGV[4] ~= '1' then wake() end
+  return {2, ''}
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return {1, wake()}
 "#,
         &[("CLOCK", CLOCK)],
     )
@@ -122,6 +132,8 @@ pub const CALLS: &[Need] = &[
     on("del", Key::Meta),
     on("pexpire", Key::Lock),
     on("pexpire", Key::Meta),
+    on("pttl", Key::Mode),
+    on("pexpire", Key::Mode),
     on("del", Key::Lock),
     on("zrange", Key::Queue),
     on("exists", Key::Waiters),
@@ -163,7 +175,9 @@ impl Request<'_> {
         let k = self.keys;
         let mut call = invocation(
             &RELEASE,
-            &[&k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue],
+            &[
+                &k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue, &k.mode,
+            ],
         );
         let fair = if self.shape == Shape::Fair { "1" } else { "0" };
         call.arg(self.token)

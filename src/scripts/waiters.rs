@@ -1,4 +1,5 @@
-//! The waiters: join without acquiring (`redlock wait`: [`WATCH`]), leave ([`LEAVE`]),
+//! The waiters: join without acquiring (`redlock wait`: [`WATCH`]; a Redlock waiter on
+//! the primary node: [`JOIN`]), leave ([`LEAVE`]),
 //! leave handing a wake-up on ([`HAND_ON`]), leave a fair queue ([`FAIR_LEAVE`]).
 //! Waiters join when an acquire finds the lock busy (see `acquire`).
 
@@ -41,6 +42,33 @@ pub const WATCH_CALLS: &[Need] = &[
 /// The call joining `keys`' waiters as `token` for `heartbeat_ms`.
 pub fn watch(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
     let mut call = invocation(&WATCH, &[&keys.lock, &keys.waiters]);
+    call.arg(token).arg(heartbeat_ms);
+    call
+}
+
+/// Join the waiters whatever the lock's state on this node: over several nodes a
+/// waiter's try may find the primary node free (the holder lost the race there) while a
+/// quorum is held elsewhere, and the primary is where releases wake waiters. KEYS:
+/// waiters. ARGV: token, heartbeat ms. Returns 1 (0: the key is of another type, left
+/// alone).
+pub const JOIN_TEXT: &str = r#"
+if type(redis.pcall('SADD', KEYS[1], ARGV[1])) ~= 'number' then return 0 end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+"#;
+pub static JOIN: LazyLock<Script> = LazyLock::new(|| Script::new(JOIN_TEXT));
+
+pub const JOIN_CALLS: &[Need] = &[
+    on("sadd", Key::Waiters),
+    on("pttl", Key::Waiters),
+    on("pexpire", Key::Waiters),
+];
+
+/// The call joining `keys`' waiters as `token` for `heartbeat_ms`, unconditionally.
+pub fn join(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
+    let mut call = invocation(&JOIN, &[&keys.waiters]);
     call.arg(token).arg(heartbeat_ms);
     call
 }
@@ -174,6 +202,7 @@ mod tests {
     fn calls_match_the_lua() {
         for (text, calls) in [
             (WATCH_TEXT, WATCH_CALLS),
+            (JOIN_TEXT, JOIN_CALLS),
             (LEAVE_TEXT, LEAVE_CALLS),
             (HAND_ON_TEXT, HAND_ON_CALLS),
             (FAIR_LEAVE_TEXT, FAIR_LEAVE_CALLS),

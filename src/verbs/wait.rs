@@ -1,5 +1,5 @@
 //! `redlock wait NAME [--timeout D]`: block until a lock is free, without taking it
-//! ("deploy after the migration finishes"). It waits the way a waiter does: it joins
+//! ("deploy after the migration finishes"); a semaphore is free when no slot is held. It waits the way a waiter does: it joins
 //! the lock's waiters and blocks on the wake list, so the release wakes it and it costs
 //! Redis what a waiter costs; its safety net is the holder's time to live. A wake-up it
 //! pops may have been meant for a run waiting to acquire: when it finds the lock free
@@ -63,6 +63,12 @@ impl Watcher<'_> {
     ) -> Result<u8> {
         loop {
             let state = read(self.nodes, self.keys).await?;
+            // A semaphore is free when no slot is held; the wait watches a held slot.
+            let held_slot = state
+                .slots
+                .iter()
+                .find(|s| s.holder.is_some())
+                .map_or(1, |s| s.slot);
             let Some(holder) = state.holder else {
                 if self.woken.get() {
                     self.hand_on().await;
@@ -85,8 +91,9 @@ impl Watcher<'_> {
                 })
                 .min(left);
             let until = crate::clock::now() + nap;
+            let slot = self.keys.for_slot(held_slot);
             tokio::select! {
-                _ = self.block(until) => {}
+                _ = self.block(&slot, until) => {}
                 Some(sig) = signals.recv() => {
                     if crate::signals::ends_wait(sig) {
                         return Ok(exit::from_signal(sig as i32));
@@ -97,8 +104,9 @@ impl Watcher<'_> {
     }
 
     /// Joins the waiters on the primary node and blocks on its wake list until
-    /// `until`; a wake-up it takes is handed on. Without a primary, sleeps.
-    async fn block(&self, until: timing::Point) {
+    /// `until`, while `slot` (a held lock key: the lock, or a semaphore's held slot) is
+    /// held; a wake-up it takes is handed on. Without a primary, sleeps.
+    async fn block(&self, slot: &LockKeys, until: timing::Point) {
         let Some(primary) = self.nodes.primary() else {
             tokio::time::sleep(until.saturating_sub(crate::clock::now())).await;
             return;
@@ -106,7 +114,7 @@ impl Watcher<'_> {
         let heartbeat = until.saturating_sub(crate::clock::now())
             + self.nodes.timeout() * 2
             + std::time::Duration::from_secs(1);
-        let call = waiters::watch(self.keys, &self.token, heartbeat.as_millis() as u64);
+        let call = waiters::watch(slot, &self.token, heartbeat.as_millis() as u64);
         match primary
             .run_idempotent::<redis::Value>(&call)
             .await

@@ -114,6 +114,7 @@ pub async fn acquire(
         progress: Progress::new(report, lease.keys().display_name(), chatty),
         last: Holder::default(),
         attempt: 0,
+        registered: Duration::MAX,
     };
     // The first try, as no waiter yet: the common, uncontended case costs one round
     // trip and leaves nothing behind. In a fair queue a run that may wait takes its
@@ -139,7 +140,14 @@ pub async fn acquire(
         // The wake-up that brought it here is of use to the next waiter (a --once-per
         // run finds the slot done, and so will the others; a plain run takes the lock).
         Ok(Waited::AlreadyRan { .. }) => lease.hand_on().await,
-        _ => lease.leave().await,
+        _ => {
+            if lease.is_fair() {
+                // A late grant kept for the next try (see `Lease::acquire`) is given
+                // back: compare-and-delete, nothing when the lock is not ours.
+                let _ = lease.release_all(0, None).await;
+            }
+            lease.leave().await
+        }
     }
     waited
 }
@@ -155,6 +163,8 @@ struct Waiter<'a> {
     last: Holder,
     /// Tries that failed in a row (the backoff grows with it).
     attempt: u32,
+    /// The heartbeat of the last try that joined the waiters.
+    registered: Duration,
 }
 
 /// What one try gave.
@@ -191,7 +201,10 @@ impl Waiter<'_> {
                     None => Ok(Waited::Busy(self.last.clone())),
                 };
             };
-            let mut nap = self.safety_net(failure.is_some()).min(left);
+            let mut nap = self
+                .safety_net(failure.is_some())
+                .min(left)
+                .min(self.registered_nap());
             if self.lease.is_fair() {
                 // A queued waiter comes back within its heartbeat, or loses its place.
                 nap = nap.min(FAIR_BEAT);
@@ -227,6 +240,9 @@ impl Waiter<'_> {
             heartbeat: self.heartbeat(),
             known_holder: self.last.token.clone(),
         });
+        if let Some(r) = &registration {
+            self.registered = r.heartbeat;
+        }
         let holder = match self.lease.acquire(self.meta, registration.as_ref()).await {
             Ok(Acquire::Acquired { t_sent }) => {
                 if waiting && self.lease.nodes().given() > 1 {
@@ -236,7 +252,12 @@ impl Waiter<'_> {
                 }
                 return Ok(Tried::Acquired(t_sent));
             }
-            Ok(Acquire::Busy(holder)) => holder,
+            Ok(Acquire::Busy(holder)) => {
+                if let Some(r) = &registration {
+                    self.lease.join_primary(r.heartbeat).await;
+                }
+                holder
+            }
             Ok(Acquire::AlreadyRan { slot_ms, record }) => {
                 return Ok(Tried::Done(Waited::AlreadyRan { slot_ms, record }));
             }
@@ -276,7 +297,23 @@ impl Waiter<'_> {
                 .map_or(Duration::ZERO, |ttl| timing::until_expiry(ttl, 1.0))
                 .max(Duration::from_secs(2))
         };
-        longest + self.lease.node_timeout() * 2 + Duration::from_secs(1)
+        let beat = longest + self.lease.node_timeout() * 2 + Duration::from_secs(1);
+        if self.lease.is_fair() {
+            beat.min(crate::scripts::acquire::FAIR_MAX_BEAT)
+        } else {
+            beat
+        }
+    }
+
+    /// The longest this waiter may block after a try and still find its entry in the
+    /// waiters set: the heartbeat it registered with, less the time a try may take. The
+    /// heartbeat is sized from the holder seen *before* the try; a holder with a longer
+    /// ttl found by it must not make the waiter sleep past its entry (a release would
+    /// then find nobody waiting and wake nobody).
+    fn registered_nap(&self) -> Duration {
+        self.registered
+            .saturating_sub(self.lease.node_timeout() * 2 + Duration::from_secs(1))
+            .max(Duration::from_millis(100))
     }
 
     /// Blocks on the wake list of every node for at most `nap`, showing the progress
