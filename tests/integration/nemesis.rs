@@ -26,23 +26,23 @@ use crate::harness::*;
 
 /// The lease of the workload rows: ttl 2 s, renew 0.5 s, node timeout 0.2 s, kill-after
 /// 0.3 s.
-const TTL_MS: u64 = 2000;
+pub const TTL_MS: u64 = 2000;
 /// How long a stalling fault lasts: 1.5 × ttl, past every lease end.
-const STALL: Duration = Duration::from_millis(TTL_MS * 3 / 2);
+pub const STALL: Duration = Duration::from_millis(TTL_MS * 3 / 2);
 /// Contenders of a workload row.
 const K: usize = 8;
 /// Sections and faults each workload row needs at least (17 rows: ≥ 4,080 sections).
 const SECTIONS: usize = 240;
 const INJECTIONS: usize = 5;
 /// The gap between faults: 1–3 × this.
-const QUIET: Duration = Duration::from_secs(1);
+pub const QUIET: Duration = Duration::from_secs(1);
 /// A row that has not reached its figures by then fails.
 const ROW_LIMIT: Duration = Duration::from_secs(150);
 /// Losses each out-of-model row injects, and kill-ordering trials per row.
 const LOSSES: usize = 20;
 const ORDERINGS: usize = 3;
 
-fn args_for(urls: &[String], name: &str, ttl_ms: u64) -> Vec<String> {
+pub fn args_for(urls: &[String], name: &str, ttl_ms: u64) -> Vec<String> {
     let mut args = vec!["--key".to_string(), name.to_string()];
     for url in urls {
         args.extend(["--redis".to_string(), url.clone()]);
@@ -60,13 +60,13 @@ fn no_keys_left(servers: &[&Redis]) {
 }
 
 /// A server the nemesis may restart (which needs `&mut`) between other faults.
-type Node = RefCell<Redis>;
+pub type Node = RefCell<Redis>;
 
-fn node() -> Node {
+pub fn node() -> Node {
     RefCell::new(Redis::start())
 }
 
-fn no_keys_left_on(nodes: &[&Node]) {
+pub fn no_keys_left_on(nodes: &[&Node]) {
     let borrowed: Vec<_> = nodes.iter().map(|n| n.borrow()).collect();
     no_keys_left(&borrowed.iter().map(|b| &**b).collect::<Vec<_>>());
 }
@@ -96,7 +96,7 @@ fn workload_row(row: &str, what: &str, w: &Workload, faults: &mut [Fault], serve
 
 /// A row whose faults stall renewals past the lease end: some sections pause 0–1.5
 /// ttl so that the faults catch holders mid-section, whose runs then exit 79.
-fn stalling(mut w: Workload) -> Workload {
+pub fn stalling(mut w: Workload) -> Workload {
     w.allowed.push(codes::LOST);
     w.long_share = 0.05;
     w.long_pause = STALL;
@@ -108,7 +108,7 @@ fn single(redis: &Node, name: &str) -> Workload {
 }
 
 /// Half the contenders talk to Redis through `proxy`, the others directly.
-fn half_through(redis: &Node, proxy: &Proxy, name: &str, k: usize) -> Workload {
+pub fn half_through(redis: &Node, proxy: &Proxy, name: &str, k: usize) -> Workload {
     let (direct, proxied) = (
         args_for(&[redis.borrow().url()], name, TTL_MS),
         args_for(&[proxy.url()], name, TTL_MS),
@@ -127,13 +127,13 @@ fn half_through(redis: &Node, proxy: &Proxy, name: &str, k: usize) -> Workload {
 
 // The faults of the in-model rows, one constructor each (Tier B mixes them) -----------
 
-fn wrapper_signal<'a>(signal: Signal) -> Fault<'a> {
+pub fn wrapper_signal<'a>(signal: Signal) -> Fault<'a> {
     Fault::new("signal to the holder's wrapper", move |u: &Underway| {
         u.signal_holder(signal);
     })
 }
 
-fn redis_stopped(r: &Node) -> Fault<'_> {
+pub fn redis_stopped(r: &Node) -> Fault<'_> {
     Fault::new("SIGSTOP redis", move |_: &Underway| {
         sigstop(&r.borrow(), STALL)
     })
@@ -151,36 +151,36 @@ fn redis_pause_write(r: &Node) -> Fault<'_> {
     })
 }
 
-fn blackholed(p: &Proxy) -> Fault<'_> {
+pub fn blackholed(p: &Proxy) -> Fault<'_> {
     Fault::new("blackhole", move |_: &Underway| {
         network(&[p], Mode::Blackhole, STALL)
     })
 }
 
 /// Latency each way; 150 ms makes a round trip slower than the node timeout.
-fn slowed(p: &Proxy, ms: u64) -> Fault<'_> {
+pub fn slowed(p: &Proxy, ms: u64) -> Fault<'_> {
     Fault::new("latency", move |_: &Underway| {
         network(&[p], Mode::Latency(Duration::from_millis(ms)), STALL)
     })
 }
 
-fn replies_dropped(p: &Proxy) -> Fault<'_> {
+pub fn replies_dropped(p: &Proxy) -> Fault<'_> {
     Fault::new("replies dropped", move |_: &Underway| {
         network(&[p], Mode::DropReplies, STALL)
     })
 }
 
-fn connections_killed(r: &Node) -> Fault<'_> {
+pub fn connections_killed(r: &Node) -> Fault<'_> {
     Fault::new("CLIENT KILL normal+pubsub", move |_: &Underway| {
         client_kill(&r.borrow())
     })
 }
 
-fn connections_reset(p: &Proxy) -> Fault<'_> {
+pub fn connections_reset(p: &Proxy) -> Fault<'_> {
     Fault::new("proxy reset", move |_: &Underway| p.reset())
 }
 
-fn scripts_flushed(r: &Node) -> Fault<'_> {
+pub fn scripts_flushed(r: &Node) -> Fault<'_> {
     Fault::new("SCRIPT FLUSH", move |_: &Underway| {
         script_flush(&r.borrow())
     })
@@ -193,7 +193,7 @@ fn restarted(r: &Node) -> Fault<'_> {
     })
 }
 
-fn restarted_late(r: &Node) -> Fault<'_> {
+pub fn restarted_late(r: &Node) -> Fault<'_> {
     Fault::new("kill -9, down 1.2 ttl, restart", move |_: &Underway| {
         crash_restart(&mut r.borrow_mut(), Duration::from_millis(TTL_MS * 6 / 5))
     })
@@ -224,7 +224,7 @@ fn clients_maxed(r: &Node) -> Fault<'_> {
 }
 
 /// Stops `count` of `nodes` (chosen at random) for a stall.
-fn nodes_stopped(nodes: &[Node], count: usize) -> Fault<'_> {
+pub fn nodes_stopped(nodes: &[Node], count: usize) -> Fault<'_> {
     Fault::new("SIGSTOP Redlock nodes", move |_: &Underway| {
         let mut order: Vec<usize> = (0..nodes.len()).collect();
         fastrand::shuffle(&mut order);
@@ -239,7 +239,7 @@ fn nodes_stopped(nodes: &[Node], count: usize) -> Fault<'_> {
     })
 }
 
-fn node_restarted_late(nodes: &[Node]) -> Fault<'_> {
+pub fn node_restarted_late(nodes: &[Node]) -> Fault<'_> {
     Fault::new(
         "kill -9 one node, restart after 1.2 ttl",
         move |_: &Underway| {
@@ -253,7 +253,7 @@ fn node_restarted_late(nodes: &[Node]) -> Fault<'_> {
 
 /// proxies[c][n]: contender c's own way to node n; each contender cut from a different
 /// node, so each sees a different majority.
-fn partitioned(proxies: &[Vec<Proxy>]) -> Fault<'_> {
+pub fn partitioned(proxies: &[Vec<Proxy>]) -> Fault<'_> {
     Fault::new(
         "each contender cut from a different node",
         move |_: &Underway| {
@@ -270,7 +270,7 @@ fn partitioned(proxies: &[Vec<Proxy>]) -> Fault<'_> {
 
 /// `contenders` × one proxy per node, and the workload whose contender c goes through
 /// its own proxies.
-fn through_own_proxies(
+pub fn through_own_proxies(
     nodes: &[Node],
     contenders: usize,
     name: &str,
@@ -569,15 +569,15 @@ fn f01_f09_fair_queue() {
 
 // In-model rows: Redlock over three masters -------------------------------------------
 
-fn three() -> Vec<Node> {
+pub fn three() -> Vec<Node> {
     (0..3).map(|_| node()).collect()
 }
 
-fn urls(nodes: &[Node]) -> Vec<String> {
+pub fn urls(nodes: &[Node]) -> Vec<String> {
     nodes.iter().map(|n| n.borrow().url()).collect()
 }
 
-fn refs(nodes: &[Node]) -> Vec<&Node> {
+pub fn refs(nodes: &[Node]) -> Vec<&Node> {
     nodes.iter().collect()
 }
 

@@ -155,7 +155,7 @@ fn evalsha_calls(redis: &Redis) -> u64 {
 
 /// EVALSHA calls that ran a script (not those answered NOSCRIPT, which the client
 /// follows with SCRIPT LOAD and the same EVALSHA again).
-fn evalsha_runs(redis: &Redis) -> u64 {
+pub fn evalsha_runs(redis: &Redis) -> u64 {
     evalsha_stat(redis, "calls") - evalsha_stat(redis, "failed_calls")
 }
 

@@ -196,6 +196,8 @@ fn contender(
         });
         let status = child.wait().expect("wait for redlock-run");
         shared.live.lock().unwrap().remove(&run);
+        let code = status.code().map_or("sig".to_string(), |c| c.to_string());
+        append(log, &format!("EXIT {run} {code}\n"));
         let stderr = reader.join().unwrap_or_default();
         if status.success() {
             shared.ok.fetch_add(1, Ordering::SeqCst);
@@ -266,6 +268,21 @@ impl Underway {
         kill(Pid::from_raw(pid), signal).is_ok()
     }
 
+    /// Sends `signal` to the wrapper of a run that is waiting (started, no section
+    /// open), if one is; returns its pid.
+    pub fn signal_waiter(&self, signal: Signal) -> Option<i32> {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let live = self.shared.live.lock().unwrap();
+        let begun: std::collections::HashSet<&str> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("BEGIN ")?.split(' ').next())
+            .collect();
+        let (run, &pid) = live.iter().find(|(run, _)| !begun.contains(run.as_str()))?;
+        self.note(&format!("{signal:?} to the waiting wrapper of {run}"));
+        kill(Pid::from_raw(pid), signal).ok()?;
+        Some(pid)
+    }
+
     /// Stops the contenders after their current run (or, with rounds, after their last
     /// round), waits for them and judges the log.
     pub fn finish(self) -> Report {
@@ -327,6 +344,7 @@ impl Underway {
             statuses,
             unexpected,
             elapsed: self.started.elapsed(),
+            log: LogText(log.clone()),
         };
         if report.verdict.overlaps > 0 || report.lost_updates > 0 {
             // Kept for a post-mortem: the test panics and the temp dir would go.
@@ -357,6 +375,17 @@ pub struct Report {
     /// Runs whose status was neither 0 nor allowed, with their stderr.
     pub unexpected: Vec<String>,
     pub elapsed: Duration,
+    /// The whole log (for checks of their own: `--once-per` slots).
+    pub log: LogText,
+}
+
+/// A log kept whole, shown by its length (a report's Debug stays readable).
+pub struct LogText(pub String);
+
+impl std::fmt::Debug for LogText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} lines>", self.0.lines().count())
+    }
 }
 
 impl Report {
