@@ -105,7 +105,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;release' {
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Release only if this token holds the lock')
-            [CompletionResult]::new('--slot', '--slot', [CompletionResultType]::ParameterName, 'The slot of a semaphore (--limit) to release, 1 to N [default: 1]')
+            [CompletionResult]::new('--slot', '--slot', [CompletionResultType]::ParameterName, 'The slot of a semaphore (--limit) to release, 1 to N [default: --token: the slot the token holds; --if-dead: every slot; --force asks for it]')
             [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
             [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
@@ -114,7 +114,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Remove the lock whoever holds it (says whose lock it was)')
-            [CompletionResult]::new('--if-dead', '--if-dead', [CompletionResultType]::ParameterName, 'Remove the lock only if its holder ran on this host and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75)')
+            [CompletionResult]::new('--if-dead', '--if-dead', [CompletionResultType]::ParameterName, 'Remove the lock only if its holder ran on this host, in this PID namespace, and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75). On a semaphore without --slot, every slot whose holder is gone')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

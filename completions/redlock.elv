@@ -98,7 +98,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;release'= {
             cand --token 'Release only if this token holds the lock'
-            cand --slot 'The slot of a semaphore (--limit) to release, 1 to N [default: 1]'
+            cand --slot 'The slot of a semaphore (--limit) to release, 1 to N [default: --token: the slot the token holds; --if-dead: every slot; --force asks for it]'
             cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
             cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
             cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
@@ -107,7 +107,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
             cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
             cand --force 'Remove the lock whoever holds it (says whose lock it was)'
-            cand --if-dead 'Remove the lock only if its holder ran on this host and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75)'
+            cand --if-dead 'Remove the lock only if its holder ran on this host, in this PID namespace, and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75). On a semaphore without --slot, every slot whose holder is gone'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --json 'Print JSON'
             cand -h 'Print help (see more with ''--help'')'

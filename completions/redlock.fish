@@ -87,7 +87,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-insecure-sk
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print JSON (one object per line)'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l token -d 'Release only if this token holds the lock' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l slot -d 'The slot of a semaphore (--limit) to release, 1 to N [default: 1]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l slot -d 'The slot of a semaphore (--limit) to release, 1 to N [default: --token: the slot the token holds; --if-dead: every slot; --force asks for it]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
@@ -96,7 +96,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'C
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Remove the lock whoever holds it (says whose lock it was)'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-dead -d 'Remove the lock only if its holder ran on this host and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-dead -d 'Remove the lock only if its holder ran on this host, in this PID namespace, and its process is gone (a pid reused by another process counts as gone); otherwise refuse (exit 75). On a semaphore without --slot, every slot whose holder is gone'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print JSON'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -351,11 +351,13 @@ pub struct ReleaseArgs {
     /// Remove the lock whoever holds it (says whose lock it was).
     #[arg(long)]
     pub force: bool,
-    /// Remove the lock only if its holder ran on this host and its process is gone
-    /// (a pid reused by another process counts as gone); otherwise refuse (exit 75).
+    /// Remove the lock only if its holder ran on this host, in this PID namespace, and
+    /// its process is gone (a pid reused by another process counts as gone); otherwise
+    /// refuse (exit 75). On a semaphore without --slot, every slot whose holder is gone.
     #[arg(long, conflicts_with_all = ["force", "token"])]
     pub if_dead: bool,
-    /// The slot of a semaphore (--limit) to release, 1 to N [default: 1].
+    /// The slot of a semaphore (--limit) to release, 1 to N [default: --token: the slot
+    /// the token holds; --if-dead: every slot; --force asks for it].
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub slot: Option<String>,
     #[command(flatten)]

@@ -206,7 +206,7 @@ pub fn verb_table(page: Page) -> Vec<Row> {
             ("1", "--force, --if-dead: the lock was already free"),
             (
                 "75",
-                "--if-dead: the holder is alive, or on another host; nothing released",
+                "--if-dead: the holder is alive, on another host or in another PID namespace; nothing released",
             ),
             (
                 "79",
@@ -219,7 +219,10 @@ pub fn verb_table(page: Page) -> Vec<Row> {
             ("128+N", "signal N ended the wait; nothing is held"),
         ],
         Page::Wait => &[
-            ("0", "the lock is free (now, or it was released or expired)"),
+            (
+                "0",
+                "the lock is free (now, or it was released or expired; a semaphore: no slot held)",
+            ),
             ("75", "still held when --timeout ran out"),
             ("128+N", "signal N ended the wait"),
         ],
