@@ -401,6 +401,11 @@ impl RunConfig {
                 "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
             ));
         }
+        if let (Some(_), Shape::Semaphore(limit)) = (once_per, shape) {
+            return Err(Error::usage(format!(
+                "--once-per runs a job at most once per slot, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other"
+            )));
+        }
         Ok(RunConfig {
             conn,
             keys,

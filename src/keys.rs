@@ -99,6 +99,9 @@ impl Shape {
     }
 }
 
+/// The mode key's suffix after the name's lock key.
+const MODE_SUFFIX: &[u8] = b":mode";
+
 /// Checks a prefix (usage error naming `--prefix` when it is unusable).
 pub fn check_prefix(prefix: &str) -> Result<()> {
     if prefix.contains(['{', '}']) {
@@ -131,7 +134,7 @@ impl LockKeys {
             wake: with(b":wake"),
             fence: with(b":fence"),
             history: with(b":history"),
-            mode: with(b":mode"),
+            mode: with(MODE_SUFFIX),
             queue: with(b":queue"),
             beats: with(b":beats"),
             queue_info: with(b":queue:info"),
@@ -141,12 +144,17 @@ impl LockKeys {
 
     /// The keys of semaphore slot `slot` (1-based): slot 1 is the lock key itself, the
     /// others `…:slot:i`; every other key is the name's.
+    /// From any slot's keys as well as from the name's: the slot's keys are made from
+    /// the name's lock key (the mode key without its suffix), never from this slot's.
     pub fn for_slot(&self, slot: u32) -> LockKeys {
         let mut keys = self.clone();
-        if slot > 1 {
-            keys.lock = [self.lock.as_slice(), format!(":slot:{slot}").as_bytes()].concat();
-            keys.meta = [keys.lock.as_slice(), b":meta"].concat();
-        }
+        let name_lock = &self.mode[..self.mode.len() - MODE_SUFFIX.len()];
+        keys.lock = if slot > 1 {
+            [name_lock, format!(":slot:{slot}").as_bytes()].concat()
+        } else {
+            name_lock.to_vec()
+        };
+        keys.meta = [keys.lock.as_slice(), b":meta"].concat();
         keys
     }
 
@@ -213,6 +221,12 @@ mod tests {
         assert_eq!(k.for_slot(1), k);
         assert_eq!(k.for_slot(3).lock, b"redlock:{close-order}:slot:3");
         assert_eq!(k.for_slot(3).meta, b"redlock:{close-order}:slot:3:meta");
+        // A slot's keys give every other slot's, never a slot of a slot.
+        assert_eq!(k.for_slot(3).for_slot(1), k);
+        assert_eq!(
+            k.for_slot(3).for_slot(2).lock,
+            b"redlock:{close-order}:slot:2"
+        );
         assert_eq!(k.own_wake("t1"), b"redlock:{close-order}:wake:t1");
     }
 

@@ -7,7 +7,7 @@
 //! promises that applies to the draw. A combination the README refuses must be
 //! refused with one line (64) and leave nothing.
 //!
-//! Tier A (in CI) runs the seeds `1..=TIER_A`; `NEMESIS_SEED=S` runs that seed alone
+//! Tier A (in CI) runs the fixed seeds of `TIER_A`; `NEMESIS_SEED=S` runs that seed alone
 //! (to replay a failure); Tier B (`generated_tier_b`, ignored) runs fresh seeds for
 //! `NEMESIS_MINUTES` (40 by default) and prints the figure.
 
@@ -27,8 +27,10 @@ use crate::nemesis::{
     restarted_late, slowed, stalling, three, through_own_proxies, wrapper_signal,
 };
 
-/// Trials Tier A runs (seeds 1..=TIER_A).
-const TIER_A: u64 = 10;
+/// The seeds Tier A runs, in two tests that run side by side: picked from the first 80
+/// so that together they draw every kind, both topologies, a refusal, every option,
+/// both side actors and every fault (held by `tier_a_covers_every_draw`).
+const TIER_A: [&[u64]; 2] = [&[7, 5, 41, 56, 32, 67, 13], &[55, 51, 57, 37, 10, 28]];
 /// Contenders of a trial.
 const K: usize = 6;
 /// Faults each trial fires at least, and the longest a trial may run.
@@ -142,6 +144,13 @@ impl Draw {
         f.into_iter().map(String::from).collect()
     }
 
+    /// A combination the README refuses: `--limit` or `--fair` over Redlock nodes,
+    /// `--once-per` with `--limit`.
+    fn is_refused(&self) -> bool {
+        (self.redlock && self.kind != Kind::Plain)
+            || (self.once_per && matches!(self.kind, Kind::Limit(_)))
+    }
+
     fn limit(&self) -> usize {
         match self.kind {
             Kind::Limit(n) => n,
@@ -170,7 +179,7 @@ impl Checked {
 fn trial(d: &Draw) -> Checked {
     fastrand::seed(d.seed);
     let name = format!("gen{}", d.seed);
-    if d.redlock && d.kind != Kind::Plain {
+    if d.is_refused() {
         return refused(d, &name);
     }
     if d.redlock {
@@ -268,7 +277,7 @@ fn with_draw(w: Workload, d: &Draw) -> Workload {
 
 /// A combination the README refuses: one line, 64, nothing written.
 fn refused(d: &Draw, name: &str) -> Checked {
-    let nodes = three();
+    let nodes = if d.redlock { three() } else { vec![node()] };
     let urls: Vec<String> = nodes.iter().map(|n| n.borrow().url()).collect();
     let out = output(
         redlock_run()
@@ -279,9 +288,14 @@ fn refused(d: &Draw, name: &str) -> Checked {
     let mut c = Checked::default();
     let err = stderr(&out);
     summary(&format!(
-        "generated seed {} {:?} Redlock N=3 {:?}: refused ({}): {}",
+        "generated seed {} {:?}{} {:?}: refused ({}): {}",
         d.seed,
         d.kind,
+        if d.redlock {
+            " Redlock N=3"
+        } else {
+            " one server"
+        },
         d.flags(),
         code(&out),
         err.trim()
@@ -530,15 +544,26 @@ fn run_seeds(
     (trials, invariants, violations)
 }
 
-/// Tier A: the fixed seeds (or `NEMESIS_SEED` alone).
+/// Tier A, first half: its fixed seeds, or `NEMESIS_SEED` alone.
 #[test]
 fn generated_tier_a() {
-    let seeds: Vec<u64> = match std::env::var("NEMESIS_SEED")
+    tier_a(TIER_A[0], true);
+}
+
+/// Tier A, second half (nothing when `NEMESIS_SEED` is set).
+#[test]
+fn generated_tier_a_more() {
+    tier_a(TIER_A[1], false);
+}
+
+fn tier_a(seeds: &[u64], replays: bool) {
+    let chosen: Option<u64> = std::env::var("NEMESIS_SEED")
         .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => (1..=TIER_A).collect(),
+        .and_then(|s| s.parse().ok());
+    let seeds: Vec<u64> = match chosen {
+        Some(seed) if replays => vec![seed],
+        Some(_) => Vec::new(),
+        None => seeds.to_vec(),
     };
     let (trials, invariants, violations) = run_seeds(seeds.into_iter(), None);
     summary(&format!(
@@ -546,6 +571,51 @@ fn generated_tier_a() {
         violations.len()
     ));
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// The Tier A seeds draw every kind, topology, option, side actor and fault.
+#[test]
+fn tier_a_covers_every_draw() {
+    let draws: Vec<Draw> = TIER_A
+        .iter()
+        .flat_map(|s| s.iter())
+        .map(|&s| draw(s))
+        .collect();
+    let any = |f: &dyn Fn(&Draw) -> bool| draws.iter().any(f);
+    assert!(
+        any(&|d| d.redlock && d.kind != Kind::Plain),
+        "a refusal over Redlock"
+    );
+    assert!(
+        any(&|d| !d.redlock && d.is_refused()),
+        "--once-per with --limit refused"
+    );
+    assert!(any(&|d| d.redlock && d.kind == Kind::Plain), "Redlock");
+    let runs = |d: &Draw| !d.is_refused();
+    for kind in [Kind::Plain, Kind::Limit(2), Kind::Limit(3), Kind::Fair] {
+        assert!(
+            any(&|d| runs(d) && !d.redlock && d.kind == kind),
+            "{kind:?}"
+        );
+    }
+    assert!(any(&|d| runs(d) && d.hold_min), "--hold-min");
+    assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
+    assert!(any(&|d| runs(d) && d.once_per), "--once-per");
+    assert!(any(&|d| runs(d) && d.bounded_wait), "--wait 3s");
+    assert!(any(&|d| runs(d) && d.if_dead), "release --if-dead");
+    assert!(any(&|d| runs(d) && d.wait_verb), "redlock wait");
+    assert!(
+        any(&|d| d.kind == Kind::Fair && d.fault_names().iter().all(|f| FIFO_SAFE.contains(f))),
+        "FIFO checked"
+    );
+    for (redlock, list) in [(false, &SINGLE_FAULTS[..]), (true, &REDLOCK_FAULTS[..])] {
+        for fault in list {
+            assert!(
+                any(&|d| runs(d) && d.redlock == redlock && d.fault_names().contains(fault)),
+                "{fault}"
+            );
+        }
+    }
 }
 
 /// Tier B: fresh seeds for `NEMESIS_MINUTES` (40 by default), from `NEMESIS_SEED_FROM`

@@ -456,8 +456,9 @@ fn server_ms(redis: &Redis) -> u64 {
 }
 
 /// (3a) The history is in end order: a run L that started before the slot and ended
-/// after the slot's successful run R stands before R. The once-per check must still
-/// find R: the slot is done.
+/// after the slot's successful run R (L lost its lock while stalled and R took it; or,
+/// before `--once-per` with `--limit` was refused, two slots at once) stands before R.
+/// The once-per check must still find R: the slot is done.
 #[test]
 fn once_per_finds_the_slots_run_behind_a_longer_one_that_started_before() {
     let redis = Redis::start();
@@ -470,11 +471,9 @@ fn once_per_finds_the_slots_run_behind_a_longer_one_that_started_before() {
         )
     };
     let r = record("r", slot + 1, now.max(slot + 2), 0);
-    let l = record("l", slot - 2000, now.max(slot + 2) + 1, 3);
+    let l = record("l", slot - 2000, now.max(slot + 2) + 1, 79);
     let _: i64 = redis.cmd(&["LPUSH", "redlock:{op}:history", &r, &l]);
     let out = output(redlock_run().args(lock_args(&redis, "op")).args([
-        "--limit",
-        "2",
         "--once-per",
         "1h",
         "--",
@@ -675,4 +674,45 @@ fn a_fair_head_with_a_late_reply_keeps_its_turn() {
     assert_eq!(finish(next, Duration::from_secs(60)).0, 0);
     assert_eq!(read_trimmed(&log), "head\nnext", "first come, first served");
     holder.stop();
+}
+
+/// (found by the generated family) Releasing one slot of a semaphore (`--slot 2
+/// --if-dead`) must not let the name's kind go while another slot is held: the next
+/// `--limit 2` run takes the free slot instead of being refused as if the name were a
+/// plain lock.
+#[test]
+fn releasing_one_slot_keeps_the_semaphore_kind_while_another_is_held() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let a = args(&redis, "keep", &["--limit", "2", "--ttl", "60s"]);
+    let live = parked(&a, &s, "live");
+    assert!(eventually(READY, || has_started(&s, "live")));
+    let mut dead = parked(&a, &s, "dead");
+    assert!(eventually(READY, || has_started(&s, "dead")));
+    let dead_cmd = read_pid(&s.path("dead.started"));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-dead_cmd),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = dead.kill();
+    let _ = dead.wait();
+    assert!(eventually(READY, || !alive(dead_cmd)));
+    let out = output(redlock().args([
+        "release",
+        "keep",
+        "--if-dead",
+        "--slot",
+        "2",
+        "--redis",
+        &redis.url(),
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        redis.exists("redlock:{keep}:mode"),
+        "the kind went with slot 1 held"
+    );
+    let (c, err) = try_once(&a, "true");
+    assert_eq!(c, 0, "{err}");
+    go(&s, "live");
+    assert_eq!(finish(live, Duration::from_secs(30)).0, 0);
 }
