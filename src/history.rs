@@ -49,6 +49,10 @@ pub struct RunRecord {
     /// When the lock was taken and given back, Unix ms in the server's `TIME`.
     pub start_ms: u64,
     pub end_ms: u64,
+    /// A `--once-per` run's start mark: it holds the lock now, or its end was never
+    /// recorded (then it closes its slot). Only `token` and `start_ms` are known.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
 }
 
 impl RunRecord {
@@ -59,7 +63,9 @@ impl RunRecord {
 
     /// How it ended, in a few words: `exit 0`, `exit 3`, `lost the lock, exit 79`.
     pub fn outcome(&self) -> String {
-        if self.status == i64::from(Code::MaxHold.value()) && self.lost {
+        if self.running {
+            "started; running, or its end never recorded".to_string()
+        } else if self.status == i64::from(Code::MaxHold.value()) && self.lost {
             format!("stopped at --max-hold, exit {}", self.status)
         } else if self.lost {
             format!("lost the lock, exit {}", self.status)

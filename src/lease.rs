@@ -648,6 +648,7 @@ impl Lease {
             token: &self.token,
             keep_ms,
             retain_ms: self.retain_ms(),
+            once_per: self.once_per_ms > 0,
             record: ending.map(Ending::record),
         };
         // Only the primary node wakes a waiter (see `Nodes::primary`).

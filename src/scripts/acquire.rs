@@ -220,7 +220,7 @@ local function refresh(lock, meta, ttl)
   end
   return 0
 end
-local function once_per(history, period)
+local function once_per(history, period, lock)
   if period <= 0 then return nil end
   local now = now_ms()
   local slot = now - (now % period)
@@ -230,15 +230,33 @@ local function once_per(history, period)
       local ok, run = pcall(cjson.decode, record)
       -- Newest end first: a run that started before the slot may have ended after one
       -- that started in it, so the scan goes on to the first run that ended before.
+      -- A start mark (see `mark`) of a run that no longer holds the lock is a run whose
+      -- end was never recorded: it may have succeeded, so it closes its slot.
       if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
         if type(run.end_ms) == 'number' and run.end_ms < slot then break end
-        if run.start_ms >= slot and run.status == 0 then return {-4, slot, record} end
+        if run.start_ms >= slot then
+          if run.running == true then
+            if redis.pcall('GET', lock) ~= run.token then return {-4, slot, record} end
+          elseif run.status == 0 then
+            return {-4, slot, record}
+          end
+        end
       end
     end
   elseif kind ~= 'none' then
     return {-2, 'history', kind}
   end
   return nil
+end
+-- A `--once-per` run marks its start in the history as it takes the lock; its release
+-- replaces the mark with the run's record. A mark left alone (the release never reached
+-- Redis) keeps the slot closed.
+local function mark(history, period, retain)
+  if period <= 0 then return end
+  local start = '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms()) .. ',"running":true}'
+  if type(redis.pcall('LPUSH', history, start)) == 'number' then
+    redis.call('PEXPIRE', history, retain)
+  end
 end
 local function join(waiters, token, heartbeat)
   if type(redis.pcall('SADD', waiters, token)) ~= 'number' then
@@ -288,7 +306,7 @@ pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
 --CLOCK--
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local refused = once_per(KEYS[6], tonumber(ARGV[5]))
+local refused = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1])
 if refused then return refused end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
@@ -296,6 +314,7 @@ if mode then return {-6, mode} end
 if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 7)
   if refused then return refused end
+  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
   if heartbeat > 0 then leave(KEYS[3], KEYS[5], token) end
   return {1, fence, now_ms(), 1}
 end
@@ -337,7 +356,7 @@ pub static SEMAPHORE_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit = tonumber(ARGV[7])
-local refused = once_per(KEYS[5], tonumber(ARGV[5]))
+local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6])
 if refused then return refused end
 local want = 'limit ' .. limit
 local mode = redis.pcall('GET', KEYS[1])
@@ -415,7 +434,7 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused = once_per(KEYS[6], tonumber(ARGV[5]))
+local refused = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1])
 if refused then return refused end
 local now = now_ms()
 local mode = redis.pcall('GET', KEYS[7])
@@ -447,6 +466,7 @@ end
 if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 8)
   if refused then return refused end
+  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
   if head then
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
@@ -521,6 +541,9 @@ macro_rules! taking {
             on("hget", Key::Meta),
             on("type", Key::History),
             on("lrange", Key::History),
+            on("lpush", Key::History),
+            on("pexpire", Key::History),
+            on("get", Key::Lock),
             on("sadd", Key::Waiters),
             on("pttl", Key::Waiters),
             on("pexpire", Key::Waiters),
@@ -535,7 +558,6 @@ macro_rules! taking {
 
 pub const PLAIN_CALLS: &[Need] = taking![
     on("set", Key::Lock),
-    on("get", Key::Lock),
     on("type", Key::Meta),
     on("hgetall", Key::Meta),
     on("pttl", Key::Lock),
@@ -565,7 +587,6 @@ pub const FAIR_CALLS: &[Need] = taking![
     on("del", Key::OwnWake),
     on("pttl", Key::Mode),
     on("set", Key::Mode),
-    on("get", Key::Lock),
     on("zscore", Key::Queue),
     on("zadd", Key::Queue),
     on("hset", Key::QueueInfo),

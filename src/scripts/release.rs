@@ -11,7 +11,7 @@ use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode. ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
-/// then the run's record: history size (0: record nothing), the record's JSON without
+/// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
 /// then `TIME` − held), status if the lock was still ours, status if not, '1' when the
 /// run already knows it lost the lock. Returns `{outcome, head}`: outcome 1 deleted, 2
@@ -46,12 +46,27 @@ pub static TEXT: LazyLock<String> = LazyLock::new(|| {
         r#"
 --CLOCK--
 local token = ARGV[1]
+-- A --once-per run's start mark (written by the acquire) goes first, whatever else the
+-- release finds: the record that replaces it, or nothing (a take-back), is what the
+-- next once-per check must see.
+if ARGV[6] == '1' then
+  local listed = redis.pcall('LRANGE', KEYS[5], 0, -1)
+  if type(listed) == 'table' then
+    local start = '{"token":"' .. token .. '","start_ms":'
+    for _, record in ipairs(listed) do
+      if string.sub(record, 1, #start) == start and string.find(record, '"running":true', 1, true) then
+        redis.call('LREM', KEYS[5], 1, record)
+        break
+      end
+    end
+  end
+end
 local ours = redis.pcall('GET', KEYS[1]) == token
 -- With the lock ours, so is its metadata: it was written with the lock, and nothing
 -- writes it while the lock is held (one HGET less on every release). Without, the
 -- metadata is ours only when its token field says so.
 local ours_meta = ours or redis.pcall('HGET', KEYS[2], 'token') == token
-local size = tonumber(ARGV[6] or '0')
+local size = tonumber(ARGV[7] or '0')
 if size > 0 and not ours then
   local recent = redis.pcall('LRANGE', KEYS[5], 0, 9)
   if type(recent) == 'table' then
@@ -65,16 +80,16 @@ if size > 0 and not ours then
   end
 end
 if size > 0 then
-  local held, start = tonumber(ARGV[8]), tonumber(ARGV[9])
+  local held, start = tonumber(ARGV[9]), tonumber(ARGV[10])
   if start == 0 then start = now_ms() - held end
-  local status = ARGV[11]
+  local status = ARGV[12]
   local lost = 'true'
-  if ours and ARGV[12] ~= '1' then
-    status = ARGV[10]
+  if ours and ARGV[13] ~= '1' then
+    status = ARGV[11]
     lost = 'false'
   end
   -- A history key of another type fails the push (pcall) and is left alone.
-  local pushed = redis.pcall('LPUSH', KEYS[5], ARGV[7] .. ',"status":' .. status
+  local pushed = redis.pcall('LPUSH', KEYS[5], ARGV[8] .. ',"status":' .. status
     .. ',"lost":' .. lost .. ',"start_ms":' .. int(start) .. ',"end_ms":' .. int(start + held) .. '}')
   if type(pushed) == 'number' then
     if pushed > size then redis.call('LTRIM', KEYS[5], 0, size - 1) end
@@ -126,6 +141,7 @@ pub const CALLS: &[Need] = &[
     on("get", Key::Lock),
     on("hget", Key::Meta),
     on("lrange", Key::History),
+    on("lrem", Key::History),
     on("lpush", Key::History),
     on("ltrim", Key::History),
     on("pexpire", Key::History),
@@ -166,6 +182,8 @@ pub struct Request<'a> {
     /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
     pub keep_ms: u64,
     pub retain_ms: u64,
+    /// A `--once-per` run: its start mark is removed.
+    pub once_per: bool,
     pub record: Option<Record<'a>>,
 }
 
@@ -184,7 +202,8 @@ impl Request<'_> {
             .arg(self.keep_ms)
             .arg(if waking { WAKE_TTL_MS } else { 0 })
             .arg(fair)
-            .arg(self.retain_ms);
+            .arg(self.retain_ms)
+            .arg(if self.once_per { "1" } else { "0" });
         if let Some(r) = &self.record {
             call.arg(r.size)
                 .arg(r.head)

@@ -300,6 +300,7 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("pexpire", Some(k)) => vec![key(k), s("1000")],
         ("sadd" | "srem", Some(k)) => vec![key(k), s("t")],
         ("lpush", Some(k)) => vec![key(k), s("1")],
+        ("lrem", Some(k)) => vec![key(k), s("1"), s("x")],
         ("lrange" | "ltrim" | "zrange", Some(k)) => vec![key(k), s("0"), s("-1")],
         ("zrangebyscore", Some(k)) => vec![key(k), s("-inf"), s("+inf")],
         ("zrem" | "zscore" | "zrank" | "hdel", Some(k)) => vec![key(k), s("t")],

@@ -493,13 +493,38 @@ fn once_per_finds_the_slots_run_behind_a_longer_one_that_started_before() {
 #[test]
 fn once_per_records_the_run_when_the_release_is_held_up() {
     let redis = Redis::start();
+    let (c, err) = once_per_run_cut_off(&redis, "opr", "6s", "500ms", Some(Duration::from_secs(3)));
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(
+        once_per_try(&redis, "opr"),
+        codes::BUSY,
+        "ran twice in one slot: {err}"
+    );
+}
+
+/// A `--once-per 1h` run through a proxy whose link is cut as its command ends, for
+/// `cut` (`None`: until the run has ended); its exit code and stderr.
+fn once_per_run_cut_off(
+    redis: &Redis,
+    name: &str,
+    ttl: &str,
+    node_timeout: &str,
+    cut: Option<Duration>,
+) -> (i32, String) {
     let proxy = Proxy::start(redis.port);
     let s = Scratch::new();
-    let ready = s.path("ready");
-    let go = s.path("go");
+    let (ready, go) = (s.path("ready"), s.path("go"));
     let run = redlock_run()
-        .args(["--key", "opr", "--redis", &proxy.url(), "--once-per", "1h"])
-        .args(["--ttl", "6s", "--node-timeout", "500ms", "--", "sh", "-c"])
+        .args(["--key", name, "--redis", &proxy.url(), "--once-per", "1h"])
+        .args([
+            "--ttl",
+            ttl,
+            "--node-timeout",
+            node_timeout,
+            "--",
+            "sh",
+            "-c",
+        ])
         .arg(format!(
             "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done",
             ready.display(),
@@ -512,19 +537,23 @@ fn once_per_records_the_run_when_the_release_is_held_up() {
     assert!(eventually(READY, || ready.exists()));
     proxy.set(Mode::Blackhole);
     std::fs::write(&go, "").unwrap();
-    std::thread::sleep(Duration::from_millis(3000));
-    proxy.pass();
-    let (c, err) = finish(run, Duration::from_secs(30));
-    assert_eq!(c, 0, "{err}");
-    let again = output(redlock_run().args(lock_args(&redis, "opr")).args([
+    if let Some(cut) = cut {
+        std::thread::sleep(cut);
+        proxy.pass();
+    }
+    finish(run, Duration::from_secs(30))
+}
+
+/// The next try in the slot, waiting for the lock if it is still held: its exit code.
+fn once_per_try(redis: &Redis, name: &str) -> i32 {
+    code(&output(redlock_run().args(lock_args(redis, name)).args([
         "--once-per",
         "1h",
         "--wait",
         "30s",
         "--",
         "true",
-    ]));
-    assert_eq!(code(&again), codes::BUSY, "ran twice in one slot: {err}");
+    ])))
 }
 
 /// (5b) Over three Redlock nodes, a holder that lists the nodes in another order than
@@ -715,4 +744,19 @@ fn releasing_one_slot_keeps_the_semaphore_kind_while_another_is_held() {
     assert_eq!(c, 0, "{err}");
     go(&s, "live");
     assert_eq!(finish(live, Duration::from_secs(30)).0, 0);
+}
+
+/// (3b) The release never reaches Redis (the link stays cut past the lease's end): the
+/// run's record is missing, but its start mark, written with the acquisition, keeps the
+/// slot closed: the next try in the slot does not run the job again. The run says so.
+#[test]
+fn once_per_keeps_the_slot_closed_when_the_release_never_arrives() {
+    let redis = Redis::start();
+    let (_, err) = once_per_run_cut_off(&redis, "opm", "2s", "200ms", None);
+    assert!(err.contains("--once-per record was not written"), "{err}");
+    assert_eq!(
+        once_per_try(&redis, "opm"),
+        codes::BUSY,
+        "ran twice in one slot"
+    );
 }

@@ -489,6 +489,7 @@ const LOCKER_ACL: &[&str] = &[
     "+scan",
     "+time",
     "+lrange",
+    "+lrem",
     "+ltrim",
     "+zadd",
     "+zrem",

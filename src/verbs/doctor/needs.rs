@@ -141,7 +141,12 @@ pub const USES: &[Use] = &[
     Use {
         name: "run --once-per",
         scripts: &[],
-        direct: &[on("type", Key::History), on("lrange", Key::History)],
+        direct: &[
+            on("type", Key::History),
+            on("lrange", Key::History),
+            on("lpush", Key::History),
+            on("lrem", Key::History),
+        ],
         wrapper: false,
     },
     Use {
