@@ -79,9 +79,6 @@ const REDLOCK_FAULTS: [&str; 5] = [
     "kill -9 one node, down 1.2 ttl",
     "each contender cut from a different node",
 ];
-/// Faults that never take a waiter's place in a fair queue from it (arrival order
-/// must then hold): a killed waiter leaves, a dropped connection is made again.
-const FIFO_SAFE: [&str; 2] = ["wrapper SIGKILL", "CLIENT KILL"];
 
 fn draw(seed: u64) -> Draw {
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -380,11 +377,10 @@ fn run_trial(
             || format!("{} not increasing", v.fences_not_increasing),
         );
     }
-    if d.kind == Kind::Fair && d.fault_names().iter().all(|f| FIFO_SAFE.contains(f)) {
-        c.hold("first come, first served", v.out_of_order == 0, || {
-            format!("{} out of arrival order", v.out_of_order)
-        });
-    }
+    // Arrival order is reported, not asserted: the workload notes an arrival when it
+    // starts the process, a moment before the run reaches the queue, so two close
+    // arrivals can be noted in the other order (`capacity::` asserts FIFO where
+    // arrivals are known exactly).
     if d.once_per {
         let twice = once_per_slots_run_twice(&report.log.0);
         c.hold(
@@ -427,7 +423,7 @@ fn run_trial(
     }
     summary(&format!(
         "generated seed {} {:?}{} {:?}{} faults {:?}{}{}: {} runs, {} sections, {} injections, \
-         exits {:?}, {} invariants, {} violations",
+         exits {:?}{}, {} invariants, {} violations",
         d.seed,
         d.kind,
         if d.redlock {
@@ -444,6 +440,11 @@ fn run_trial(
         v.sections,
         s.injections,
         report.statuses,
+        if d.kind == Kind::Fair {
+            format!(", {} out of arrival order (reported)", v.out_of_order)
+        } else {
+            String::new()
+        },
         c.invariants,
         c.violations.len(),
     ));
@@ -604,10 +605,6 @@ fn tier_a_covers_every_draw() {
     assert!(any(&|d| runs(d) && d.bounded_wait), "--wait 3s");
     assert!(any(&|d| runs(d) && d.if_dead), "release --if-dead");
     assert!(any(&|d| runs(d) && d.wait_verb), "redlock wait");
-    assert!(
-        any(&|d| d.kind == Kind::Fair && d.fault_names().iter().all(|f| FIFO_SAFE.contains(f))),
-        "FIFO checked"
-    );
     for (redlock, list) in [(false, &SINGLE_FAULTS[..]), (true, &REDLOCK_FAULTS[..])] {
         for fault in list {
             assert!(
