@@ -244,15 +244,21 @@ impl Meta {
 /// waits to be reaped).
 pub fn process_start(pid: u32) -> Option<String> {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count fields
-    // after its closing parenthesis, where field 3 starts.
-    let after = &stat[stat.rfind(')')? + 1..];
-    if after.split_whitespace().next() == Some("Z") {
+    let fields = stat_fields(pid)?;
+    if fields.first().map(String::as_str) == Some("Z") {
         return None;
     }
-    let start = after.split_whitespace().nth(19)?;
+    let start = fields.get(19)?;
     Some(format!("{}/{start}", boot.trim()))
+}
+
+/// The fields of `/proc/PID/stat` from field 3 (the state) on. The command name (field
+/// 2) is in parentheses and may hold spaces: the fields are counted after its closing
+/// parenthesis.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(str::to_string).collect())
 }
 
 /// The process a lock taken by `redlock acquire` belongs to: the nearest ancestor that
@@ -301,12 +307,7 @@ fn is_exec_wrapper(pid: u32) -> bool {
 }
 
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    stat_fields(pid)?.get(1)?.parse().ok()
 }
 
 fn cmdline(pid: u32) -> Option<Vec<u8>> {

@@ -136,6 +136,16 @@ fn has_started(s: &Scratch, name: &str) -> bool {
     s.path(&format!("{name}.started")).exists()
 }
 
+/// Waits (up to `limit`) for the parked run `name` to start its command; how long after
+/// `since` it did.
+fn started_after(s: &Scratch, name: &str, since: std::time::Instant, limit: Duration) -> Duration {
+    assert!(
+        eventually(limit, || has_started(s, name)),
+        "{name} never started"
+    );
+    since.elapsed()
+}
+
 fn args(redis: &Redis, name: &str, extra: &[&str]) -> Vec<String> {
     let mut a = lock_args(redis, name);
     a.extend(extra.iter().map(|s| s.to_string()));
@@ -304,8 +314,7 @@ fn release_by_token_wakes_the_head_of_a_fair_queue() {
         &redis.url(),
     ]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(eventually(Duration::from_secs(30), || has_started(&s, "w")));
-    let slept = freed.elapsed();
+    let slept = started_after(&s, "w", freed, Duration::from_secs(30));
     assert!(
         slept < Duration::from_millis(2500),
         "the head slept {slept:?} with the lock free"
@@ -379,8 +388,7 @@ fn a_waiter_wakes_when_hold_min_ends() {
     assert!(eventually(READY, || redis.exists("redlock:{hw}:waiters")));
     let started = std::time::Instant::now();
     holder.let_go();
-    assert!(eventually(Duration::from_secs(60), || has_started(&s, "w")));
-    let slept = started.elapsed();
+    let slept = started_after(&s, "w", started, Duration::from_secs(60));
     assert!(
         slept < Duration::from_secs(8),
         "the waiter started {slept:?} after the command ended (hold 3 s)"
@@ -411,10 +419,7 @@ fn a_waiter_stays_registered_when_a_longer_holder_takes_over() {
     let freed = std::time::Instant::now();
     let out = output(redlock().args(["release", "hb", "--token", "long", "--redis", &redis.url()]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(eventually(Duration::from_secs(90), || has_started(
-        &s, "third"
-    )));
-    let slept = freed.elapsed();
+    let slept = started_after(&s, "third", freed, Duration::from_secs(90));
     assert!(
         slept < Duration::from_secs(4),
         "the waiter slept {slept:?} with the lock free"
@@ -584,8 +589,7 @@ fn a_redlock_release_wakes_waiters_whatever_the_order_of_the_nodes() {
         .any(|r| r.exists("redlock:{rw}:waiters"))));
     let freed = std::time::Instant::now();
     holder.let_go();
-    assert!(eventually(Duration::from_secs(90), || has_started(&s, "w")));
-    let slept = freed.elapsed();
+    let slept = started_after(&s, "w", freed, Duration::from_secs(90));
     assert!(
         slept < Duration::from_secs(3),
         "the waiter slept {slept:?} with the lock free"
@@ -600,16 +604,8 @@ fn a_redlock_release_wakes_waiters_whatever_the_order_of_the_nodes() {
 /// master once the holder is done.
 #[test]
 fn a_waiting_run_rides_through_a_sentinel_failover() {
-    let master = Redis::start();
-    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    assert!(eventually(Duration::from_secs(20), || replica
-        .cmd::<String>(&["INFO", "replication"])
-        .contains("master_link_status:up")));
-    let sentinel = Sentinel::start("m", master.port);
-    assert!(eventually(Duration::from_secs(30), || !sentinel
-        .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
-        .is_empty()));
-    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let m = Monitored::start();
+    let (master, url) = (&m.master, m.url());
     let s = Scratch::new();
     let a = |extra: &[&str]| {
         let mut a = vec![
@@ -625,27 +621,7 @@ fn a_waiting_run_rides_through_a_sentinel_failover() {
     assert!(eventually(READY, || has_started(&s, "holder")));
     let waiter = parked(&a(&["--wait", "2m"]), &s, "waiter");
     assert!(eventually(READY, || master.exists("redlock:{sfo}:waiters")));
-    assert!(
-        eventually(Duration::from_secs(30), || sentinel
-            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
-            .is_ok()),
-        "sentinel never accepted the failover"
-    );
-    let replica_port = replica.port.to_string();
-    // Read without panicking: the demotion drops the clients of the old master.
-    let role = |redis: &Redis| -> String {
-        redis
-            .client()
-            .get_connection()
-            .and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c))
-            .unwrap_or_default()
-    };
-    assert!(eventually(Duration::from_secs(30), || {
-        let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
-        addr.get(1) == Some(&replica_port)
-            && role(&replica).contains("role:master")
-            && role(&master).contains("role:slave")
-    }));
+    m.fail_over();
     // Let the waiter's tries meet the demoted master before the holder goes.
     std::thread::sleep(Duration::from_secs(3));
     go(&s, "holder");

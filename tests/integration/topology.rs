@@ -239,22 +239,8 @@ fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
 
 #[test]
 fn sentinel_finds_the_master_and_the_new_one_after_failover() {
-    let master = Redis::start();
-    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    assert!(
-        eventually(Duration::from_secs(20), || replica
-            .cmd::<String>(&["INFO", "replication"])
-            .contains("master_link_status:up")),
-        "replica did not sync"
-    );
-    let sentinel = Sentinel::start("m", master.port);
-    assert!(
-        eventually(Duration::from_secs(30), || !sentinel
-            .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
-            .is_empty()),
-        "sentinel did not find the replica"
-    );
-    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let m = Monitored::start();
+    let (master, replica, url) = (&m.master, &m.replica, m.url());
 
     let out = output(redlock().args(["acquire", "before", "--ttl", "1m", "--redis", &url]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -280,25 +266,7 @@ fn sentinel_finds_the_master_and_the_new_one_after_failover() {
     let before = [fence(), fence()];
     assert!(before[0] < before[1], "{before:?}");
 
-    // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
-    assert!(
-        eventually(Duration::from_secs(30), || sentinel
-            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
-            .is_ok()),
-        "sentinel never accepted the failover"
-    );
-    let replica_port = replica.port.to_string();
-    assert!(
-        eventually(Duration::from_secs(30), || {
-            let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
-            addr.get(1) == Some(&replica_port)
-                && replica
-                    .cmd::<Vec<redis::Value>>(&["ROLE"])
-                    .first()
-                    .is_some_and(|r| *r == redis::Value::BulkString(b"master".to_vec()))
-        }),
-        "failover did not happen"
-    );
+    m.fail_over();
 
     // New runs find the new master.
     let out = output(
@@ -748,16 +716,8 @@ fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
 
 #[test]
 fn sentinel_failover_during_a_run_moves_renewals_to_the_new_master() {
-    let master = Redis::start();
-    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    assert!(eventually(Duration::from_secs(20), || replica
-        .cmd::<String>(&["INFO", "replication"])
-        .contains("master_link_status:up")));
-    let sentinel = Sentinel::start("m", master.port);
-    assert!(eventually(Duration::from_secs(30), || !sentinel
-        .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
-        .is_empty()));
-    let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
+    let m = Monitored::start();
+    let (replica, url) = (&m.replica, m.url());
     let scratch = Scratch::new();
     let started = scratch.path("started");
     let failed_over = scratch.path("failed-over");
@@ -791,28 +751,7 @@ fn sentinel_failover_during_a_run_moves_renewals_to_the_new_master() {
         .spawn()
         .unwrap();
     assert!(wait_for_file(&started, "", Duration::from_secs(10)));
-    assert!(
-        eventually(Duration::from_secs(30), || sentinel
-            .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
-            .is_ok()),
-        "sentinel never accepted the failover"
-    );
-    let replica_port = replica.port.to_string();
-    let is = |redis: &Redis, role: &str| {
-        let reply: Option<Vec<redis::Value>> = redis
-            .client()
-            .get_connection()
-            .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
-            .ok();
-        reply.and_then(|r| r.into_iter().next())
-            == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
-    };
-    // Over when the sentinel names the replica and the old master has been demoted
-    // (until then the old master still takes writes: renewals there succeed).
-    assert!(eventually(Duration::from_secs(30), || {
-        let addr: Vec<String> = sentinel.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
-        addr.get(1) == Some(&replica_port) && is(&replica, "master") && is(&master, "slave")
-    }));
+    m.fail_over();
     std::fs::write(&failed_over, "").unwrap();
     let status = wait_child(&mut run, Duration::from_secs(30));
     let mut err = String::new();

@@ -38,7 +38,7 @@ use tempfile::TempDir;
 pub use clock::with_clock_offset;
 pub use cluster::Cluster;
 pub use holding::Holding;
-pub use sentinel::Sentinel;
+pub use sentinel::{Monitored, Sentinel};
 pub use server::{Redis, free_port};
 pub use terminal::*;
 pub use tls::Certs;

@@ -105,3 +105,81 @@ impl Drop for Sentinel {
         let _ = self.child.wait();
     }
 }
+
+/// A master, its replica (synced) and a sentinel that has found the replica: a
+/// deployment that can fail over, as `redis+sentinel://…/m` names it.
+pub struct Monitored {
+    pub master: super::server::Redis,
+    pub replica: super::server::Redis,
+    pub sentinel: Sentinel,
+}
+
+impl Monitored {
+    pub fn start() -> Monitored {
+        use super::eventually;
+        use std::time::Duration;
+        let master = super::server::Redis::start();
+        let port = master.port.to_string();
+        let replica = super::server::Redis::start_with(&["--replicaof", "127.0.0.1", &port]);
+        assert!(
+            eventually(Duration::from_secs(20), || replica
+                .cmd::<String>(&["INFO", "replication"])
+                .contains("master_link_status:up")),
+            "replica did not sync"
+        );
+        let sentinel = Sentinel::start("m", master.port);
+        assert!(
+            eventually(Duration::from_secs(30), || !sentinel
+                .cmd::<Vec<redis::Value>>(&["SENTINEL", "REPLICAS", "m"])
+                .is_empty()),
+            "sentinel did not find the replica"
+        );
+        Monitored {
+            master,
+            replica,
+            sentinel,
+        }
+    }
+
+    /// The URL runs are given.
+    pub fn url(&self) -> String {
+        format!("redis+sentinel://127.0.0.1:{}/m", self.sentinel.port)
+    }
+
+    /// `SENTINEL FAILOVER`, then waits until the sentinel names the replica and the
+    /// old master has been demoted (until then the old master still takes writes).
+    pub fn fail_over(&self) {
+        use super::eventually;
+        use std::time::Duration;
+        // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
+        assert!(
+            eventually(Duration::from_secs(30), || self
+                .sentinel
+                .try_cmd::<()>(&["SENTINEL", "FAILOVER", "m"])
+                .is_ok()),
+            "sentinel never accepted the failover"
+        );
+        let replica_port = self.replica.port.to_string();
+        // Read without panicking: the demotion drops the old master's clients.
+        let is = |redis: &super::server::Redis, role: &str| {
+            let reply: Option<Vec<redis::Value>> = redis
+                .client()
+                .get_connection()
+                .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+                .ok();
+            reply.and_then(|r| r.into_iter().next())
+                == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+        };
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                let addr: Vec<String> =
+                    self.sentinel
+                        .cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+                addr.get(1) == Some(&replica_port)
+                    && is(&self.replica, "master")
+                    && is(&self.master, "slave")
+            }),
+            "failover did not happen"
+        );
+    }
+}
