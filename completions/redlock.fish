@@ -60,9 +60,11 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l retain -d 'How long the name\'s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l history -d 'How many past runs the lock\'s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l local-dir -d 'Directory of the host-local queue: runs that wait queue here first, and only the first of each host contends in Redis; share one between users to queue them together [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]' -r -f -a "(__fish_complete_directories)"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l fair -d 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-local-queue -d 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say what happens: connect retries, acquire, renewals, release'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -73,6 +75,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l local-dir -d 'Directory of the host-local queue whose waiters to count, as the runs were given it [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]' -r -f -a "(__fish_complete_directories)"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print JSON (one object per line)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'

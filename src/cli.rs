@@ -218,6 +218,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub hide_args: bool,
 
+    #[command(flatten)]
+    pub local: LocalArgs,
+
     /// Print nothing but errors (no waiting line, no busy note).
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
@@ -229,6 +232,26 @@ pub struct RunArgs {
     /// The command to run and its arguments (after --).
     #[arg(last = true, value_name = "COMMAND", value_hint = ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
+}
+
+/// The host-local queue in front of Redis (`redlock-run`, `redlock status`).
+#[derive(Debug, Clone, Args)]
+pub struct LocalArgs {
+    /// Directory of the host-local queue: runs that wait queue here first, and only the
+    /// first of each host contends in Redis; share one between users to queue them
+    /// together [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID].
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "REDLOCK_LOCAL_DIR",
+        value_hint = ValueHint::DirPath
+    )]
+    pub local_dir: Option<PathBuf>,
+
+    /// Wait in Redis directly, without the host-local queue (every waiting run holds
+    /// a Redis connection).
+    #[arg(long, env = "REDLOCK_NO_LOCAL_QUEUE", conflicts_with = "local_dir")]
+    pub no_local_queue: bool,
 }
 
 /// What `--on-lost` can choose.
@@ -326,6 +349,15 @@ pub struct StatusArgs {
     /// Print JSON (one object per line).
     #[arg(long)]
     pub json: bool,
+    /// Directory of the host-local queue whose waiters to count, as the runs were given
+    /// it [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID].
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "REDLOCK_LOCAL_DIR",
+        value_hint = ValueHint::DirPath
+    )]
+    pub local_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -57,7 +57,21 @@ pub struct RunConfig {
     /// `--limit`, `--fair`: what kind of lock the name is.
     pub shape: Shape,
     pub hide_args: bool,
+    /// Where the host-local queue is (`--local-dir`, `--no-local-queue`).
+    pub local: LocalDir,
     pub command: Vec<OsString>,
+}
+
+/// Where the host-local queue's files are (see `wait/local.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalDir {
+    /// `--local-dir` / `REDLOCK_LOCAL_DIR`: must be usable, or the run is refused.
+    Given(std::path::PathBuf),
+    /// `$XDG_RUNTIME_DIR/redlock`, else `/tmp/redlock-<uid>`: used when it is this
+    /// user's and private, skipped (waiting in Redis directly) otherwise.
+    Default,
+    /// `--no-local-queue`.
+    Off,
 }
 
 /// The default ttl.
@@ -421,8 +435,21 @@ impl RunConfig {
             shape,
             max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
             hide_args: args.hide_args,
+            local: local_dir(&args.local)?,
             command: args.command,
         })
+    }
+}
+
+/// `--local-dir`, `--no-local-queue`.
+fn local_dir(args: &crate::cli::LocalArgs) -> Result<LocalDir> {
+    match (&args.local_dir, args.no_local_queue) {
+        (_, true) => Ok(LocalDir::Off),
+        (Some(dir), _) if dir.as_os_str().is_empty() => Err(Error::usage(
+            "--local-dir is empty; give a directory, or --no-local-queue",
+        )),
+        (Some(dir), _) => Ok(LocalDir::Given(dir.clone())),
+        (None, _) => Ok(LocalDir::Default),
     }
 }
 
@@ -466,6 +493,8 @@ pub struct StatusConfig {
     pub conn: Conn,
     pub keys: Vec<LockKeys>,
     pub json: bool,
+    /// The host-local queue whose waiters are counted.
+    pub local: LocalDir,
 }
 
 impl StatusConfig {
@@ -480,6 +509,7 @@ impl StatusConfig {
             conn,
             keys,
             json: args.json,
+            local: args.local_dir.map_or(LocalDir::Default, LocalDir::Given),
         })
     }
 }

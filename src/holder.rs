@@ -38,7 +38,8 @@ impl Who {
 }
 
 /// Who holds a lock, as read from Redis.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Holder {
     /// The lock key's value.
     pub token: String,

@@ -17,11 +17,12 @@ use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
 use crate::history::{self, Ending, RunRecord};
 use crate::holder::{self, Meta};
+use crate::keys::Shape;
 use crate::lease::{Lease, Lost, Release, new_token};
 use crate::report::{Reporter, human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::{self, Point};
-use crate::wait::{self, Patience, Waited};
+use crate::wait::{self, Entered, Head, LocalQueue, Patience, Progress, WaitAs, Waited};
 
 type Signals = UnboundedReceiver<Signal>;
 
@@ -30,6 +31,10 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     let program = child::resolve(&config.command[0])?;
     let mut signals = listen()?;
     let patience = Patience::new(config.wait);
+    let head = match queue_locally(&config, &patience, &mut signals, report).await? {
+        Ok(head) => head,
+        Err(code) => return Ok(code),
+    };
     let lease = match connect(&config, &patience, &mut signals, report).await? {
         Ok(lease) => lease,
         Err(code) => return Ok(code),
@@ -46,11 +51,14 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         &lease,
         &meta,
         &patience,
-        &mut signals,
+        (&mut signals, head.as_ref()),
         report,
         || guard = GroupGuard::fork(),
     );
-    let t_sent = match took.await? {
+    let took = took.await;
+    // Held or given up: the next run of this host contends in Redis from now on.
+    drop(head);
+    let t_sent = match took? {
         Ok(t_sent) => t_sent,
         Err(code) => return Ok(code),
     };
@@ -83,6 +91,67 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         }
     };
     Ok(finish(&config, &lease, &meta, outcome, acquired_at, report).await)
+}
+
+/// Waits in this host's local queue until this run is the host's head (the one that
+/// contends in Redis): `Ok(None)` when the run does not use it (`--wait 0`, `--fair`, a
+/// run nested in a holder of this lock, `--no-local-queue`, no usable directory);
+/// `Err(code)` when the wait ended there (`--wait` ran out, a signal).
+async fn queue_locally(
+    config: &RunConfig,
+    patience: &Patience,
+    signals: &mut Signals,
+    report: &Reporter,
+) -> Result<std::result::Result<Option<Head>, u8>> {
+    if !patience.allows_waiting() || config.shape == Shape::Fair || nested(config) {
+        return Ok(Ok(None));
+    }
+    let Some(dir) = wait::resolve_dir(&config.local, report)? else {
+        return Ok(Ok(None));
+    };
+    let servers: Vec<String> = config.conn.urls.iter().map(|u| u.to_string()).collect();
+    let slots = match config.shape {
+        Shape::Semaphore(n) => n,
+        _ => 1,
+    };
+    let queue = LocalQueue::new(&dir, &config.keys, &servers.join(","), slots);
+    let name = config.keys.display_name();
+    let mut progress = Progress::new(report, name.clone(), chatty(config, report));
+    let entered = queue.enter(patience, &mut progress, signals).await?;
+    progress.ended();
+    Ok(match entered {
+        Entered::Head(head) => {
+            if head.waited {
+                report.verbose(|| format!("first of this host for {name}; trying Redis"));
+            }
+            Ok(Some(head))
+        }
+        Entered::TimedOut(holder) => {
+            wait::busy_note(&name, slots, &holder, config.busy_code, report);
+            Err(config.busy_code)
+        }
+        Entered::Interrupted(sig) => Err(interrupted_while_waiting(sig, report)),
+    })
+}
+
+/// Whether this run is nested in a holder of this lock (its key in our environment):
+/// it must not queue behind the host's next head, which waits for the enclosing run.
+/// Redis still checks the token (see [`reentrant`]); a forged key only skips the
+/// local queue.
+fn nested(config: &RunConfig) -> bool {
+    let Some(key) = std::env::var_os(env::KEY) else {
+        return false;
+    };
+    let slots = match config.shape {
+        Shape::Semaphore(n) => n,
+        _ => 1,
+    };
+    (1..=slots).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
+}
+
+/// Whether waiting may be reported off a terminal (see `wait/progress.rs`).
+fn chatty(config: &RunConfig, report: &Reporter) -> bool {
+    config.busy_code != 0 || report.verbose
 }
 
 /// Connects to the nodes (retried within `--wait`) and builds the lease over them;
@@ -222,26 +291,20 @@ async fn take(
     lease: &Lease,
     meta: &Meta,
     patience: &Patience,
-    signals: &mut Signals,
+    (signals, head): (&mut Signals, Option<&Head>),
     report: &Reporter,
     before_waiting: impl FnOnce(),
 ) -> Result<std::result::Result<Point, u8>> {
-    let chatty = config.busy_code != 0 || report.verbose;
+    let how = WaitAs {
+        chatty: chatty(config, report),
+        head,
+    };
     Ok(
-        match wait::acquire(
-            lease,
-            meta,
-            patience,
-            chatty,
-            signals,
-            report,
-            before_waiting,
-        )
-        .await?
-        {
+        match wait::acquire(lease, meta, patience, how, signals, report, before_waiting).await? {
             Waited::Acquired { t_sent } => Ok(t_sent),
             Waited::Busy(holder) => {
-                wait::busy_note(lease, &holder, config.busy_code, report);
+                let name = lease.keys().display_name();
+                wait::busy_note(&name, lease.limit(), &holder, config.busy_code, report);
                 Err(config.busy_code)
             }
             Waited::Interrupted(sig) => Err(interrupted_while_waiting(sig, report)),

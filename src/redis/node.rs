@@ -348,6 +348,18 @@ impl Node {
         }
     }
 
+    /// Closes the idle blocking connection: a waiter that got the lock pops no more, and
+    /// a holder keeps one connection to Redis, not two.
+    pub fn close_blocking(&self) {
+        drop(
+            self.blocking
+                .idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+    }
+
     /// A connection for blocking pops: no response timeout of its own (each pop is
     /// bounded by its own wait plus the node timeout).
     async fn open_blocking(&self) -> Result<Conn> {

@@ -37,7 +37,7 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
         &lease,
         &meta,
         &patience,
-        chatty,
+        wait::WaitAs { chatty, head: None },
         &mut signals,
         &report,
         || (),
@@ -53,7 +53,13 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Ok(0)
         }
         Waited::Busy(holder) => {
-            busy_note(&lease, &holder, config.busy_code, &report);
+            busy_note(
+                &lease.keys().display_name(),
+                lease.limit(),
+                &holder,
+                config.busy_code,
+                &report,
+            );
             Ok(config.busy_code)
         }
         Waited::Interrupted(sig) => Ok(exit::from_signal(sig as i32)),

@@ -59,6 +59,20 @@ pub struct LockState {
     /// A fair queue (`--fair`): its waiters, first in line first; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<Vec<Waiting>>,
+    /// This host's local queue (`status` only; absent when no run of this host is in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalWaiters>,
+}
+
+/// The runs of this host in the lock's local queue (see `wait/local.rs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalWaiters {
+    /// The local queue's directory.
+    pub dir: String,
+    /// The host's heads: the runs of this host that contend in Redis.
+    pub heads: Vec<u32>,
+    /// Runs waiting behind them in the kernel (no Redis connection).
+    pub queued: u64,
 }
 
 /// A waiter in a fair queue, as it described itself when it joined.
@@ -268,6 +282,7 @@ impl LockState {
             held: None,
             slots: Vec::new(),
             queue: None,
+            local: None,
         }
     }
 
@@ -295,6 +310,16 @@ impl LockState {
                         .unwrap_or_default()
                 ));
             }
+        }
+        if let Some(local) = &self.local {
+            let pids: Vec<String> = local.heads.iter().map(|p| p.to_string()).collect();
+            out.push_str(&format!(
+                "\n  this host: {} contending in Redis (pid {}), {} queued behind (local queue in {})",
+                local.heads.len(),
+                pids.join(", "),
+                local.queued,
+                local.dir
+            ));
         }
         if let Some(run) = &self.last_run {
             out.push_str(&format!("\n  last run: {}", run.describe()));

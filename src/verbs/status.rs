@@ -2,12 +2,14 @@
 //! named lock is held, 1 when one is free.
 
 use super::history;
-use super::state::read;
+use super::state::{LocalWaiters, read};
 use super::{open, print_json, print_line};
 use crate::clock::wall_ms;
-use crate::config::{DEFAULT_TTL, StatusConfig};
+use crate::config::{DEFAULT_TTL, LocalDir, StatusConfig};
 use crate::error::Result;
 use crate::exit;
+use crate::keys::LockKeys;
+use crate::wait::{self, LocalQueue};
 
 pub async fn run(config: StatusConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
@@ -20,6 +22,7 @@ pub async fn run(config: StatusConfig) -> Result<u8> {
             .await
             .ok()
             .and_then(|runs| runs.into_iter().next());
+        state.local = local_waiters(&config, keys, state.limit.unwrap_or(1));
         all_held &= state.holder.is_some();
         if config.json {
             print_json(&state)?;
@@ -28,4 +31,21 @@ pub async fn run(config: StatusConfig) -> Result<u8> {
         }
     }
     Ok(if all_held { 0 } else { exit::STATUS_FREE })
+}
+
+/// The runs of this host in the lock's local queue, as `redlock-run` with the same
+/// URLs, prefix and local directory would queue them; `None` when there are none.
+fn local_waiters(config: &StatusConfig, keys: &LockKeys, slots: u32) -> Option<LocalWaiters> {
+    let dir = match &config.local {
+        LocalDir::Given(dir) => dir.clone(),
+        _ => wait::default_dir(),
+    };
+    let servers: Vec<String> = config.conn.urls.iter().map(|u| u.to_string()).collect();
+    let queue = LocalQueue::new(&dir, keys, &servers.join(","), slots);
+    let (queued, heads) = wait::local_waiters(&queue);
+    (queued > 0 || !heads.is_empty()).then(|| LocalWaiters {
+        dir: dir.display().to_string(),
+        heads,
+        queued,
+    })
 }

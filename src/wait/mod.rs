@@ -24,11 +24,14 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+mod local;
 mod patience;
 mod progress;
 
+pub use local::{Entered, Head, LocalQueue, default_dir, local_waiters, resolve_dir};
 pub use patience::Patience;
-use progress::Progress;
+use progress::Place;
+pub use progress::Progress;
 
 use crate::clock::wall_ms;
 use crate::error::{Error, Result};
@@ -101,17 +104,22 @@ pub async fn acquire(
     lease: &Lease,
     meta: &Meta,
     patience: &Patience,
-    chatty: bool,
+    how: WaitAs<'_>,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
     before_waiting: impl FnOnce(),
 ) -> Result<Waited> {
+    let mut progress = Progress::new(report, lease.keys().display_name(), how.chatty);
+    if how.head.is_some_and(|h| h.waited) {
+        progress = progress.continuing();
+    }
     let mut waiter = Waiter {
         lease,
         meta,
         report,
         patience: *patience,
-        progress: Progress::new(report, lease.keys().display_name(), chatty),
+        progress,
+        head: how.head,
         last: Holder::default(),
         attempt: 0,
         registered: Duration::MAX,
@@ -121,7 +129,10 @@ pub async fn acquire(
     // place in line at once: its arrival is its place.
     let queue_now = lease.is_fair() && patience.allows_waiting();
     let failure = match waiter.try_once(queue_now).await? {
-        Tried::Acquired(t_sent) => return Ok(Waited::Acquired { t_sent }),
+        Tried::Acquired(t_sent) => {
+            waiter.progress.acquired(patience);
+            return Ok(Waited::Acquired { t_sent });
+        }
         Tried::Done(ran) => return Ok(ran),
         Tried::Busy => None,
         Tried::Failed(e) => Some(e),
@@ -136,7 +147,7 @@ pub async fn acquire(
     let waited = waiter.wait(signals).await;
     waiter.progress.ended();
     match waited {
-        Ok(Waited::Acquired { .. }) => {}
+        Ok(Waited::Acquired { .. }) => lease.nodes().iter().for_each(|n| n.close_blocking()),
         // The wake-up that brought it here is of use to the next waiter (a --once-per
         // run finds the slot done, and so will the others; a plain run takes the lock).
         Ok(Waited::AlreadyRan { .. }) => lease.hand_on().await,
@@ -152,6 +163,15 @@ pub async fn acquire(
     waited
 }
 
+/// How a run waits: whether it may say so off a terminal (see `progress.rs`), and
+/// whether it is its host's head in the local queue (it tells the local waiters what
+/// it sees).
+#[derive(Clone, Copy, Default)]
+pub struct WaitAs<'a> {
+    pub chatty: bool,
+    pub head: Option<&'a Head>,
+}
+
 /// A waiter between tries.
 struct Waiter<'a> {
     lease: &'a Lease,
@@ -159,6 +179,7 @@ struct Waiter<'a> {
     report: &'a Reporter,
     patience: Patience,
     progress: Progress<'a>,
+    head: Option<&'a Head>,
     /// The holder seen last.
     last: Holder,
     /// Tries that failed in a row (the backoff grows with it).
@@ -278,9 +299,17 @@ impl Waiter<'_> {
         } else {
             holder
         };
+        if let Some(head) = self.head {
+            head.publish(&holder);
+        }
         if self.patience.allows_waiting() {
-            self.progress
-                .busy(&holder, self.lease.place(), &self.patience);
+            self.progress.busy(
+                &holder,
+                self.lease
+                    .place()
+                    .map(|(place, of)| Place::Queue { place, of }),
+                &self.patience,
+            );
         }
         self.last = holder;
         Ok(Tried::Busy)
@@ -373,19 +402,23 @@ pub async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> 
     }
 }
 
-/// Says that the lock is busy and who holds it; a run told that busy is fine
-/// (`--busy-exit-code 0`) says it only with `--verbose`, like `flock -n`, so that cron
-/// mails nothing.
-pub fn busy_note(lease: &Lease, holder: &Holder, busy_code: u8, report: &Reporter) {
+/// Says that the lock `name` (`limit` slots) is busy and who holds it; a run told that
+/// busy is fine (`--busy-exit-code 0`) says it only with `--verbose`, like `flock -n`,
+/// so that cron mails nothing. A holder not known (a run that gave up in the local
+/// queue before its head saw one) is said as such.
+pub fn busy_note(name: &str, limit: u32, holder: &Holder, busy_code: u8, report: &Reporter) {
     let line = || {
+        let who = if holder.token.is_empty() {
+            "a run this host's queue waited behind".to_string()
+        } else {
+            holder.describe(wall_ms())
+        };
         format!(
-            "lock {} is busy{}: held by {}{}",
-            lease.keys().display_name(),
-            match lease.limit() {
+            "lock {name} is busy{}: held by {who}{}",
+            match limit {
                 1 => String::new(),
                 n => format!(" (all {n} slots held; the first to come free)"),
             },
-            holder.describe(wall_ms()),
             holder
                 .ttl_left
                 .map(|t| format!(", expires in {}", human(t)))

@@ -23,6 +23,20 @@ const REFRESH: Duration = Duration::from_secs(1);
 /// How often a line is written off a terminal while nothing changes.
 const LINE_EVERY: Duration = Duration::from_secs(60);
 
+/// Where a waiting run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In a fair queue: `place` of `of`.
+    Queue { place: u64, of: u64 },
+    /// In this host's local queue: `ahead` of `waiting` runs blocked here are before
+    /// it, behind the host's head (`head_pid`, which contends in Redis).
+    Host {
+        ahead: u64,
+        waiting: u64,
+        head_pid: Option<u32>,
+    },
+}
+
 /// The visible side of one wait.
 pub struct Progress<'a> {
     report: &'a Reporter,
@@ -33,8 +47,8 @@ pub struct Progress<'a> {
     next: Point,
     /// The holder last shown.
     holder: Holder,
-    /// In a fair queue: this run's place and the queue's length.
-    place: Option<(u64, u64)>,
+    /// Its place: in a fair queue, or in this host's local queue.
+    place: Option<Place>,
     /// Whether anything was shown.
     shown: bool,
 }
@@ -53,9 +67,21 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// A run that waited in the local queue goes on waiting in Redis: its first line
+    /// was said.
+    pub fn continuing(mut self) -> Self {
+        self.shown = true;
+        self
+    }
+
+    /// Whether `holder` is another holder than the one shown.
+    pub fn would_change(&self, holder: &Holder) -> bool {
+        holder.token != self.holder.token
+    }
+
     /// The lock was found busy (or Redis unreachable, with no holder) at a try.
-    pub fn busy(&mut self, holder: &Holder, place: Option<(u64, u64)>, patience: &Patience) {
-        let changed = holder.token != self.holder.token || place != self.place;
+    pub fn busy(&mut self, holder: &Holder, place: Option<Place>, patience: &Patience) {
+        let changed = holder.token != self.holder.token || !same_kind(place, self.place);
         let first = !self.shown;
         self.holder = holder.clone();
         self.place = place;
@@ -68,8 +94,9 @@ impl<'a> Progress<'a> {
                     "holder_token": holder.token_prefix(),
                     "holder_ttl_ms": holder.ttl_left.map(|t| t.as_millis() as u64),
                     "waited_ms": patience.waited().as_millis() as u64,
-                    "place": place.map(|(p, _)| p),
-                    "queue": place.map(|(_, n)| n),
+                    "place": match place { Some(Place::Queue { place, .. }) => Some(place), _ => None },
+                    "queue": match place { Some(Place::Queue { of, .. }) => Some(of), _ => None },
+                    "host_waiting": match place { Some(Place::Host { waiting, .. }) => Some(waiting), _ => None },
                 }),
             );
         }
@@ -87,8 +114,9 @@ impl<'a> Progress<'a> {
                 (false, false) => "now held by ",
             };
             self.line(&format!(
-                "{lead} {}: {now_held}{}",
+                "{lead} {}: {}{now_held}{}",
                 self.name,
+                self.host_text(),
                 self.detail(patience)
             ));
         }
@@ -109,8 +137,9 @@ impl<'a> Progress<'a> {
                 "held by "
             };
             self.line(&format!(
-                "still waiting for {}: {held}{}",
+                "still waiting for {}: {}{held}{}",
                 self.name,
+                self.host_text(),
                 self.detail(patience)
             ));
         }
@@ -149,8 +178,9 @@ impl<'a> Progress<'a> {
     fn refresh(&mut self, patience: &Patience) {
         // The times first, the holder's command last: the line is cut to the width.
         self.report.status_line(&format!(
-            "waiting for {}: {}{}; {}",
+            "waiting for {}: {}{}{}; {}",
             self.name,
+            self.host_text(),
             waited(patience),
             self.place_text(),
             self.who(|h| format!("held by {}", h.describe_command_last(wall_ms())))
@@ -176,20 +206,44 @@ impl<'a> Progress<'a> {
     }
 
     /// The holder as `describe` says it, or, when a fair queue's lock is free but
-    /// promised to the first in line, that.
+    /// promised to the first in line, that; in the local queue before the head has
+    /// said who holds it, who contends for this host.
     fn who(&self, describe: impl Fn(&Holder) -> String) -> String {
-        if self.holder.token.is_empty() && self.place.is_some() {
-            "free, going to the first in line".to_string()
-        } else {
-            describe(&self.holder)
+        match (self.holder.token.is_empty(), self.place) {
+            (true, Some(Place::Queue { .. })) => "free, going to the first in line".to_string(),
+            (true, Some(Place::Host { head_pid, .. })) => match head_pid {
+                Some(pid) => format!("the holder not known yet (pid {pid} contends for this host)"),
+                None => "the holder not known yet (another run contends for this host)".to_string(),
+            },
+            _ => describe(&self.holder),
         }
     }
 
     /// `; you are #2 of 4` in a fair queue.
     fn place_text(&self) -> String {
-        self.place
-            .map(|(place, of)| format!("; you are #{place} of {of}"))
-            .unwrap_or_default()
+        match self.place {
+            Some(Place::Queue { place, of }) => format!("; you are #{place} of {of}"),
+            _ => String::new(),
+        }
+    }
+
+    /// `#3 on this host (2 ahead here), ` in the local queue: the head is #1.
+    fn host_text(&self) -> String {
+        match self.place {
+            Some(Place::Host { ahead, .. }) => {
+                format!("#{} on this host ({} ahead here), ", ahead + 2, ahead + 1)
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// Whether two places are the same for the waiting line: a fair queue's place counts,
+/// a local queue's changes all the time and is shown when a line is due.
+fn same_kind(a: Option<Place>, b: Option<Place>) -> bool {
+    match (a, b) {
+        (Some(Place::Host { .. }), Some(Place::Host { .. })) => true,
+        (a, b) => a == b,
     }
 }
 

@@ -58,8 +58,23 @@ struct Draw {
     bounded_wait: bool,
     if_dead: bool,
     wait_verb: bool,
+    /// The host-local queue in front of Redis.
+    local: Local,
     /// Indexes into the topology's fault list.
     faults: Vec<usize>,
+}
+
+/// How a trial's contenders use the host-local queue (drawn apart from the rest, so
+/// that the draws of a seed made before it existed stay as they were).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Local {
+    /// The default directory: one local queue per URL set (the proxied and the direct
+    /// contenders are two "hosts").
+    Default,
+    /// Contenders spread over this many `--local-dir`s ("hosts").
+    Hosts(usize),
+    /// `--no-local-queue`: every waiter in Redis.
+    Off,
 }
 
 const SINGLE_FAULTS: [&str; 8] = [
@@ -106,7 +121,17 @@ fn draw(seed: u64) -> Draw {
         bounded_wait: rng.f64() < 0.25,
         if_dead: rng.f64() < 0.4,
         wait_verb: rng.f64() < 0.3,
+        local: draw_local(seed),
         faults,
+    }
+}
+
+fn draw_local(seed: u64) -> Local {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x10ca1);
+    match rng.usize(..4) {
+        0 => Local::Default,
+        1 => Local::Off,
+        _ => Local::Hosts(rng.usize(1..=3)),
     }
 }
 
@@ -175,6 +200,7 @@ impl Checked {
 /// Runs one drawn trial; returns what it checked.
 fn trial(d: &Draw) -> Checked {
     fastrand::seed(d.seed);
+    let hosts = Scratch::new();
     let name = format!("gen{}", d.seed);
     if d.is_refused() {
         return refused(d, &name);
@@ -182,7 +208,7 @@ fn trial(d: &Draw) -> Checked {
     if d.redlock {
         let nodes = three();
         let (proxies, w) = through_own_proxies(&nodes, K, &name);
-        let w = with_draw(w, d);
+        let w = with_draw(w, d, &hosts);
         let mut faults: Vec<Fault> = d
             .faults
             .iter()
@@ -218,7 +244,7 @@ fn trial(d: &Draw) -> Checked {
             }),
             K,
         );
-        let w = with_draw(w, d);
+        let w = with_draw(w, d, &hosts);
         let mut faults: Vec<Fault> = d
             .faults
             .iter()
@@ -249,11 +275,22 @@ fn waiter_stopped<'a>() -> Fault<'a> {
 }
 
 /// The workload with the draw's flags and the statuses they allow.
-fn with_draw(w: Workload, d: &Draw) -> Workload {
+fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
     let base = w.args.clone();
     let flags = d.flags();
+    let root = hosts.path("host");
+    let local = d.local;
     let mut w = stalling(Workload::per_contender(
-        Arc::new(move |i| [base(i), flags.clone()].concat()),
+        Arc::new(move |i| {
+            let local: Vec<String> = match local {
+                Local::Default => vec![],
+                Local::Off => vec!["--no-local-queue".into()],
+                Local::Hosts(n) => {
+                    vec!["--local-dir".into(), format!("{}{}", root.display(), i % n)]
+                }
+            };
+            [base(i), flags.clone(), local].concat()
+        }),
         K,
     ));
     w.limit = d.limit();
@@ -422,8 +459,8 @@ fn run_trial(
         });
     }
     summary(&format!(
-        "generated seed {} {:?}{} {:?}{} faults {:?}{}{}: {} runs, {} sections, {} injections, \
-         exits {:?}{}, {} invariants, {} violations",
+        "generated seed {} {:?}{} {:?} local queue {:?}{} faults {:?}{}{}: {} runs, {} sections, \
+         {} injections, exits {:?}{}, {} invariants, {} violations",
         d.seed,
         d.kind,
         if d.redlock {
@@ -432,6 +469,7 @@ fn run_trial(
             " one server"
         },
         d.flags(),
+        d.local,
         if d.bounded_wait { " --wait 3s" } else { "" },
         d.fault_names(),
         if d.if_dead { " +release --if-dead" } else { "" },
@@ -605,6 +643,22 @@ fn tier_a_covers_every_draw() {
     assert!(any(&|d| runs(d) && d.bounded_wait), "--wait 3s");
     assert!(any(&|d| runs(d) && d.if_dead), "release --if-dead");
     assert!(any(&|d| runs(d) && d.wait_verb), "redlock wait");
+    assert!(
+        any(&|d| runs(d) && d.local == Local::Off),
+        "--no-local-queue"
+    );
+    assert!(
+        any(&|d| runs(d) && d.local == Local::Default),
+        "the default local queue"
+    );
+    assert!(
+        any(&|d| runs(d) && matches!(d.local, Local::Hosts(n) if n > 1)),
+        "several --local-dir hosts"
+    );
+    assert!(
+        any(&|d| runs(d) && d.kind != Kind::Plain && matches!(d.local, Local::Hosts(_))),
+        "a semaphore or fair queue beside --local-dir"
+    );
     for (redlock, list) in [(false, &SINGLE_FAULTS[..]), (true, &REDLOCK_FAULTS[..])] {
         for fault in list {
             assert!(

@@ -12,6 +12,7 @@ mod exit_status;
 mod generated;
 mod history;
 mod lease_life;
+mod local_queue;
 mod nemesis;
 mod quorum;
 mod review;

@@ -344,7 +344,9 @@ fn one_release_wakes_one_waiter() {
     args.extend(["--ttl".into(), "60s".into()]);
     let holder = Holding::start(&args);
     let mut wargs = args.clone();
-    wargs.extend(["--wait".into(), "60s".into()]);
+    // The Redis level's wake-one: every waiter in Redis (on one host they would queue
+    // locally, one contender at a time; see local_queue.rs).
+    wargs.extend(["--wait".into(), "60s".into(), "--no-local-queue".into()]);
     let mut waiters: Vec<_> = (0..5).map(|i| parked_waiter(&wargs, &s, i)).collect();
     assert!(
         eventually(READY, || blocked_clients(&redis).len() == 5),
@@ -398,7 +400,7 @@ fn a_waiter_dead_after_its_wake_up_does_not_strand_the_others() {
     });
     assert!(eventually(READY, || blocked_clients(&redis).len() == 1));
     let mut wargs = args.clone();
-    wargs.extend(["--wait".into(), "60s".into()]);
+    wargs.extend(["--wait".into(), "60s".into(), "--no-local-queue".into()]);
     let mut waiters: Vec<_> = (0..3).map(|i| parked_waiter(&wargs, &s, i)).collect();
     assert!(eventually(READY, || blocked_clients(&redis).len() == 4));
     std::fs::write(s.path("go"), "").unwrap();

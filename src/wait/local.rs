@@ -1,0 +1,475 @@
+//! The host-local queue in front of Redis: a run that may wait first takes a `flock(2)`
+//! on a file named after the lock (and the Redis servers it lives on) in a private
+//! directory; only the process holding it — the host's head — connects to Redis and
+//! contends there. The others wait in the kernel: no connection, no Redis command, no
+//! guard. The head lets the file go as soon as it holds the Redis lock (or gives up), so
+//! the next local waiter becomes the host's contender while the command runs; every run
+//! still takes the Redis lock itself, with its own token and fence. A head killed with
+//! -9 frees the file with its last descriptor.
+//!
+//! `--limit N` has N files: up to N heads per host. `--fair` does not use the local
+//! level (every fair waiter stays in the global queue, whose order is its arrivals).
+//!
+//! The head writes what it sees in Redis (the holder) into the file, so local waiters
+//! can say who holds the lock; how many wait here and in which order comes from
+//! `/proc/locks`. Both are for display only: nothing decides on them.
+//!
+//! The files are empty but for that line and are never removed (unlinking a lock file
+//! others may have open races with their `flock`); they live in a runtime directory,
+//! which the system clears at logout or boot.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::fcntl::{Flock, FlockArg};
+use nix::sys::signal::Signal;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::Patience;
+use super::progress::{Place, Progress};
+use crate::config::LocalDir;
+use crate::error::{Error, Result};
+use crate::holder::Holder;
+use crate::keys::LockKeys;
+use crate::report::Reporter;
+
+/// How often a local waiter re-reads what its head published (for the waiting line).
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// The directory this run's local queue uses (see [`LocalDir`]): created (mode 0700)
+/// when missing; `Ok(None)` when off, or when the default one cannot be used safely
+/// (then the run waits in Redis directly).
+pub fn resolve_dir(local: &LocalDir, report: &Reporter) -> Result<Option<PathBuf>> {
+    match local {
+        LocalDir::Off => Ok(None),
+        LocalDir::Given(dir) => {
+            ensure_dir(dir).map_err(|why| {
+                Error::usage(format!(
+                    "--local-dir {}: {why}; give a directory this user can write, or --no-local-queue",
+                    dir.display()
+                ))
+            })?;
+            Ok(Some(dir.clone()))
+        }
+        LocalDir::Default => {
+            let dir = default_dir();
+            match ensure_dir(&dir).and_then(|()| private(&dir)) {
+                Ok(()) => Ok(Some(dir)),
+                Err(why) => {
+                    report
+                        .verbose(|| format!("not queueing on this host: {}: {why}", dir.display()));
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/redlock` (a per-user directory the system makes private), else
+/// `/tmp/redlock-<uid>`.
+pub fn default_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
+        Some(runtime) => Path::new(&runtime).join("redlock"),
+        None => PathBuf::from(format!("/tmp/redlock-{}", nix::unistd::getuid())),
+    }
+}
+
+/// Creates `dir` (0700) when missing; it must be a directory.
+fn ensure_dir(dir: &Path) -> std::result::Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match dir.metadata() {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err("not a directory".into()),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The default directory must be this user's and closed to others: in `/tmp` another
+/// user could have made it first, to watch or block our queue.
+fn private(dir: &Path) -> std::result::Result<(), String> {
+    let m = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    if !m.is_dir() {
+        return Err("not a directory".into());
+    }
+    if m.uid() != nix::unistd::getuid().as_raw() {
+        return Err(format!("owned by uid {}, not this user", m.uid()));
+    }
+    if m.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "mode {:o}, open to other users",
+            m.permissions().mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// The files of one lock's local queue: one, or one per slot of a semaphore.
+#[derive(Debug, Clone)]
+pub struct LocalQueue {
+    files: Vec<PathBuf>,
+}
+
+impl LocalQueue {
+    /// The queue of the lock `keys` (`slots` heads at once) on the servers `servers` (a
+    /// text naming them, without secrets), in `dir`.
+    pub fn new(dir: &Path, keys: &LockKeys, servers: &str, slots: u32) -> LocalQueue {
+        let base = file_base(&keys.lock, servers);
+        let files = match slots {
+            0 | 1 => vec![dir.join(format!("{base}.lock"))],
+            n => (1..=n)
+                .map(|i| dir.join(format!("{base}.{i}.lock")))
+                .collect(),
+        };
+        LocalQueue { files }
+    }
+
+    /// The local queue's files.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Takes a place at the head of this host's queue, waiting in the kernel as
+    /// `patience` allows and showing it through `progress`.
+    pub async fn enter(
+        &self,
+        patience: &Patience,
+        progress: &mut Progress<'_>,
+        signals: &mut UnboundedReceiver<Signal>,
+    ) -> Result<Entered> {
+        let mut opened = Vec::with_capacity(self.files.len());
+        for path in &self.files {
+            opened.push((open(path)?, path));
+        }
+        // Any free file makes this run a head at once; start at a place of its own so
+        // that runs spread over a semaphore's files.
+        let start = std::process::id() as usize % opened.len();
+        opened.rotate_left(start);
+        let mut rest = Vec::new();
+        for (file, path) in opened {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(Entered::Head(Head::new(lock))),
+                Err((file, nix::errno::Errno::EWOULDBLOCK)) => rest.push((file, path)),
+                Err((_, e)) => return Err(local_error(path, e)),
+            }
+        }
+        let (file, path) = rest.swap_remove(0);
+        let watch = Watch::new(&file, path.clone());
+        wait_in_kernel(file, watch, patience, progress, signals).await
+    }
+}
+
+/// How entering the local queue ended.
+pub enum Entered {
+    /// This run is the host's head: it contends in Redis.
+    Head(Head),
+    /// `--wait` ran out in the local queue; what the head last saw in Redis.
+    TimedOut(Holder),
+    Interrupted(Signal),
+}
+
+/// The host's head: holds the local lock until dropped.
+pub struct Head {
+    lock: Flock<File>,
+    /// Whether this run waited in the local queue first.
+    pub waited: bool,
+    /// The holder last published, so an unchanged one is not written again.
+    published: std::cell::RefCell<String>,
+}
+
+impl Head {
+    fn new(lock: Flock<File>) -> Head {
+        Head {
+            lock,
+            waited: false,
+            published: Default::default(),
+        }
+    }
+
+    /// Tells the local waiters who holds the lock in Redis (best effort: a file of
+    /// another user may be read-only for us).
+    pub fn publish(&self, holder: &Holder) {
+        let seen = Seen {
+            head_pid: std::process::id(),
+            holder: holder.clone(),
+            ttl_left_ms: holder.ttl_left.map(|t| t.as_millis() as u64),
+        };
+        let Ok(mut line) = serde_json::to_string(&seen) else {
+            return;
+        };
+        if *self.published.borrow() == line {
+            return;
+        }
+        line.push('\n');
+        let file: &File = &self.lock;
+        // One write at offset 0 after cutting the file: a reader sees the old line, the
+        // new one or nothing, and ignores what does not parse.
+        use std::os::unix::fs::FileExt;
+        if file.set_len(0).is_ok() && file.write_all_at(line.as_bytes(), 0).is_ok() {
+            line.pop();
+            *self.published.borrow_mut() = line;
+        }
+    }
+}
+
+/// What a head publishes in its file.
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+#[serde(default)]
+struct Seen {
+    head_pid: u32,
+    holder: Holder,
+    ttl_left_ms: Option<u64>,
+}
+
+/// Opens (creating) a queue file: read-write so a head can publish, read-only when the
+/// file is another user's in a shared directory (flock works on either).
+fn open(path: &Path) -> Result<File> {
+    let rw = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
+        .open(path);
+    match rw {
+        Ok(file) => Ok(file),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            File::open(path).map_err(|e| {
+                local_error(
+                    path,
+                    nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                )
+            })
+        }
+        Err(e) => Err(local_error(
+            path,
+            nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+        )),
+    }
+}
+
+fn local_error(path: &Path, e: nix::errno::Errno) -> Error {
+    Error::usage(format!(
+        "local queue {}: {}; check --local-dir, or give --no-local-queue",
+        path.display(),
+        e.desc()
+    ))
+}
+
+/// Blocks in `flock` on a thread of its own (a blocked `flock` cannot be cancelled; the
+/// thread is left behind when the wait ends otherwise, and the process exits soon after,
+/// closing the file), while this thread shows the wait and listens for signals.
+async fn wait_in_kernel(
+    file: File,
+    mut watch: Watch,
+    patience: &Patience,
+    progress: &mut Progress<'_>,
+    signals: &mut UnboundedReceiver<Signal>,
+) -> Result<Entered> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("local-queue".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let _ = tx.send(Flock::lock(file, FlockArg::LockExclusive));
+        });
+    if let Err(e) = spawned {
+        return Err(Error::internal(format!("cannot start a thread: {e}")));
+    }
+    tokio::pin!(rx);
+    watch.look(patience, progress, true);
+    loop {
+        let Some(left) = patience.left() else {
+            return Ok(Entered::TimedOut(watch.seen.holder));
+        };
+        let nap = left.min(progress.next_due()).min(LOOK_EVERY);
+        tokio::select! {
+            locked = &mut rx => {
+                return match locked {
+                    Ok(Ok(lock)) => {
+                        let mut head = Head::new(lock);
+                        head.waited = true;
+                        Ok(Entered::Head(head))
+                    }
+                    Ok(Err((_, e))) => Err(local_error(&watch.path, e)),
+                    Err(_) => Err(Error::internal("the local queue's thread ended")),
+                };
+            }
+            _ = tokio::time::sleep(nap) => watch.look(patience, progress, false),
+            Some(sig) = signals.recv() => {
+                if crate::signals::ends_wait(sig) {
+                    return Ok(Entered::Interrupted(sig));
+                }
+            }
+        }
+    }
+}
+
+/// A local waiter's view of its queue.
+struct Watch {
+    path: PathBuf,
+    /// The file's device and inode, as `/proc/locks` names it.
+    id: Option<String>,
+    seen: Seen,
+}
+
+impl Watch {
+    fn new(file: &File, path: PathBuf) -> Watch {
+        let id = file.metadata().ok().map(|m| lock_id(m.dev(), m.ino()));
+        Watch {
+            path,
+            id,
+            seen: Seen::default(),
+        }
+    }
+
+    /// Reads what the head published, and shows the wait when it changed or is due.
+    fn look(&mut self, patience: &Patience, progress: &mut Progress<'_>, first: bool) {
+        if let Some(seen) = std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Seen>(text.trim()).ok())
+        {
+            self.seen = seen;
+            self.seen.holder.ttl_left = self.seen.ttl_left_ms.map(Duration::from_millis);
+        }
+        let changed = progress.would_change(&self.seen.holder);
+        if first || changed || progress.next_due().is_zero() {
+            let place = self.place();
+            progress.busy(&self.seen.holder, place, patience);
+            progress.tick(patience);
+        }
+    }
+
+    /// This run's place on this host, from `/proc/locks`.
+    fn place(&self) -> Option<Place> {
+        let id = self.id.as_ref()?;
+        let text = std::fs::read_to_string("/proc/locks").ok()?;
+        let (waiting, ahead) = count_waiters(&text, id, std::process::id());
+        Some(Place::Host {
+            ahead,
+            waiting,
+            head_pid: (self.seen.head_pid != 0).then_some(self.seen.head_pid),
+        })
+    }
+}
+
+/// `MAJOR:MINOR:INODE` as `/proc/locks` prints a file (major and minor in hex).
+fn lock_id(dev: u64, ino: u64) -> String {
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    format!("{major:02x}:{minor:02x}:{ino}")
+}
+
+/// The processes blocked on the flock of file `id` in a `/proc/locks` text, and how
+/// many of them are listed before `pid` (the kernel lists a lock's waiters in the order
+/// they blocked).
+pub fn count_waiters(text: &str, id: &str, pid: u32) -> (u64, u64) {
+    let mut waiting = 0;
+    let mut ahead = None;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `1: -> FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`
+        if fields.get(1) != Some(&"->") || fields.get(2) != Some(&"FLOCK") {
+            continue;
+        }
+        if fields.get(6) != Some(&id) {
+            continue;
+        }
+        if fields.get(5).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            ahead.get_or_insert(waiting);
+        }
+        waiting += 1;
+    }
+    (waiting, ahead.unwrap_or(waiting))
+}
+
+/// How many runs wait in the local queue of `queue` on this host, and the pids holding
+/// its files (the heads): what `redlock status` shows.
+pub fn local_waiters(queue: &LocalQueue) -> (u64, Vec<u32>) {
+    let Ok(text) = std::fs::read_to_string("/proc/locks") else {
+        return (0, Vec::new());
+    };
+    let mut waiting = 0;
+    let mut heads = Vec::new();
+    for path in queue.files() {
+        let Ok(m) = std::fs::metadata(path) else {
+            continue;
+        };
+        let id = lock_id(m.dev(), m.ino());
+        waiting += count_waiters(&text, &id, 0).0;
+        heads.extend(text.lines().filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&id.as_str()))
+                .then(|| f.get(4)?.parse::<u32>().ok())
+                .flatten()
+        }));
+    }
+    (waiting, heads)
+}
+
+/// The file name of a lock's queue: the lock key, readable where it is safe, and a
+/// hash of the key and the servers (two deployments' locks of one name are not one
+/// lock; names too long for a file name stay apart).
+fn file_base(lock_key: &[u8], servers: &str) -> String {
+    let mut readable = String::new();
+    for &b in lock_key.iter().take(120) {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b':' | b'{' | b'}' => {
+                readable.push(b as char)
+            }
+            _ => readable.push('_'),
+        }
+    }
+    let hash = fnv1a(&[lock_key, b"\n", servers.as_bytes()].concat());
+    format!("{readable}.{hash:016x}")
+}
+
+/// FNV-1a, 64 bits: a stable name hash (std's hasher may change between Rust releases,
+/// and two builds on one host must name a queue alike); no crate is worth 5 lines.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_are_counted_per_file_in_the_kernels_order() {
+        let text = "\
+1: FLOCK  ADVISORY  WRITE 100 fd:01:42 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 101 fd:01:42 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 102 fd:01:42 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 103 fd:01:420 0 EOF
+2: POSIX  ADVISORY  WRITE 104 fd:01:42 0 EOF
+2: -> POSIX  ADVISORY  WRITE 105 fd:01:42 0 EOF
+3: -> FLOCK  ADVISORY  WRITE 106 fd:01:42 0 EOF
+";
+        assert_eq!(count_waiters(text, "fd:01:42", 102), (3, 1));
+        assert_eq!(count_waiters(text, "fd:01:42", 101), (3, 0));
+        assert_eq!(count_waiters(text, "fd:01:42", 999), (3, 3));
+        assert_eq!(count_waiters(text, "fd:01:420", 103), (1, 0));
+    }
+
+    #[test]
+    fn file_names_are_safe_and_tell_deployments_apart() {
+        let a = file_base(b"redlock:{deploy}", "redis://a:6379");
+        let b = file_base(b"redlock:{deploy}", "redis://b:6379");
+        assert!(a.starts_with("redlock:{deploy}."));
+        assert_ne!(a, b);
+        let odd = file_base(b"redlock:{../x/\n\xff}", "s");
+        assert!(
+            !odd.contains('/') && !odd.contains('\n') && !odd.contains(".."),
+            "{odd}"
+        );
+        let long = file_base(&vec![b'x'; 5000], "s");
+        assert!(long.len() < 200);
+        assert_ne!(long, file_base(&vec![b'x'; 5001], "s"));
+    }
+}

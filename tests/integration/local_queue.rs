@@ -1,0 +1,551 @@
+//! Two-level waiting: runs of one host queue in the kernel (`flock` on a file of the
+//! local directory) and only the host's head contends in Redis. Several "hosts" on one
+//! machine are several `--local-dir`s.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::harness::checker;
+use crate::harness::*;
+
+/// `redlock status NAME --local-dir DIR --json` on `redis`: (heads, queued) of that
+/// host's local queue.
+fn local_queue(
+    redis: &Redis,
+    name: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (Vec<i64>, u64) {
+    let out = output(
+        redlock()
+            .args([
+                "status",
+                name,
+                "--json",
+                "--redis",
+                &redis.url(),
+                "--local-dir",
+            ])
+            .arg(dir)
+            .args(extra),
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("status json");
+    let local = &json["local"];
+    let heads = local["heads"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p.as_i64()).collect())
+        .unwrap_or_default();
+    (heads, local["queued"].as_u64().unwrap_or(0))
+}
+
+/// Clients connected to `redis` other than the one asking, and those blocked in BLPOP.
+fn clients(redis: &Redis) -> (usize, usize) {
+    let list: String = redis.cmd(&["CLIENT", "LIST"]);
+    let others: Vec<&str> = list
+        .lines()
+        .filter(|l| !l.contains("cmd=client|list"))
+        .collect();
+    let popping = others.iter().filter(|l| l.contains("cmd=blpop")).count();
+    (others.len(), popping)
+}
+
+/// A run on host `dir` writing its section to `log` (BEGIN/END lines the checker reads;
+/// each section its own witness slot, so a section left open stays open to the checker).
+fn section_run(
+    redis: &Redis,
+    name: &str,
+    dir: &std::path::Path,
+    log: &std::path::Path,
+    extra: &[&str],
+) -> Child {
+    let script = format!(
+        "echo \"BEGIN $$ $REDLOCK_TOKEN $REDLOCK_FENCE $$\" >> '{log}'; sleep 0.01; echo \"END $$ $REDLOCK_TOKEN\" >> '{log}'",
+        log = log.display()
+    );
+    redlock_run()
+        .args(lock_args(redis, name))
+        .args(["--wait", "300s", "--local-dir"])
+        .arg(dir)
+        .args(extra)
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redlock-run")
+}
+
+#[test]
+fn four_hosts_of_fifty_waiters_hold_the_lock_once_each_over_one_contender_per_host() {
+    let redis = Redis::start_with(&["--maxclients", "2000"]);
+    let s = Scratch::new();
+    let log = s.path("log");
+    let holder = Holding::start(&lock_args(&redis, "herd"));
+    let hosts: Vec<_> = (0..4).map(|h| s.path(&format!("host{h}"))).collect();
+    let mut runs = Vec::new();
+    for _ in 0..50 {
+        for dir in &hosts {
+            runs.push(section_run(&redis, "herd", dir, &log, &[]));
+        }
+    }
+    // Every host: one head in Redis, 49 runs in the kernel.
+    for dir in &hosts {
+        assert!(
+            eventually(Duration::from_secs(60), || {
+                let (heads, queued) = local_queue(&redis, "herd", dir, &[]);
+                heads.len() == 1 && queued == 49
+            }),
+            "host {} never had 1 head and 49 queued: {:?}",
+            dir.display(),
+            local_queue(&redis, "herd", dir, &[])
+        );
+    }
+    assert!(
+        eventually(READY, || clients(&redis).1 == 4),
+        "{:?}",
+        clients(&redis)
+    );
+    let (connected, popping) = clients(&redis);
+    // Each head: its request connection and its blocking pop's; the holder: one.
+    assert!(
+        connected <= 4 * 2 + 1,
+        "{connected} connections while 200 runs wait"
+    );
+    assert_eq!(popping, 4);
+    let waiters: i64 = redis.cmd(&["SCARD", &format!("{}:waiters", lock_key("herd"))]);
+    assert!(waiters <= 4, "{waiters} runs in the Redis waiters set");
+
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    for run in runs {
+        let (code, err) = finish(run, Duration::from_secs(300));
+        assert_eq!(code, 0, "{err}");
+    }
+    let v = checker::check(&std::fs::read_to_string(&log).unwrap(), 1);
+    assert_eq!(v.sections, 200, "{v:?}");
+    assert_eq!(v.overlaps, 0, "{v:?}");
+    assert_eq!(v.duplicate_tokens, 0, "{v:?}");
+    assert_eq!(v.fences_not_increasing, 0, "{v:?}");
+    assert!(
+        redis
+            .keys()
+            .iter()
+            .all(|k| k.ends_with(":fence") || k.ends_with(":history")),
+        "{:?}",
+        redis.keys()
+    );
+}
+
+#[test]
+fn a_head_killed_with_9_hands_its_hosts_queue_to_the_next() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let host = s.path("host");
+    let holder = Holding::start(&lock_args(&redis, "k9"));
+    let runs: Vec<Child> = (0..3)
+        .map(|_| section_run(&redis, "k9", &host, &log, &[]))
+        .collect();
+    assert!(eventually(READY, || local_queue(&redis, "k9", &host, &[])
+        .1
+        == 2));
+    let (heads, _) = local_queue(&redis, "k9", &host, &[]);
+    let head = heads[0] as i32;
+    kill(Pid::from_raw(head), Signal::SIGKILL).unwrap();
+    assert!(
+        eventually(READY, || {
+            let (heads, queued) = local_queue(&redis, "k9", &host, &[]);
+            heads.len() == 1 && heads[0] as i32 != head && queued == 1
+        }),
+        "no run of the host took over from the killed head: {:?}",
+        local_queue(&redis, "k9", &host, &[])
+    );
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    let mut ran = 0;
+    for mut run in runs {
+        if run.id() as i32 == head {
+            let _ = run.wait();
+            continue;
+        }
+        let (code, err) = finish(run, Duration::from_secs(60));
+        assert_eq!(code, 0, "{err}");
+        ran += 1;
+    }
+    assert_eq!(ran, 2);
+    assert_eq!(
+        checker::check(&std::fs::read_to_string(&log).unwrap(), 1).sections,
+        2
+    );
+}
+
+#[test]
+fn a_stopped_head_stalls_only_its_own_host() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let (a, b) = (s.path("a"), s.path("b"));
+    let mut args = lock_args(&redis, "stop");
+    // A short ttl: a wake-up the stopped head's pop swallows costs the others one ttl.
+    args.extend(["--ttl".into(), "2s".into()]);
+    let holder = Holding::start(&args);
+    let on_a: Vec<Child> = (0..3)
+        .map(|_| section_run(&redis, "stop", &a, &log, &["--ttl", "2s"]))
+        .collect();
+    let on_b: Vec<Child> = (0..3)
+        .map(|_| section_run(&redis, "stop", &b, &log, &["--ttl", "2s"]))
+        .collect();
+    for dir in [&a, &b] {
+        assert!(eventually(READY, || {
+            let (heads, queued) = local_queue(&redis, "stop", dir, &[]);
+            heads.len() == 1 && queued == 2
+        }));
+    }
+    let head_a = local_queue(&redis, "stop", &a, &[]).0[0] as i32;
+    kill(Pid::from_raw(head_a), Signal::SIGSTOP).unwrap();
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    for run in on_b {
+        let (code, err) = finish(run, Duration::from_secs(60));
+        assert_eq!(code, 0, "host b stalled: {err}");
+    }
+    // Host a: still its stopped head and the two behind it, none of them ran.
+    assert_eq!(
+        local_queue(&redis, "stop", &a, &[]),
+        (vec![head_a as i64], 2)
+    );
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(checker::check(&log_text, 1).sections, 3, "{log_text}");
+    kill(Pid::from_raw(head_a), Signal::SIGCONT).unwrap();
+    for run in on_a {
+        let (code, err) = finish(run, Duration::from_secs(60));
+        assert_eq!(code, 0, "{err}");
+    }
+    let v = checker::check(&std::fs::read_to_string(&log).unwrap(), 1);
+    assert_eq!((v.sections, v.overlaps), (6, 0), "{v:?}");
+}
+
+#[test]
+fn wait_is_one_budget_across_both_levels_and_a_run_that_gives_up_leaves_both_queues() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let host = s.path("host");
+    let holder = Holding::start(&lock_args(&redis, "budget"));
+    let started = Instant::now();
+    let runs: Vec<Child> = (0..4)
+        .map(|_| {
+            redlock_run()
+                .args(lock_args(&redis, "budget"))
+                .args(["--wait", "3s", "--local-dir"])
+                .arg(&host)
+                .args(["--", "true"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    assert!(eventually(READY, || local_queue(
+        &redis,
+        "budget",
+        &host,
+        &[]
+    )
+    .1 == 3));
+    for run in runs {
+        let (code, err) = finish(run, Duration::from_secs(30));
+        assert_eq!(code, 75, "{err}");
+        assert!(err.contains("lock budget is busy: held by"), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", holder.wrapper_pid())),
+            "the busy line names the holder: {err}"
+        );
+    }
+    // Each gave up at its own --wait, whichever level it was in: none waited twice.
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(3), "gave up early: {took:?}");
+    assert!(
+        took < Duration::from_secs(20),
+        "waited past --wait: {took:?}"
+    );
+    assert_eq!(local_queue(&redis, "budget", &host, &[]), (vec![], 0));
+    let waiters: i64 = redis.cmd(&["SCARD", &format!("{}:waiters", lock_key("budget"))]);
+    assert_eq!(waiters, 0, "a run that gave up stayed in Redis's waiters");
+    holder.stop();
+}
+
+#[test]
+fn wait_zero_tries_redis_at_once_past_a_local_queue() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let host = s.path("host");
+    let holder = Holding::start(&lock_args(&redis, "zero"));
+    let log = s.path("log");
+    let queued: Vec<Child> = (0..2)
+        .map(|_| section_run(&redis, "zero", &host, &log, &[]))
+        .collect();
+    assert!(eventually(READY, || local_queue(
+        &redis,
+        "zero",
+        &host,
+        &[]
+    )
+    .1 == 1));
+    let out = output_within(
+        redlock_run()
+            .args(lock_args(&redis, "zero"))
+            .args(["--wait", "0", "--local-dir"])
+            .arg(&host)
+            .args(["--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("pid {}", holder.wrapper_pid())),
+        "{}",
+        stderr(&out)
+    );
+    holder.finish();
+    for run in queued {
+        assert_eq!(finish(run, Duration::from_secs(30)).0, 0);
+    }
+}
+
+#[test]
+fn a_nested_run_of_the_holder_skips_the_local_queue() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let host = s.path("host");
+    let go = s.path("go");
+    let nested = s.path("nested");
+    let log = s.path("log");
+    let inner = format!(
+        "while [ ! -e '{go}' ]; do sleep 0.02; done; '{RUN}' --key nest --redis '{url}' --wait 60s --local-dir '{dir}' -- touch '{nested}'",
+        go = go.display(),
+        url = redis.url(),
+        dir = host.display(),
+        nested = nested.display(),
+    );
+    let outer = redlock_run()
+        .args(lock_args(&redis, "nest"))
+        .args(["--local-dir"])
+        .arg(&host)
+        .args(["--", "sh", "-c", &inner])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(eventually(READY, || redis.exists(&lock_key("nest"))));
+    // The host's next head waits in Redis for the outer run to end; the nested run must
+    // not queue behind it.
+    let behind = section_run(&redis, "nest", &host, &log, &[]);
+    assert!(eventually(READY, || local_queue(
+        &redis,
+        "nest",
+        &host,
+        &[]
+    )
+    .0
+    .len()
+        == 1));
+    std::fs::write(&go, "").unwrap();
+    let (code, err) = finish(outer, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(nested.exists());
+    assert_eq!(finish(behind, Duration::from_secs(30)).0, 0);
+}
+
+#[test]
+fn a_semaphore_has_up_to_n_heads_per_host() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let hosts = [s.path("h1"), s.path("h2")];
+    let limit = ["--limit", "3"];
+    let mut hargs = lock_args(&redis, "sem");
+    hargs.extend(["--limit".into(), "3".into()]);
+    let holders: Vec<Holding> = (0..3).map(|_| Holding::start(&hargs)).collect();
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        for dir in &hosts {
+            runs.push(section_run(&redis, "sem", dir, &log, &limit));
+        }
+    }
+    for dir in &hosts {
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                let (heads, queued) = local_queue(&redis, "sem", dir, &[]);
+                heads.len() == 3 && queued == 7
+            }),
+            "{:?}",
+            local_queue(&redis, "sem", dir, &[])
+        );
+    }
+    for h in holders {
+        assert_eq!(h.finish().0, 0);
+    }
+    for run in runs {
+        let (code, err) = finish(run, Duration::from_secs(120));
+        assert_eq!(code, 0, "{err}");
+    }
+    let v = checker::check(&std::fs::read_to_string(&log).unwrap(), 3);
+    assert_eq!((v.sections, v.overlaps), (20, 0), "{v:?}");
+}
+
+#[test]
+fn fair_runs_of_several_hosts_keep_their_global_order() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let mut fair = lock_args(&redis, "fairq");
+    fair.push("--fair".into());
+    let holder = Holding::start(&fair);
+    let queue = format!("{}:queue", lock_key("fairq"));
+    let mut runs = Vec::new();
+    for i in 0..9 {
+        let dir = s.path(&format!("host{}", i % 3));
+        let script = format!(
+            "echo \"BEGIN {i} $REDLOCK_TOKEN $REDLOCK_FENCE {i}\" >> '{log}'; echo \"END {i} $REDLOCK_TOKEN\" >> '{log}'",
+            log = log.display()
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&log)
+            .unwrap();
+        std::io::Write::write_all(&mut f, format!("ARRIVE {i}\n").as_bytes()).unwrap();
+        runs.push(
+            redlock_run()
+                .args(&fair)
+                .args(["--wait", "60s", "--local-dir"])
+                .arg(&dir)
+                .args(["--", "sh", "-c", &script])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        // One at a time: the queue's order is the start order.
+        assert!(eventually(READY, || redis.cmd::<i64>(&["ZCARD", &queue]) == i + 1));
+    }
+    holder.finish();
+    for run in runs {
+        assert_eq!(finish(run, Duration::from_secs(60)).0, 0);
+    }
+    let v = checker::check(&std::fs::read_to_string(&log).unwrap(), 1);
+    assert_eq!((v.sections, v.overlaps, v.out_of_order), (9, 0, 0), "{v:?}");
+}
+
+#[test]
+fn the_waiting_line_says_the_place_on_this_host_and_who_holds_the_lock() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let host = s.path("host");
+    let log = s.path("log");
+    let holder = Holding::start(&lock_args(&redis, "line"));
+    let first = section_run(&redis, "line", &host, &log, &[]);
+    assert!(eventually(READY, || local_queue(
+        &redis,
+        "line",
+        &host,
+        &[]
+    )
+    .0
+    .len()
+        == 1));
+    // The head has told the host who holds the lock.
+    assert!(eventually(READY, || std::fs::read_dir(&host).unwrap().any(
+        |e| {
+            std::fs::read_to_string(e.unwrap().path())
+                .unwrap_or_default()
+                .contains("holder")
+        }
+    )));
+    let second = section_run(&redis, "line", &host, &log, &[]);
+    assert!(eventually(READY, || local_queue(
+        &redis,
+        "line",
+        &host,
+        &[]
+    )
+    .1 == 1));
+    let status = output(
+        redlock()
+            .args(["status", "line", "--redis", &redis.url(), "--local-dir"])
+            .arg(&host),
+    );
+    assert!(
+        stdout(&status).contains("this host: 1 contending in Redis")
+            && stdout(&status).contains("1 queued behind"),
+        "{}",
+        stdout(&status)
+    );
+    holder.finish();
+    assert_eq!(finish(first, Duration::from_secs(30)).0, 0);
+    let (code, err) = finish(second, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    let pid = "pid ";
+    assert!(
+        err.contains("waiting for line: #2 on this host (1 ahead here), held by")
+            && err.contains(pid),
+        "{err}"
+    );
+    assert!(err.contains("acquired line after"), "{err}");
+}
+
+#[test]
+fn the_default_directory_is_private_to_the_user_or_not_used() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let runtime = s.path("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    let run = |extra: &[&str]| {
+        output_within(
+            redlock_run()
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .args(lock_args(&redis, "priv"))
+                .args(["--wait", "5s", "--verbose"])
+                .args(extra)
+                .args(["--", "true"]),
+            Duration::from_secs(20),
+        )
+    };
+    let out = run(&[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let dir = runtime.join("redlock");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "one queue file"
+    );
+    // A directory others may write is not used: the run waits in Redis directly.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run(&[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not queueing on this host")
+            && stderr(&out).contains("open to other users"),
+        "{}",
+        stderr(&out)
+    );
+    // An operator's directory that cannot be used is refused, before Redis is touched.
+    let file = s.path("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = run(&["--local-dir", file.to_str().unwrap()]);
+    assert_eq!(code(&out), 64, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--local-dir"), "{}", stderr(&out));
+    assert!(
+        redis
+            .keys()
+            .iter()
+            .all(|k| !k.contains("{priv}") || k.ends_with(":fence") || k.ends_with(":history"))
+    );
+}
