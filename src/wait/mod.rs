@@ -126,8 +126,10 @@ pub async fn acquire(
     };
     // The first try, as no waiter yet: the common, uncontended case costs one round
     // trip and leaves nothing behind. In a fair queue a run that may wait takes its
-    // place in line at once: its arrival is its place.
-    let queue_now = lease.is_fair() && patience.allows_waiting();
+    // place in line at once: its arrival is its place; so does a run that waited in its
+    // host's local queue (the host's last head has just taken the lock: it is busy).
+    let waited_locally = how.head.is_some_and(|h| h.waited);
+    let queue_now = (lease.is_fair() || waited_locally) && patience.allows_waiting();
     let failure = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
@@ -144,7 +146,10 @@ pub async fn acquire(
         };
     }
     before_waiting();
-    let waited = waiter.wait(signals).await;
+    // A busy first try that joined the waiters blocks at once: a release after it
+    // pushes a wake-up that waits in the list.
+    let joined = queue_now && failure.is_none();
+    let waited = waiter.wait(signals, joined).await;
     waiter.progress.ended();
     match waited {
         Ok(Waited::Acquired { .. }) => lease.nodes().iter().for_each(|n| n.close_blocking()),
@@ -203,10 +208,20 @@ impl Waiter<'_> {
     /// the holder's key can have expired (the safety net for a holder that died or a
     /// client that does not wake anyone), the wait ends or a signal ends it. Each try
     /// joins the waiters first, so a release after it pushes a wake-up, and the wake
-    /// list keeps it until the pop: none is missed.
-    async fn wait(&mut self, signals: &mut UnboundedReceiver<Signal>) -> Result<Waited> {
+    /// list keeps it until the pop: none is missed. `joined`: the try before joined the
+    /// waiters and found the lock busy, so this starts by blocking.
+    async fn wait(
+        &mut self,
+        signals: &mut UnboundedReceiver<Signal>,
+        mut joined: bool,
+    ) -> Result<Waited> {
         loop {
-            let failure = match self.try_once(true).await? {
+            let tried = if std::mem::take(&mut joined) {
+                Tried::Busy
+            } else {
+                self.try_once(true).await?
+            };
+            let failure = match tried {
                 Tried::Acquired(t_sent) => {
                     self.progress.acquired(&self.patience);
                     return Ok(Waited::Acquired { t_sent });

@@ -549,3 +549,35 @@ fn the_default_directory_is_private_to_the_user_or_not_used() {
             .all(|k| !k.contains("{priv}") || k.ends_with(":fence") || k.ends_with(":history"))
     );
 }
+
+#[test]
+fn a_signal_ends_a_local_wait_with_nothing_run() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let host = s.path("host");
+    let log = s.path("log");
+    let holder = Holding::start(&lock_args(&redis, "sig"));
+    let head = section_run(&redis, "sig", &host, &log, &[]);
+    assert!(eventually(READY, || local_queue(&redis, "sig", &host, &[])
+        .0
+        .len()
+        == 1));
+    let queued = section_run(&redis, "sig", &host, &log, &[]);
+    assert!(eventually(READY, || local_queue(&redis, "sig", &host, &[])
+        .1
+        == 1));
+    kill(Pid::from_raw(queued.id() as i32), Signal::SIGTERM).unwrap();
+    let (code, err) = finish(queued, Duration::from_secs(20));
+    assert_eq!(code, 143, "{err}");
+    assert!(
+        err.contains("interrupted by SIGTERM while waiting; nothing was run"),
+        "{err}"
+    );
+    assert_eq!(local_queue(&redis, "sig", &host, &[]).1, 0);
+    holder.finish();
+    assert_eq!(finish(head, Duration::from_secs(20)).0, 0);
+    assert_eq!(
+        checker::check(&std::fs::read_to_string(&log).unwrap(), 1).sections,
+        1
+    );
+}
