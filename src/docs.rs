@@ -246,6 +246,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "Redlock over three independent masters.",
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),
+            (
+                "A CI runner whose jobs run as several users: one local queue for all of them (a directory they can all write), so the runner is one Redis contender however many jobs wait.",
+                "REDLOCK_LOCAL_DIR=/run/redlock-ci redlock-run --key deploy-production --wait 30m -- ./deploy.sh",
+            ),
         ],
         Page::Status => &[
             (
@@ -255,6 +259,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
             (
                 "Fail a script step while a lock is held.",
                 "redlock status deploy-production || echo free",
+            ),
+            (
+                "The runs of this host waiting for the lock: the one contending in Redis, and those queued behind it.",
+                "redlock status deploy-production --json | jq .local",
             ),
         ],
         Page::List => &[

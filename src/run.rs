@@ -126,6 +126,10 @@ async fn queue_locally(
             }
             Ok(Some(head))
         }
+        Entered::Unavailable(why) => {
+            report.verbose(|| format!("not queueing on this host: {why}"));
+            Ok(None)
+        }
         Entered::TimedOut(holder) => {
             wait::busy_note(&name, slots, &holder, config.busy_code, report);
             Err(config.busy_code)

@@ -143,7 +143,10 @@ impl LocalQueue {
     ) -> Result<Entered> {
         let mut opened = Vec::with_capacity(self.files.len());
         for path in &self.files {
-            opened.push((open(path)?, path));
+            match open(path) {
+                Ok(file) => opened.push((file, path)),
+                Err(e) => return Ok(unavailable(path, e)),
+            }
         }
         // Any free file makes this run a head at once; start at a place of its own so
         // that runs spread over a semaphore's files.
@@ -154,7 +157,7 @@ impl LocalQueue {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => return Ok(Entered::Head(Head::new(lock))),
                 Err((file, nix::errno::Errno::EWOULDBLOCK)) => rest.push((file, path)),
-                Err((_, e)) => return Err(local_error(path, e)),
+                Err((_, e)) => return Ok(unavailable(path, e.into())),
             }
         }
         let (file, path) = rest.swap_remove(0);
@@ -167,6 +170,10 @@ impl LocalQueue {
 pub enum Entered {
     /// This run is the host's head: it contends in Redis.
     Head(Head),
+    /// The queue's file cannot be used (another user's, unreadable to us; a file
+    /// system without `flock`): the run waits in Redis directly, as without the local
+    /// queue; why.
+    Unavailable(String),
     /// `--wait` ran out in the local queue; what the head last saw in Redis.
     TimedOut(Holder),
     Interrupted(Signal),
@@ -226,39 +233,36 @@ struct Seen {
 }
 
 /// Opens (creating) a queue file: read-write so a head can publish, read-only when the
-/// file is another user's in a shared directory (flock works on either).
-fn open(path: &Path) -> Result<File> {
-    let rw = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
-        .open(path);
-    match rw {
-        Ok(file) => Ok(file),
+/// file is another user's in a shared directory (`flock` works on either). A file this
+/// user owns is made readable to all, whatever the umask, so that the other users of a
+/// shared directory can queue on it (in a private directory nobody else can reach it).
+/// Never follows a symbolic link.
+fn open(path: &Path) -> std::io::Result<File> {
+    let options = |write: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true)
+            .write(write)
+            .create(write)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW);
+        o
+    };
+    let file = match options(true).open(path) {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            File::open(path).map_err(|e| {
-                local_error(
-                    path,
-                    nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-                )
-            })
+            return options(false).open(path);
         }
-        Err(e) => Err(local_error(
-            path,
-            nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-        )),
+        other => other?,
+    };
+    let m = file.metadata()?;
+    if m.uid() == nix::unistd::getuid().as_raw() && m.permissions().mode() & 0o044 != 0o044 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
+    Ok(file)
 }
 
-fn local_error(path: &Path, e: nix::errno::Errno) -> Error {
-    Error::usage(format!(
-        "local queue {}: {}; check --local-dir, or give --no-local-queue",
-        path.display(),
-        e.desc()
-    ))
+fn unavailable(path: &Path, e: std::io::Error) -> Entered {
+    Entered::Unavailable(format!("{}: {e}", path.display()))
 }
 
 /// Blocks in `flock` on a thread of its own (a blocked `flock` cannot be cancelled; the
@@ -276,10 +280,17 @@ async fn wait_in_kernel(
         .name("local-queue".into())
         .stack_size(64 * 1024)
         .spawn(move || {
-            let _ = tx.send(Flock::lock(file, FlockArg::LockExclusive));
+            let mut file = file;
+            let locked = loop {
+                match Flock::lock(file, FlockArg::LockExclusive) {
+                    Err((again, nix::errno::Errno::EINTR)) => file = again,
+                    other => break other,
+                }
+            };
+            let _ = tx.send(locked);
         });
     if let Err(e) = spawned {
-        return Err(Error::internal(format!("cannot start a thread: {e}")));
+        return Ok(unavailable(&watch.path, e));
     }
     tokio::pin!(rx);
     watch.look(patience, progress, true);
@@ -296,8 +307,8 @@ async fn wait_in_kernel(
                         head.waited = true;
                         Ok(Entered::Head(head))
                     }
-                    Ok(Err((_, e))) => Err(local_error(&watch.path, e)),
-                    Err(_) => Err(Error::internal("the local queue's thread ended")),
+                    Ok(Err((_, e))) => Ok(unavailable(&watch.path, e.into())),
+                    Err(_) => Ok(unavailable(&watch.path, std::io::Error::other("its thread ended"))),
                 };
             }
             _ = tokio::time::sleep(nap) => watch.look(patience, progress, false),

@@ -535,6 +535,29 @@ fn the_default_directory_is_private_to_the_user_or_not_used() {
         "{}",
         stderr(&out)
     );
+    // A queue file is readable to the users of a shared directory whatever the umask of
+    // the run that made it (flock needs only a read-only descriptor).
+    let shared = s.path("shared");
+    let out = output_within(
+        std::process::Command::new("sh")
+            .args(["-c", "umask 077; exec \"$@\"", "sh", RUN])
+            .args(lock_args(&redis, "priv"))
+            .args(["--wait", "5s", "--local-dir"])
+            .arg(&shared)
+            .args(["--", "true"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let file = std::fs::read_dir(&shared)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
     // An operator's directory that cannot be used is refused, before Redis is touched.
     let file = s.path("a-file");
     std::fs::write(&file, "").unwrap();
