@@ -186,6 +186,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 
+    /// Write the run's outcome in the Prometheus text format to this file (replaced
+    /// whole, at the start and the end of the run), for node_exporter's textfile
+    /// collector; one file per lock name.
+    #[arg(long, value_name = "FILE", env = "REDLOCK_METRICS", value_hint = ValueHint::FilePath)]
+    pub metrics: Option<PathBuf>,
+
     /// Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot
     /// is the Redis server's time rounded down to a multiple of PERIOD from the Unix
     /// epoch (UTC), whatever the host clocks say. A slot that already had a run exiting

@@ -48,6 +48,8 @@ pub struct RunConfig {
     pub max_hold: Option<Duration>,
     /// `--events`: the file (or `-`) lifecycle events go to.
     pub events: Option<std::path::PathBuf>,
+    /// `--metrics`: the Prometheus text file the run's outcome goes to.
+    pub metrics: Option<std::path::PathBuf>,
     /// `--once-per`: the period whose slots run once.
     pub once_per: Option<Duration>,
     /// `--history`: how many runs the lock's history keeps (0: record nothing).
@@ -429,6 +431,7 @@ impl RunConfig {
             on_lost: args.on_lost,
             hold_min,
             events: args.events.clone(),
+            metrics: metrics_file(args.metrics.as_deref())?,
             retain: retain(args.retain.retain.as_deref(), once_per)?,
             once_per,
             history,
@@ -439,6 +442,30 @@ impl RunConfig {
             command: args.command,
         })
     }
+}
+
+/// `--metrics FILE`: a file name in a directory that exists.
+fn metrics_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    if file.as_os_str().is_empty() || file.file_name().is_none() {
+        return Err(Error::usage(
+            "--metrics needs a file name, e.g. /var/lib/node_exporter/textfile/redlock-JOB.prom",
+        ));
+    }
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::usage(format!(
+            "--metrics {}: the directory {} does not exist; create it (node_exporter's --collector.textfile.directory) or give another",
+            file.display(),
+            dir.display()
+        )));
+    }
+    Ok(Some(file.to_path_buf()))
 }
 
 /// `--local-dir`, `--no-local-queue`.

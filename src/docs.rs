@@ -247,6 +247,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),
             (
+                "Every host's outcome for node_exporter's textfile collector: the alert is on the newest success over the hosts; a host that did not get the lock reports busy, never a failure.",
+                "*/10 * * * * redlock-run --key nightly-report --once-per 1d --busy-exit-code 0 --metrics /var/lib/prometheus/node-exporter/redlock-nightly-report.prom -- /opt/jobs/report.sh",
+            ),
+            (
                 "A CI runner whose jobs run as several users: one local queue for all of them (a directory they can all write), so the runner is one Redis contender however many jobs wait.",
                 "REDLOCK_LOCAL_DIR=/run/redlock-ci redlock-run --key deploy-production --wait 30m -- ./deploy.sh",
             ),

@@ -64,9 +64,19 @@ fn wrapper(program: &'static str, args: RunArgs) -> u8 {
             })?;
             report.events = Some(sink);
         }
+        report.metrics = config.metrics.clone().map(|path| {
+            let name = config.keys.display_name();
+            std::sync::Arc::new(crate::metrics::Metrics::new(path, name))
+        });
         block_on(crate::run::run(config, &report))
     });
+    let failed = result.is_err();
     let code = finish(&report, result);
+    if let Some(metrics) = &report.metrics
+        && let Err(e) = metrics.finish(code, failed)
+    {
+        report.metrics_failed(metrics, &e);
+    }
     if let Some(sink) = &report.events {
         sink.close();
     }

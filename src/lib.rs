@@ -42,6 +42,7 @@ mod history;
 mod holder;
 pub mod keys;
 mod lease;
+mod metrics;
 mod quorum;
 mod redis;
 mod report;

@@ -15,6 +15,8 @@ pub struct Reporter {
     pub terminal: bool,
     /// `--events`: where lifecycle events go, if anywhere.
     pub events: Option<std::sync::Arc<crate::events::EventSink>>,
+    /// `--metrics`: the Prometheus file the run's events feed.
+    pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 impl Reporter {
@@ -25,14 +27,28 @@ impl Reporter {
             verbose,
             terminal: std::io::stderr().is_terminal(),
             events: None,
+            metrics: None,
         }
     }
 
     /// A lifecycle event for `--events` (nothing without it).
     pub fn event(&self, event: &str, name: &str, fields: serde_json::Value) {
+        if let Some(metrics) = &self.metrics
+            && let Err(e) = metrics.observe(event, &fields)
+        {
+            self.metrics_failed(metrics, &e);
+        }
         if let Some(sink) = &self.events {
             sink.emit(event, name, fields);
         }
+    }
+
+    /// The `--metrics` file could not be written: said, the run goes on.
+    pub fn metrics_failed(&self, metrics: &crate::metrics::Metrics, e: &std::io::Error) {
+        self.warn(&format!(
+            "--metrics {}: cannot write it: {e}",
+            metrics.path().display()
+        ));
     }
 
     /// An error: always shown.

@@ -189,6 +189,7 @@ fn announce(config: &RunConfig, lease: &Lease, patience: &Patience, report: &Rep
         serde_json::json!({
             "token": &lease.token()[..8],
             "fence": lease.fence(),
+            "slot": lease.is_semaphore().then(|| lease.slot()),
             "waited_ms": patience.waited().as_millis() as u64,
             "ttl_ms": config.budget.ttl.as_millis() as u64,
         }),
@@ -463,6 +464,9 @@ async fn reentrant(
         return Ok(None);
     }
     report.verbose(|| "already held by the enclosing run; running at once".to_string());
+    if let Some(metrics) = &report.metrics {
+        metrics.nested();
+    }
     let outcome = run_command(program, &config.command, None, None, signals, report).await?;
     Ok(Some(child::exit_code(outcome.status)))
 }

@@ -13,6 +13,7 @@ mod generated;
 mod history;
 mod lease_life;
 mod local_queue;
+mod metrics;
 mod nemesis;
 mod quorum;
 mod review;
