@@ -151,8 +151,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l since -d 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print JSON (one object: the name and its runs)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l timeline -d 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F

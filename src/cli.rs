@@ -513,8 +513,21 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON (one object: the name and its runs).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "timeline")]
     pub json: bool,
+    /// Draw the runs: one row per host, time across (UTC), each run a bar shaded by how
+    /// it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR
+    /// honoured; the width of the terminal, else $COLUMNS, else 80].
+    #[arg(long)]
+    pub timeline: bool,
+    /// With --timeline: how far back to draw, 1m to 365 days [default: 24h].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "timeline",
+        allow_hyphen_values = true
+    )]
+    pub since: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

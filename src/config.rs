@@ -112,6 +112,11 @@ const KILL_AFTER: Range = Range {
     min: Duration::ZERO,
     max: YEAR,
 };
+const SINCE: Range = Range {
+    flag: "--since",
+    min: Duration::from_secs(60),
+    max: YEAR,
+};
 const HOLD_MIN: Range = Range {
     flag: "--hold-min",
     min: Duration::ZERO,
@@ -548,6 +553,11 @@ pub struct HistoryConfig {
     pub keys: LockKeys,
     pub limit: usize,
     pub json: bool,
+    /// `--timeline` (with `--since`, how far back): draw the runs.
+    pub timeline: Option<Duration>,
+    /// With `--timeline`, NAME as a glob over names (it has `*`, `?` or `[`): the SCAN
+    /// pattern of their history keys.
+    pub pattern: Option<Vec<u8>>,
 }
 
 impl HistoryConfig {
@@ -566,11 +576,26 @@ impl HistoryConfig {
                     Error::usage(format!("--limit {raw:?} is not a number of runs (1-{max})"))
                 })?,
         };
+        let timeline = match (args.timeline, args.since.as_deref()) {
+            (false, _) => None,
+            (true, None) => Some(Duration::from_secs(24 * 3600)),
+            (true, Some(raw)) => Some(bounded(SINCE, raw)?),
+        };
+        let raw = args.key.as_bytes();
+        let pattern = (args.timeline && raw.iter().any(|b| b"*?[".contains(b))).then(|| {
+            let mut p = crate::keys::glob_escape(conn.prefix.as_bytes());
+            p.push(b'{');
+            p.extend_from_slice(raw);
+            p.extend_from_slice(b"}:history");
+            p
+        });
         Ok(HistoryConfig {
             conn,
             keys,
             limit: limit as usize,
             json: args.json,
+            timeline,
+            pattern,
         })
     }
 }

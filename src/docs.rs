@@ -302,6 +302,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "The exit status of the last run, for a monitoring check.",
                 "redlock history nightly-report --limit 1 --json | jq '.runs[0].status'",
             ),
+            (
+                "Who ran the nightly jobs in the last week, on which host, and how each run ended.",
+                "redlock history --timeline --since 7d 'nightly-*'",
+            ),
         ],
         Page::Extend => &[(
             "Keep a lock taken with redlock acquire for ten more minutes; exit 79 if it was lost.",

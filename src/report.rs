@@ -102,6 +102,11 @@ impl Reporter {
 
 /// The width of the terminal on stderr (80 when it cannot be read).
 fn terminal_width() -> usize {
+    terminal_width_of(2)
+}
+
+/// The width of the terminal on `fd`, 80 when it is not one.
+pub fn terminal_width_of(fd: i32) -> usize {
     let mut size = nix::libc::winsize {
         ws_row: 0,
         ws_col: 0,
@@ -109,7 +114,7 @@ fn terminal_width() -> usize {
         ws_ypixel: 0,
     };
     // SAFETY: TIOCGWINSZ writes one winsize into the struct passed, which lives here.
-    let ok = unsafe { nix::libc::ioctl(2, nix::libc::TIOCGWINSZ, &mut size) } == 0;
+    let ok = unsafe { nix::libc::ioctl(fd, nix::libc::TIOCGWINSZ, &mut size) } == 0;
     if ok && size.ws_col > 0 {
         usize::from(size.ws_col)
     } else {

@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use super::{JsonName, open, print_json, print_line};
+use std::os::unix::ffi::OsStrExt;
+
+use super::{JsonName, open, print_json, print_line, timeline};
 use crate::config::{DEFAULT_TTL, HistoryConfig};
 use crate::error::{Error, Kind, Result};
 use crate::history::{RunRecord, merge};
@@ -22,6 +24,9 @@ struct HistoryJson<'a> {
 
 pub async fn run(config: HistoryConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    if let Some(since) = config.timeline {
+        return draw(&nodes, &config, since).await;
+    }
     let runs = read(&nodes, &config.keys, config.limit).await?;
     if config.json {
         print_json(&HistoryJson {
@@ -41,6 +46,55 @@ pub async fn run(config: HistoryConfig) -> Result<u8> {
             print_line(&format!("  {}", run.describe()));
         }
     }
+    Ok(0)
+}
+
+/// `--timeline`: the picture of each name's runs of the last `since`, then a legend.
+async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration) -> Result<u8> {
+    let names = match &config.pattern {
+        None => vec![config.keys.clone()],
+        Some(pattern) => {
+            let mut names = Vec::new();
+            for node in nodes.iter() {
+                for key in node.scan(pattern).await? {
+                    let lock = key.strip_suffix(b":history").unwrap_or(&key);
+                    if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, lock) {
+                        names.push(name);
+                    }
+                }
+            }
+            names.sort();
+            names.dedup();
+            names
+                .iter()
+                .map(|n| {
+                    config
+                        .conn
+                        .keys(&std::ffi::OsStr::from_bytes(n).to_os_string())
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let style = timeline::style();
+    let to_ms = crate::clock::wall_ms();
+    let from_ms = to_ms.saturating_sub(since.as_millis() as u64);
+    if names.is_empty() {
+        print_line("no lock matches with a run history");
+        return Ok(0);
+    }
+    let mut out = String::new();
+    for keys in &names {
+        let runs = read(nodes, keys, config.limit).await?;
+        out.push_str(&timeline::render(
+            &keys.display_name(),
+            &runs,
+            from_ms,
+            to_ms,
+            style,
+        ));
+    }
+    out.push_str(&timeline::legend(style.color));
+    print!("{out}");
     Ok(0)
 }
 

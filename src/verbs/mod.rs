@@ -19,6 +19,7 @@ mod list;
 mod release;
 mod state;
 mod status;
+mod timeline;
 mod wait;
 
 use std::io::Write as _;

@@ -299,3 +299,160 @@ fn a_foreign_history_key_is_refused_and_left_alone() {
     assert_eq!(crate::harness::code(&out), 76, "{}", stderr(&out));
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
 }
+
+// Timeline -------------------------------------------------------------------------
+
+/// 2026-11-26 00:00:00 UTC.
+const T0: u64 = 1_795_651_200_000;
+
+/// A run record as the release writes it.
+fn record(host: &str, start_min: u64, minutes: u64, status: i64, lost: bool) -> String {
+    serde_json::json!({
+        "token": format!("tok-{host}-{start_min}"),
+        "host": host, "pid": 42, "user": "ops", "cmd": "./nightly.sh",
+        "fence": start_min, "duration_ms": minutes * 60_000,
+        "command_status": status, "status": status, "lost": lost,
+        "start_ms": T0 + start_min * 60_000,
+        "end_ms": T0 + (start_min + minutes) * 60_000,
+    })
+    .to_string()
+}
+
+/// The history of the unit test's golden picture (src/verbs/timeline.rs), in Redis.
+fn fixed_history(redis: &Redis, name: &str) {
+    let key = format!("{}:history", lock_key(name));
+    for r in [
+        record("web-1", 60, 30, 0, false),
+        record("web-2", 180, 20, 3, false),
+        record("web-1", 300, 90, 79, true),
+        record("web-2", 500, 30, 124, true),
+        record("db-1", 900, 60, 0, false),
+    ] {
+        let _: i64 = redis.cmd(&["LPUSH", &key, &r]);
+    }
+    let running = serde_json::json!({"token": "tok-run", "start_ms": T0 + 1300 * 60_000, "running": true, "host": "db-1"});
+    let _: i64 = redis.cmd(&["LPUSH", &key, &running.to_string()]);
+}
+
+/// `redlock history …` with the wall clock frozen at 2026-11-27 00:00:00 UTC.
+fn at_fixed_now(args: &[&str]) -> std::process::Command {
+    let mut cmd = redlock();
+    with_clock_offset(&mut cmd, "2026-11-27 00:00:00");
+    cmd.env("TZ", "UTC").args(["history"]).args(args);
+    cmd
+}
+
+#[test]
+fn timeline_in_a_pipe_is_the_golden_picture_at_the_width_asked() {
+    let redis = Redis::start();
+    fixed_history(&redis, "nightly");
+    let out = output(
+        at_fixed_now(&["nightly", "--timeline", "--redis", &redis.url()]).env("COLUMNS", "60"),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = "\
+nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
+   db-1 |                               ###           :::::|
+  web-1 |  ##      LLLL                                    |
+  web-2 |      x          MM                               |
+        ++-----------+------------+-----------+-----------++
+         00:00       06:00        12:00       18:00
+  # exit 0   x exit non-zero   L lost the lock   M stopped at --max-hold   : running, or its end never recorded
+";
+    assert_eq!(stdout(&out), want, "\n{}", stdout(&out));
+    // 80 columns without COLUMNS; every drawn line within it.
+    let out = output(&mut at_fixed_now(&[
+        "nightly",
+        "--timeline",
+        "--redis",
+        &redis.url(),
+    ]));
+    for line in stdout(&out).lines().take(6) {
+        assert!(line.chars().count() <= 80, "{line:?}");
+    }
+    assert!(stdout(&out).lines().nth(4).unwrap().chars().count() == 80);
+    // --since: the last 2 hours hold only the running mark.
+    let out = output(&mut at_fixed_now(&[
+        "nightly",
+        "--timeline",
+        "--since",
+        "2h",
+        "--redis",
+        &redis.url(),
+    ]));
+    assert!(
+        stdout(&out).contains("db-1 |:::") && !stdout(&out).contains("web-1"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn timeline_on_a_terminal_is_coloured_to_its_width_unless_no_color() {
+    let redis = Redis::start();
+    fixed_history(&redis, "nightly");
+    let draw = |no_color: bool| {
+        let mut cmd = std::process::Command::new("sh");
+        with_clock_offset(&mut cmd, "2026-11-27 00:00:00");
+        cmd.env("TZ", "UTC").env_remove("COLUMNS").args([
+            "-c",
+            "stty cols 72 rows 24; exec \"$@\"",
+            "sh",
+            REDLOCK,
+            "history",
+            "nightly",
+            "--timeline",
+            "--redis",
+            &redis.url(),
+        ]);
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        let (mut running, _master) = start_on_pty(cmd, None);
+        assert_eq!(running.code(), 0);
+        running.said()
+    };
+    let coloured = draw(false);
+    assert!(coloured.contains("\x1b[32m█\x1b[0m"), "{coloured:?}");
+    assert!(
+        coloured.contains("\x1b[35m█\x1b[0m"),
+        "lost in magenta: {coloured:?}"
+    );
+    let frame = coloured
+        .lines()
+        .find(|l| l.contains('└'))
+        .expect("the axis");
+    assert_eq!(
+        frame.trim_end_matches('\r').chars().count(),
+        72,
+        "{frame:?}"
+    );
+    let plain = draw(true);
+    assert!(
+        !plain.contains('\x1b') && plain.contains("LLL"),
+        "{plain:?}"
+    );
+}
+
+#[test]
+fn timeline_over_a_pattern_draws_every_name() {
+    let redis = Redis::start();
+    fixed_history(&redis, "nightly-a");
+    fixed_history(&redis, "nightly-b");
+    fixed_history(&redis, "hourly");
+    let out = output(&mut at_fixed_now(&[
+        "nightly-*",
+        "--timeline",
+        "--redis",
+        &redis.url(),
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("nightly-a: 2026-11-26 00:00") && text.contains("nightly-b: "),
+        "{text}"
+    );
+    assert!(!text.contains("hourly"), "{text}");
+}

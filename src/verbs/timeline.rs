@@ -1,0 +1,347 @@
+//! `redlock history NAME --timeline`: the run history as a picture: one row per host,
+//! time on the x axis (UTC), each run a bar from its start to its end, shaded by how
+//! it ended, gaps left empty, a time axis with labels under it. Pure: the records, the
+//! window and the width in, the text out (tested against golden pictures).
+
+use crate::history::RunRecord;
+
+/// How wide and how coloured to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// Columns in all.
+    pub width: usize,
+    /// ANSI colours (a terminal without `NO_COLOR`); else plain characters.
+    pub color: bool,
+}
+
+/// What a column of a row shows: the worst of the runs in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Mark {
+    Empty,
+    /// A `--once-per` start mark: running, or its end never recorded.
+    Running,
+    Ok,
+    Failed,
+    MaxHold,
+    Lost,
+}
+
+impl Mark {
+    fn of(run: &RunRecord) -> Mark {
+        if run.running {
+            Mark::Running
+        } else if run.lost && run.status == i64::from(crate::exit::Code::MaxHold.value()) {
+            Mark::MaxHold
+        } else if run.lost {
+            Mark::Lost
+        } else if run.status == 0 {
+            Mark::Ok
+        } else {
+            Mark::Failed
+        }
+    }
+
+    /// The glyph: coloured blocks on a terminal, letters in a pipe.
+    fn draw(self, color: bool) -> &'static str {
+        match (self, color) {
+            (Mark::Empty, _) => " ",
+            (Mark::Running, true) => "\x1b[36m▒\x1b[0m",
+            (Mark::Ok, true) => "\x1b[32m█\x1b[0m",
+            (Mark::Failed, true) => "\x1b[31m█\x1b[0m",
+            (Mark::MaxHold, true) => "\x1b[33m█\x1b[0m",
+            (Mark::Lost, true) => "\x1b[35m█\x1b[0m",
+            (Mark::Running, false) => ":",
+            (Mark::Ok, false) => "#",
+            (Mark::Failed, false) => "x",
+            (Mark::MaxHold, false) => "M",
+            (Mark::Lost, false) => "L",
+        }
+    }
+}
+
+/// Tick spacings to choose from (ms), and whether labels show the date.
+const TICKS: [(u64, bool); 14] = [
+    (60_000, false),
+    (2 * 60_000, false),
+    (5 * 60_000, false),
+    (10 * 60_000, false),
+    (15 * 60_000, false),
+    (30 * 60_000, false),
+    (3_600_000, false),
+    (2 * 3_600_000, false),
+    (3 * 3_600_000, false),
+    (6 * 3_600_000, false),
+    (12 * 3_600_000, false),
+    (86_400_000, true),
+    (2 * 86_400_000, true),
+    (7 * 86_400_000, true),
+];
+
+/// The picture of one lock's `runs` between `from_ms` and `to_ms`.
+pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: Style) -> String {
+    let span = to_ms.saturating_sub(from_ms).max(1);
+    let shown: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| end_of(r, to_ms) >= from_ms && r.start_ms <= to_ms && r.start_ms > 0)
+        .collect();
+    let mut hosts: Vec<String> = shown.iter().map(|r| host_of(r)).collect();
+    hosts.sort();
+    hosts.dedup();
+    let label_w = hosts
+        .iter()
+        .map(|h| h.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 20);
+    // "  host │bars│": the bars take what the label and the frame leave.
+    let bar_w = style.width.saturating_sub(label_w + 5).max(10);
+    let col_of = |t: u64| -> usize {
+        let t = t.clamp(from_ms, to_ms) - from_ms;
+        ((u128::from(t) * bar_w as u128 / u128::from(span)) as usize).min(bar_w - 1)
+    };
+    let mut out = format!(
+        "{name}: {} to {} UTC, one column {}\n",
+        stamp(from_ms, true),
+        stamp(to_ms, true),
+        crate::report::human(std::time::Duration::from_millis(span / bar_w as u64))
+    );
+    if shown.is_empty() {
+        out.push_str("  no runs in this window\n");
+        return out;
+    }
+    let (bar, corner_l, corner_r, rule) = if style.color {
+        ("│", "└", "┘", "─")
+    } else {
+        ("|", "+", "+", "-")
+    };
+    for host in &hosts {
+        let mut row = vec![Mark::Empty; bar_w];
+        for run in shown.iter().filter(|r| host_of(r) == *host) {
+            let mark = Mark::of(run);
+            for cell in &mut row[col_of(run.start_ms)..=col_of(end_of(run, to_ms))] {
+                *cell = (*cell).max(mark);
+            }
+        }
+        let label: String = host.chars().take(label_w).collect();
+        out.push_str(&format!("  {label:>label_w$} {bar}"));
+        for mark in row {
+            out.push_str(mark.draw(style.color));
+        }
+        out.push_str(bar);
+        out.push('\n');
+    }
+    let (every, dated) = TICKS
+        .iter()
+        .copied()
+        .find(|(every, _)| (*every as u128 * bar_w as u128 / span as u128) >= 8)
+        .unwrap_or(TICKS[TICKS.len() - 1]);
+    let mut axis = vec![rule; bar_w];
+    let mut labels = vec![' '; bar_w + 1];
+    let mut tick = from_ms.div_ceil(every) * every;
+    while tick <= to_ms {
+        let col = col_of(tick);
+        axis[col] = if style.color { "┬" } else { "+" };
+        let text = stamp(tick, dated);
+        let text = if dated { &text[5..10] } else { &text[11..16] };
+        // A label that would run past the frame is left out (its tick stays).
+        if col + text.len() <= bar_w + 1 {
+            for (i, c) in text.chars().enumerate() {
+                labels[col + i] = c;
+            }
+        }
+        tick += every;
+    }
+    out.push_str(&format!(
+        "  {:label_w$} {corner_l}{}{corner_r}\n",
+        "",
+        axis.concat()
+    ));
+    let labels: String = labels.into_iter().collect();
+    out.push_str(&format!("  {:label_w$}  {}\n", "", labels.trim_end()));
+    out
+}
+
+/// The legend under the pictures.
+pub fn legend(color: bool) -> String {
+    let items = [
+        (Mark::Ok, "exit 0"),
+        (Mark::Failed, "exit non-zero"),
+        (Mark::Lost, "lost the lock"),
+        (Mark::MaxHold, "stopped at --max-hold"),
+        (Mark::Running, "running, or its end never recorded"),
+    ];
+    let parts: Vec<String> = items
+        .iter()
+        .map(|(m, what)| format!("{} {what}", m.draw(color)))
+        .collect();
+    format!("  {}\n", parts.join("   "))
+}
+
+fn host_of(run: &RunRecord) -> String {
+    run.who.host.clone().unwrap_or_else(|| "?".into())
+}
+
+/// A run's end: recorded, or (a run still going) the window's end.
+fn end_of(run: &RunRecord, to_ms: u64) -> u64 {
+    if run.running || run.end_ms < run.start_ms {
+        to_ms
+    } else {
+        run.end_ms
+    }
+}
+
+/// `2026-11-21 05:44` (UTC).
+fn stamp(ms: u64, _date: bool) -> String {
+    let text = crate::report::rfc3339(ms);
+    format!("{} {}", &text[..10], &text[11..16])
+}
+
+/// How to draw on this stdout: a terminal's width and colours (unless `NO_COLOR`);
+/// in a pipe, `$COLUMNS` or 80 columns, plain characters.
+pub fn style() -> Style {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| (20..=1000).contains(c));
+    let width = if terminal {
+        crate::report::terminal_width_of(1)
+    } else {
+        columns.unwrap_or(80)
+    };
+    Style {
+        width,
+        color: terminal && !no_color,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::holder::Who;
+
+    const T0: u64 = 1_795_651_200_000; // 2026-11-26 00:00:00 UTC
+
+    fn run(host: &str, start_min: u64, minutes: u64, status: i64, lost: bool) -> RunRecord {
+        RunRecord {
+            token: "t".into(),
+            who: Who {
+                host: Some(host.into()),
+                ..Who::default()
+            },
+            start_ms: T0 + start_min * 60_000,
+            end_ms: T0 + (start_min + minutes) * 60_000,
+            status,
+            lost,
+            ..RunRecord::default()
+        }
+    }
+
+    fn history() -> Vec<RunRecord> {
+        vec![
+            run("web-1", 60, 30, 0, false),
+            run("web-2", 180, 20, 3, false),
+            run("web-1", 300, 90, 79, true),
+            run("web-2", 500, 30, 124, true),
+            run("db-1", 900, 60, 0, false),
+            RunRecord {
+                running: true,
+                ..run("db-1", 1300, 0, 0, false)
+            },
+        ]
+    }
+
+    #[test]
+    fn golden_plain_60_columns() {
+        let got = render(
+            "nightly",
+            &history(),
+            T0,
+            T0 + 86_400_000,
+            Style {
+                width: 60,
+                color: false,
+            },
+        );
+        let want = "\
+nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
+   db-1 |                               ###           :::::|
+  web-1 |  ##      LLLL                                    |
+  web-2 |      x          MM                               |
+        ++-----------+------------+-----------+-----------++
+         00:00       06:00        12:00       18:00
+";
+        assert_eq!(got, want, "\n{got}");
+    }
+
+    #[test]
+    fn golden_plain_100_columns() {
+        let got = render(
+            "nightly",
+            &history(),
+            T0,
+            T0 + 86_400_000,
+            Style {
+                width: 100,
+                color: false,
+            },
+        );
+        let want = "\
+nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 16m
+   db-1 |                                                        #####                    :::::::::|
+  web-1 |   ###            LLLLLLL                                                                 |
+  web-2 |           xx                  MMM                                                        |
+        ++----------+----------+----------+-----------+----------+----------+----------+----------++
+         00:00      03:00      06:00      09:00       12:00      15:00      18:00      21:00
+";
+        assert_eq!(got, want, "\n{got}");
+    }
+
+    #[test]
+    fn every_line_fits_the_width_and_colour_only_on_request() {
+        for width in [40, 60, 80, 100, 200] {
+            let got = render(
+                "nightly",
+                &history(),
+                T0,
+                T0 + 86_400_000,
+                Style {
+                    width,
+                    color: false,
+                },
+            );
+            for line in got.lines().skip(1) {
+                assert!(line.chars().count() <= width, "{width}: {line:?}");
+            }
+            assert!(!got.contains('\x1b'));
+        }
+        let tty = render(
+            "nightly",
+            &history(),
+            T0,
+            T0 + 86_400_000,
+            Style {
+                width: 80,
+                color: true,
+            },
+        );
+        assert!(tty.contains("\x1b[32m█\x1b[0m") && tty.contains("\x1b[35m█\x1b[0m"));
+    }
+
+    #[test]
+    fn a_window_without_runs_says_so() {
+        let got = render(
+            "nightly",
+            &history(),
+            T0 - 2 * 86_400_000,
+            T0 - 86_400_000,
+            Style {
+                width: 60,
+                color: false,
+            },
+        );
+        assert!(got.ends_with("  no runs in this window\n"), "{got}");
+    }
+}
