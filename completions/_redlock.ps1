@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -229,6 +230,22 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'redlock;top' {
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
+            [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Refresh every DURATION, 100ms to 1h [default: 1s]')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Refresh every DURATION, 100ms to 1h [default: 1s]')
+            [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Print one frame as text and exit (for scripts; no terminal needed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
@@ -247,6 +264,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a lock''s last runs (recorded by redlock-run), newest first')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -279,6 +297,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;doctor' {
+            break
+        }
+        'redlock;help;top' {
             break
         }
         'redlock;help;generate' {

@@ -32,6 +32,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
             cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
+            cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -215,6 +216,21 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;top'= {
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand -n 'Refresh every DURATION, 100ms to 1h [default: 1s]'
+            cand --interval 'Refresh every DURATION, 100ms to 1h [default: 1s]'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --once 'Print one frame as text and exit (for scripts; no terminal needed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -232,6 +248,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand history 'Show a lock''s last runs (recorded by redlock-run), newest first'
             cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
+            cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -254,6 +271,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;forget'= {
         }
         &'redlock;help;doctor'= {
+        }
+        &'redlock;help;top'= {
         }
         &'redlock;help;generate'= {
         }

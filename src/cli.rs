@@ -340,6 +340,9 @@ pub enum Command {
     /// "could not check", not failed.
     #[command(after_long_help = verb_help(Page::Doctor))]
     Doctor(DoctorArgs),
+    /// A live view of the locks under the prefix: holders, waiters, slots, last runs.
+    #[command(after_long_help = verb_help(Page::Top))]
+    Top(TopArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -364,6 +367,26 @@ pub struct StatusArgs {
         value_hint = ValueHint::DirPath
     )]
     pub local_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TopArgs {
+    /// Glob over lock names (* ? [..] as in Redis; \ escapes) [default: *].
+    #[arg(value_name = "PATTERN")]
+    pub pattern: Option<OsString>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Refresh every DURATION, 100ms to 1h [default: 1s].
+    #[arg(
+        short = 'n',
+        long = "interval",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub every: Option<String>,
+    /// Print one frame as text and exit (for scripts; no terminal needed).
+    #[arg(long)]
+    pub once: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -612,15 +612,55 @@ pub struct ListConfig {
 impl ListConfig {
     pub fn from_args(args: ListArgs) -> Result<Self> {
         let conn = Conn::from_args(&args.conn)?;
-        let pattern = args.pattern.unwrap_or_else(|| OsString::from("*"));
-        let mut matcher = crate::keys::glob_escape(conn.prefix.as_bytes());
-        matcher.push(b'{');
-        matcher.extend_from_slice(pattern.as_bytes());
-        matcher.push(b'}');
+        let matcher = lock_matcher(&conn, args.pattern);
         Ok(ListConfig {
             conn,
             matcher,
             json: args.json,
+        })
+    }
+}
+
+/// The SCAN pattern of the lock keys whose names match `pattern` (default `*`).
+fn lock_matcher(conn: &Conn, pattern: Option<OsString>) -> Vec<u8> {
+    let pattern = pattern.unwrap_or_else(|| OsString::from("*"));
+    let mut matcher = crate::keys::glob_escape(conn.prefix.as_bytes());
+    matcher.push(b'{');
+    matcher.extend_from_slice(pattern.as_bytes());
+    matcher.push(b'}');
+    matcher
+}
+
+/// A checked `redlock top`.
+#[derive(Debug, Clone)]
+pub struct TopConfig {
+    pub conn: Conn,
+    /// The SCAN pattern of the lock keys shown.
+    pub matcher: Vec<u8>,
+    /// `-n`: how often the view is refreshed.
+    pub every: Duration,
+    /// `--once`: one frame as text.
+    pub once: bool,
+}
+
+const REFRESH: Range = Range {
+    flag: "-n",
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(3600),
+};
+
+impl TopConfig {
+    pub fn from_args(args: crate::cli::TopArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let every = match args.every.as_deref() {
+            None => Duration::from_secs(1),
+            Some(raw) => bounded(REFRESH, raw)?,
+        };
+        Ok(TopConfig {
+            matcher: lock_matcher(&conn, args.pattern),
+            conn,
+            every,
+            once: args.once,
         })
     }
 }

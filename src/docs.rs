@@ -269,6 +269,16 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock status deploy-production --json | jq .local",
             ),
         ],
+        Page::Top => &[
+            (
+                "Watch every lock under the prefix, refreshed every second; q quits.",
+                "redlock top",
+            ),
+            (
+                "One frame of the deploy locks, for a script or a log.",
+                "redlock top 'deploy-*' --once",
+            ),
+        ],
         Page::List => &[
             (
                 "Every held lock, or those whose names start with deploy-.",

@@ -44,6 +44,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::History(args) => HistoryConfig::from_args(args).map(Verb::History),
         Command::Forget(args) => ForgetConfig::from_args(args).map(Verb::Forget),
         Command::Doctor(args) => DoctorConfig::from_args(args).map(Verb::Doctor),
+        Command::Top(args) => crate::config::TopConfig::from_args(args).map(Verb::Top),
     };
     let report = Reporter::new("redlock", false, false);
     let result = verb.and_then(|verb| {

@@ -142,10 +142,11 @@ pub enum Page {
     History,
     Forget,
     Doctor,
+    Top,
 }
 
 impl Page {
-    pub const ALL: [Page; 11] = [
+    pub const ALL: [Page; 12] = [
         Page::Run,
         Page::Redlock,
         Page::Status,
@@ -157,6 +158,7 @@ impl Page {
         Page::History,
         Page::Forget,
         Page::Doctor,
+        Page::Top,
     ];
 
     /// The verb's name (`run` for the wrapper, `redlock` for the tool's own page).
@@ -173,6 +175,7 @@ impl Page {
             Page::History => "history",
             Page::Forget => "forget",
             Page::Doctor => "doctor",
+            Page::Top => "top",
         }
     }
 
@@ -227,6 +230,10 @@ pub fn verb_table(page: Page) -> Vec<Row> {
             ("128+N", "signal N ended the wait"),
         ],
         Page::History => &[("0", "the runs were listed (none recorded is fine)")],
+        Page::Top => &[(
+            "0",
+            "quit with q, Esc or Ctrl-C, or --once printed its frame",
+        )],
         Page::Forget => &[
             ("0", "forgotten (or nothing was kept)"),
             (

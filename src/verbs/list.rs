@@ -12,7 +12,7 @@ use crate::report::human;
 
 pub async fn run(config: ListConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    let names = names(&nodes, &config).await?;
+    let names = names(&nodes, &config.conn.prefix, &config.matcher).await?;
     let now = wall_ms();
     for name in names {
         let keys = LockKeys::new(&config.conn.prefix, &name)?;
@@ -33,14 +33,14 @@ pub async fn run(config: ListConfig) -> Result<u8> {
 
 /// The names of the lock keys matching the pattern, on any node, sorted, once each; a
 /// semaphore whose first slot is free is found by its mode key.
-async fn names(nodes: &Nodes, config: &ListConfig) -> Result<Vec<Vec<u8>>> {
+pub(super) async fn names(nodes: &Nodes, prefix: &str, matcher: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut names: Vec<Vec<u8>> = Vec::new();
-    let modes = [config.matcher.as_slice(), b":mode"].concat();
+    let modes = [matcher, b":mode"].concat();
     for node in nodes.iter() {
-        for pattern in [&config.matcher, &modes] {
+        for pattern in [matcher, &modes] {
             for key in node.scan(pattern).await? {
                 let lock = key.strip_suffix(b":mode").unwrap_or(&key);
-                if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, lock) {
+                if let Some(name) = LockKeys::name_from_lock_key(prefix, lock) {
                     names.push(name);
                 }
             }

@@ -20,6 +20,7 @@ mod release;
 mod state;
 mod status;
 mod timeline;
+mod top;
 mod wait;
 
 use std::io::Write as _;
@@ -29,7 +30,7 @@ use serde::Serialize;
 
 use crate::config::{
     AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
-    ReleaseConfig, StatusConfig, WaitConfig,
+    ReleaseConfig, StatusConfig, TopConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
@@ -46,6 +47,7 @@ pub enum Verb {
     History(HistoryConfig),
     Forget(ForgetConfig),
     Doctor(DoctorConfig),
+    Top(TopConfig),
 }
 
 impl Verb {
@@ -61,6 +63,7 @@ impl Verb {
             Verb::History(c) => &c.conn,
             Verb::Forget(c) => &c.conn,
             Verb::Doctor(c) => &c.conn,
+            Verb::Top(c) => &c.conn,
         }
     }
 }
@@ -77,6 +80,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::History(config) => history::run(config).await,
         Verb::Forget(config) => forget::run(config).await,
         Verb::Doctor(config) => doctor::run(config).await,
+        Verb::Top(config) => top::run(config).await,
     }
 }
 

@@ -19,6 +19,7 @@ mod quorum;
 mod review;
 mod signals;
 mod state;
+mod top;
 mod topology;
 mod user_errors;
 mod verbs;

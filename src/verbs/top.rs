@@ -1,0 +1,236 @@
+//! `redlock top [PATTERN]`: a live full-screen view of the locks under the prefix:
+//! state, holder, held for, ttl left, fence, waiters (a fair queue's line, a
+//! semaphore's slots), last run; refreshed every `-n` (1 s), sorted by what needs
+//! attention (waiters behind a holder first, then the longest held). `q`, Esc or
+//! Ctrl-C quits; the terminal is restored on every exit. `--once` prints one frame as
+//! text and exits, for scripts and tests.
+//!
+//! Cost to Redis per refresh: the SCAN pages of the pattern (for the lock keys and the
+//! mode keys), then per lock what `redlock status` reads (the mode key, the holder
+//! script, each slot of a semaphore, a fair queue's members) plus an SCARD of its
+//! waiters and an LRANGE of its last run.
+
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::Constraint;
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Block, Row, Table};
+
+use super::list::names;
+use super::state::{LockState, read};
+use super::{history, open};
+use crate::clock::wall_ms;
+use crate::config::{DEFAULT_TTL, TopConfig};
+use crate::error::{Error, Kind, Result};
+use crate::keys::LockKeys;
+use crate::quorum::Nodes;
+use crate::report::human;
+
+/// One lock as a row of the view.
+#[derive(Debug, Clone)]
+struct Line {
+    cells: [String; 8],
+    /// Sorts the rows: waiters behind a holder first, then the longest held.
+    attention: (bool, u64),
+}
+
+const HEADER: [&str; 8] = [
+    "NAME", "STATE", "HOLDER", "HELD", "TTL", "FENCE", "WAITERS", "LAST RUN",
+];
+
+pub async fn run(config: TopConfig) -> Result<u8> {
+    let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    if config.once {
+        let lines = snapshot(&nodes, &config).await?;
+        print!("{}", text(&lines));
+        return Ok(0);
+    }
+    live(&nodes, &config).await
+}
+
+/// The locks under the pattern, most in need of attention first.
+async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
+    let now = wall_ms();
+    let mut lines = Vec::new();
+    for name in names(nodes, &config.conn.prefix, &config.matcher).await? {
+        let keys = LockKeys::new(&config.conn.prefix, &name)?;
+        let state = match read(nodes, &keys).await {
+            Ok(state) => state,
+            Err(e) if e.kind() == Kind::NotALock => continue,
+            Err(e) => return Err(e),
+        };
+        let waiters = waiters(nodes, &keys).await;
+        let last = history::read(nodes, &keys, 1)
+            .await
+            .ok()
+            .and_then(|runs| runs.into_iter().next());
+        lines.push(line(&state, waiters, last.map(|r| r.describe()), now));
+    }
+    lines.sort_by(|a, b| {
+        b.attention
+            .cmp(&a.attention)
+            .then(a.cells[0].cmp(&b.cells[0]))
+    });
+    Ok(lines)
+}
+
+/// How many runs wait in Redis (the waiters set on the primary node).
+async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
+    let Some(node) = nodes.primary() else {
+        return 0;
+    };
+    let cmd = redis::cmd("SCARD").arg(&keys.waiters).clone();
+    node.query::<u64>(&cmd).await.unwrap_or(0)
+}
+
+fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line {
+    let holder = state.holder.as_ref();
+    let held_ms = holder
+        .and_then(|h| h.held_for(now))
+        .map(|d| d.as_millis() as u64);
+    let state_text = match (state.limit, state.held) {
+        (Some(limit), Some(held)) => format!("{held} of {limit} slots"),
+        _ if holder.is_some() => "held".to_string(),
+        _ => "free".to_string(),
+    };
+    let waiting = match &state.queue {
+        Some(queue) if !queue.is_empty() => {
+            let line: Vec<String> = queue
+                .iter()
+                .map(|w| format!("#{} {}", w.place, w.who.host_pid_user()))
+                .collect();
+            format!("{} (fair: {})", queue.len(), line.join(", "))
+        }
+        _ => waiters.to_string(),
+    };
+    let who = holder.map_or(String::new(), |h| {
+        if h.is_known() {
+            format!(
+                "{} pid {} {}",
+                h.who.host.as_deref().unwrap_or("?"),
+                h.who.pid.map_or("?".into(), |p| p.to_string()),
+                h.who.cmd.as_deref().unwrap_or("?")
+            )
+        } else {
+            "unknown (no redlock metadata)".to_string()
+        }
+    });
+    let queued = state.queue.as_ref().map_or(waiters, |q| q.len() as u64);
+    Line {
+        cells: [
+            state.name.clone(),
+            state_text,
+            who,
+            held_ms.map_or(String::new(), |ms| human(Duration::from_millis(ms))),
+            holder.and_then(|h| h.ttl_left).map_or(String::new(), human),
+            holder
+                .and_then(|h| h.fence)
+                .map_or(String::new(), |f| f.to_string()),
+            waiting,
+            last.unwrap_or_default(),
+        ],
+        attention: (queued > 0 && holder.is_some(), held_ms.unwrap_or(0)),
+    }
+}
+
+/// One frame as text: a header and a row per lock, columns padded, nothing cut.
+fn text(lines: &[Line]) -> String {
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
+    for l in lines {
+        for (w, c) in widths.iter_mut().zip(&l.cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let row = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = row(HEADER.to_vec());
+    for l in lines {
+        out.push_str(&row(l.cells.iter().map(String::as_str).collect()));
+    }
+    if lines.is_empty() {
+        out.push_str("(no locks)\n");
+    }
+    out
+}
+
+/// The live view: the alternate screen in raw mode, redrawn every `config.every` and
+/// on a resize, until `q`, Esc, Ctrl-C or a signal; the terminal restored however it
+/// ends.
+async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
+    let mut signals = crate::signals::listen()
+        .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
+    let mut terminal = ratatui::try_init().map_err(|e| {
+        ratatui::restore();
+        Error::usage(format!("redlock top needs a terminal ({e}); use --once"))
+    })?;
+    let shown = async {
+        loop {
+            let lines = snapshot(nodes, config).await?;
+            let stamp = crate::report::rfc3339(wall_ms());
+            let title = format!(
+                " redlock top: {} locks under {}, {} UTC, every {}; q quits ",
+                lines.len(),
+                config.conn.prefix,
+                &stamp[11..19],
+                human(config.every)
+            );
+            terminal
+                .draw(|frame| frame.render_widget(table(&lines, &title), frame.area()))
+                .map_err(|e| Error::internal(format!("cannot draw: {e}")))?;
+            if quit_within(config.every)? || signals.try_recv().is_ok() {
+                return Ok::<u8, Error>(0);
+            }
+        }
+    };
+    let result = shown.await;
+    ratatui::restore();
+    result
+}
+
+/// Waits up to `every` for a key: whether it asks to quit (a resize redraws at once).
+fn quit_within(every: Duration) -> Result<bool> {
+    let until = std::time::Instant::now() + every;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if !event::poll(left).map_err(|e| Error::internal(format!("terminal: {e}")))? {
+            return Ok(false);
+        }
+        match event::read().map_err(|e| Error::internal(format!("terminal: {e}")))? {
+            Event::Key(key) if key.kind == KeyEventKind::Press => {
+                let ctrl_c =
+                    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+                if matches!(key.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c {
+                    return Ok(true);
+                }
+            }
+            Event::Resize(..) => return Ok(false),
+            _ => {}
+        }
+    }
+}
+
+fn table<'a>(lines: &'a [Line], title: &'a str) -> Table<'a> {
+    let rows = lines
+        .iter()
+        .map(|l| Row::new(l.cells.iter().map(String::as_str)));
+    let widths = [
+        Constraint::Min(12),
+        Constraint::Length(13),
+        Constraint::Min(20),
+        Constraint::Length(9),
+        Constraint::Length(8),
+        Constraint::Length(17),
+        Constraint::Min(8),
+        Constraint::Min(20),
+    ];
+    Table::new(rows, widths)
+        .header(Row::new(HEADER).style(Style::default().add_modifier(Modifier::BOLD)))
+        .block(Block::bordered().title(title))
+}

@@ -1,0 +1,188 @@
+//! `redlock top`: one frame as text (`--once`, no terminal), and the live view in a
+//! real terminal (tmux): what is held and waited for appears within two refreshes, `q`
+//! quits and the screen is restored.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::harness::*;
+
+fn holder(redis: &Redis, name: &str, extra: &[&str]) -> Child {
+    redlock_run()
+        .args(lock_args(redis, name))
+        .args(extra)
+        .args(["--", "sleep", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn stop(children: Vec<Child>) {
+    for mut c in children {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = c.wait();
+    }
+}
+
+fn once(redis: &Redis) -> String {
+    let out = output(redlock().args(["top", "--once", "--redis", &redis.url()]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn once_prints_holders_waiters_slots_and_the_fair_line() {
+    let redis = Redis::start();
+    let mut running = vec![holder(&redis, "deploy", &[])];
+    assert!(eventually(READY, || redis.exists(&lock_key("deploy"))));
+    running.push(holder(
+        &redis,
+        "deploy",
+        &["--wait", "60s", "--no-local-queue"],
+    ));
+    running.push(holder(&redis, "sem", &["--limit", "3"]));
+    running.push(holder(&redis, "sem", &["--limit", "3"]));
+    running.push(holder(&redis, "fq", &["--fair"]));
+    assert!(eventually(READY, || redis.exists(&lock_key("fq"))));
+    running.push(holder(&redis, "fq", &["--fair", "--wait", "60s"]));
+    assert!(
+        eventually(READY, || {
+            let text = once(&redis);
+            text.contains("2 of 3 slots")
+                && text.contains("(fair: #1 ")
+                && text.lines().count() == 4
+        }),
+        "{}",
+        once(&redis)
+    );
+    let text = once(&redis);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("NAME  ") && lines[0].contains("WAITERS"),
+        "{text}"
+    );
+    // Waiters behind a holder first.
+    let deploy = lines.iter().position(|l| l.starts_with("deploy ")).unwrap();
+    let sem = lines.iter().position(|l| l.starts_with("sem ")).unwrap();
+    assert!(deploy < sem, "{text}");
+    assert!(
+        lines[deploy].contains(" held ") && lines[deploy].contains("sleep 60"),
+        "{text}"
+    );
+    stop(running);
+}
+
+/// A tmux server of its own, a session running `command` in a 160×24 window.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(command: &str) -> Tmux {
+        let socket = format!("redlock-top-{}", std::process::id());
+        let tmux = Tmux { socket };
+        let status = tmux
+            .cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "24",
+                "sh",
+                "-c",
+                command,
+            ])
+            .status()
+            .expect("tmux (scripts/test installs it)");
+        assert!(status.success());
+        tmux
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket]).env("TERM", "xterm-256color");
+        cmd
+    }
+
+    fn screen(&self) -> String {
+        let out = self.cmd().args(["capture-pane", "-p"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        assert!(
+            self.cmd()
+                .args(["send-keys", keys])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+#[test]
+fn live_view_in_a_terminal_shows_changes_within_two_refreshes_and_q_restores_the_screen() {
+    let redis = Redis::start();
+    let mut running = vec![holder(&redis, "deploy", &[])];
+    assert!(eventually(READY, || redis.exists(&lock_key("deploy"))));
+    let tmux = Tmux::start(&format!(
+        "echo BEFORE-TOP; '{REDLOCK}' top --redis '{}' -n 300ms; echo TOP-EXITED $?; sleep 60",
+        redis.url()
+    ));
+    assert!(
+        eventually(READY, || tmux.screen().contains("redlock top: 1 locks")),
+        "{}",
+        tmux.screen()
+    );
+    assert!(tmux.screen().contains("deploy") && tmux.screen().contains("sleep 60"));
+    // New holders and waiters show within two refreshes (0.6 s; generous on a busy machine).
+    running.push(holder(&redis, "sem", &["--limit", "2"]));
+    running.push(holder(
+        &redis,
+        "deploy",
+        &["--wait", "60s", "--no-local-queue"],
+    ));
+    assert!(eventually(READY, || redis.exists(&lock_key("sem"))));
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let screen = tmux.screen();
+            screen.contains("1 of 2 slots") && screen.contains("redlock top: 2 locks")
+        }),
+        "{}",
+        tmux.screen()
+    );
+    tmux.keys("q");
+    assert!(
+        eventually(READY, || tmux.screen().contains("TOP-EXITED 0")),
+        "{}",
+        tmux.screen()
+    );
+    let screen = tmux.screen();
+    // The alternate screen is gone: the shell's lines are back, the table is not.
+    assert!(
+        screen.contains("BEFORE-TOP") && !screen.contains("redlock top:"),
+        "{screen}"
+    );
+    stop(running);
+}
+
+#[test]
+fn without_a_terminal_the_live_view_says_to_use_once() {
+    let redis = Redis::start();
+    let out = output(redlock().args(["top", "--redis", &redis.url()]));
+    assert_eq!(code(&out), 64, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--once"), "{}", stderr(&out));
+}
