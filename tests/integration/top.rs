@@ -163,6 +163,28 @@ fn live_view_in_a_terminal_shows_changes_within_two_refreshes_and_q_restores_the
         "{}",
         tmux.screen()
     );
+    // A resize redraws the view to the new width.
+    assert!(
+        tmux.cmd()
+            .args(["resize-window", "-x", "100", "-y", "20"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let screen = tmux.screen();
+            let top = screen
+                .lines()
+                .find(|l| l.contains("redlock top:"))
+                .unwrap_or("");
+            // Redrawn: the frame's corner is at the new edge (a cut-off wider frame
+            // would end in its top rule).
+            top.trim_end().chars().count() == 100 && top.trim_end().ends_with('┐')
+        }),
+        "{}",
+        tmux.screen()
+    );
     tmux.keys("q");
     assert!(
         eventually(READY, || tmux.screen().contains("TOP-EXITED 0")),
