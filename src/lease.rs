@@ -578,13 +578,18 @@ impl Lease {
     /// cannot leaves with its heartbeat.
     /// Over several nodes, joins the waiters on the primary node whatever the lock's
     /// state there (see `scripts::waiters::JOIN`); one node's acquire script has done it.
-    pub async fn join_primary(&self, heartbeat: Duration) {
+    /// Over several nodes: joins the waiters on the primary node (where releases wake
+    /// them); `true` when the lock is free there, so that a release may have come
+    /// before the join and woken nobody: the waiter tries again soon.
+    pub async fn join_primary(&self, heartbeat: Duration) -> bool {
         if let (true, Some(primary)) = (self.nodes.given() > 1, self.nodes.primary()) {
             let ms = heartbeat.as_millis() as u64;
-            let _ = primary
+            let joined = primary
                 .run::<i64>(&waiters::join(&self.keys, &self.token, ms))
                 .await;
+            return matches!(joined, Ok(2));
         }
+        false
     }
 
     pub async fn leave(&self) {

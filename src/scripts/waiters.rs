@@ -47,15 +47,19 @@ pub fn watch(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocatio
 }
 
 /// Join the waiters whatever the lock's state on this node: over several nodes a
-/// waiter's try may find the primary node free (the holder lost the race there) while a
-/// quorum is held elsewhere, and the primary is where releases wake waiters. KEYS:
-/// waiters. ARGV: token, heartbeat ms. Returns 1 (0: the key is of another type, left
+/// waiter's try may find the primary node free (the holder lost the race there, or its
+/// release reached the primary first and the other nodes not yet) while a quorum is
+/// held elsewhere, and the primary is where releases wake waiters. KEYS: waiters, lock.
+/// ARGV: token, heartbeat ms. Returns 1 joined, the lock held here; 2 joined, the lock
+/// free here: a release that came before the join woke nobody, so the waiter must try
+/// again soon rather than wait for a wake-up (0: the key is of another type, left
 /// alone).
 pub const JOIN_TEXT: &str = r#"
 if type(redis.pcall('SADD', KEYS[1], ARGV[1])) ~= 'number' then return 0 end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 2 end
 return 1
 "#;
 pub static JOIN: LazyLock<Script> = LazyLock::new(|| Script::new(JOIN_TEXT));
@@ -64,11 +68,12 @@ pub const JOIN_CALLS: &[Need] = &[
     on("sadd", Key::Waiters),
     on("pttl", Key::Waiters),
     on("pexpire", Key::Waiters),
+    on("exists", Key::Lock),
 ];
 
 /// The call joining `keys`' waiters as `token` for `heartbeat_ms`, unconditionally.
 pub fn join(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
-    let mut call = invocation(&JOIN, &[&keys.waiters]);
+    let mut call = invocation(&JOIN, &[&keys.waiters, &keys.lock]);
     call.arg(token).arg(heartbeat_ms);
     call
 }

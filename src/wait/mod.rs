@@ -123,6 +123,7 @@ pub async fn acquire(
         last: Holder::default(),
         attempt: 0,
         registered: Duration::MAX,
+        soon: false,
     };
     // The first try, as no waiter yet: the common, uncontended case costs one round
     // trip and leaves nothing behind. In a fair queue a run that may wait takes its
@@ -191,6 +192,11 @@ struct Waiter<'a> {
     attempt: u32,
     /// The heartbeat of the last try that joined the waiters.
     registered: Duration,
+    /// Over several nodes, the last try found the lock free on the primary node but
+    /// held by a quorum: a release may have reached the primary before this waiter
+    /// joined there, waking nobody. It tries again after a short, growing backoff
+    /// instead of waiting for a wake-up.
+    soon: bool,
 }
 
 /// What one try gave.
@@ -238,7 +244,7 @@ impl Waiter<'_> {
                 };
             };
             let mut nap = self
-                .safety_net(failure.is_some())
+                .safety_net(failure.is_some() || self.soon)
                 .min(left)
                 .min(self.registered_nap());
             if self.lease.is_fair() {
@@ -290,7 +296,7 @@ impl Waiter<'_> {
             }
             Ok(Acquire::Busy(holder)) => {
                 if let Some(r) = &registration {
-                    self.lease.join_primary(r.heartbeat).await;
+                    self.soon = self.lease.join_primary(r.heartbeat).await;
                 }
                 holder
             }
@@ -304,7 +310,9 @@ impl Waiter<'_> {
             }
             Err(e) => return Err(e),
         };
-        self.attempt = 0;
+        if !self.soon {
+            self.attempt = 0;
+        }
         let holder = if holder.token == self.last.token && !holder.is_known() {
             // The same holder: its metadata was not read again, only its ttl.
             Holder {
