@@ -66,6 +66,14 @@ pub enum Shape {
 }
 
 impl Shape {
+    /// How many runs may hold the name at once: a semaphore's slots, else 1.
+    pub fn slots(self) -> u32 {
+        match self {
+            Shape::Semaphore(n) => n,
+            _ => 1,
+        }
+    }
+
     /// The kind a mode key's value names (`limit L`, `fair`; `plain`, which scripts
     /// answer for a plain holder); `None` for anything else. The one parser of the
     /// mode key's text.

@@ -316,10 +316,7 @@ impl Lease {
 
     /// How many may hold the lock at once (1: a plain lock).
     pub fn limit(&self) -> u32 {
-        match self.shape {
-            Shape::Semaphore(limit) => limit,
-            _ => 1,
-        }
+        self.shape.slots()
     }
 
     /// The semaphore slot held (1-based; 1 for a plain lock).

@@ -109,12 +109,8 @@ async fn queue_locally(
     let Some(dir) = wait::resolve_dir(&config.local, report)? else {
         return Ok(Ok(None));
     };
-    let servers: Vec<String> = config.conn.urls.iter().map(|u| u.to_string()).collect();
-    let slots = match config.shape {
-        Shape::Semaphore(n) => n,
-        _ => 1,
-    };
-    let queue = LocalQueue::new(&dir, &config.keys, &servers.join(","), slots);
+    let slots = config.shape.slots();
+    let queue = LocalQueue::new(&dir, &config.keys, &config.conn.urls, slots);
     let name = config.keys.display_name();
     let mut progress = Progress::new(report, name.clone(), chatty(config, report));
     let entered = queue.enter(patience, &mut progress, signals).await?;
@@ -146,11 +142,7 @@ fn nested(config: &RunConfig) -> bool {
     let Some(key) = std::env::var_os(env::KEY) else {
         return false;
     };
-    let slots = match config.shape {
-        Shape::Semaphore(n) => n,
-        _ => 1,
-    };
-    (1..=slots).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
+    (1..=config.shape.slots()).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
 }
 
 /// Whether waiting may be reported off a terminal (see `wait/progress.rs`).

@@ -40,8 +40,7 @@ fn local_waiters(config: &StatusConfig, keys: &LockKeys, slots: u32) -> Option<L
         LocalDir::Given(dir) => dir.clone(),
         _ => wait::default_dir(),
     };
-    let servers: Vec<String> = config.conn.urls.iter().map(|u| u.to_string()).collect();
-    let queue = LocalQueue::new(&dir, keys, &servers.join(","), slots);
+    let queue = LocalQueue::new(&dir, keys, &config.conn.urls, slots);
     let (queued, heads) = wait::local_waiters(&queue);
     (queued > 0 || !heads.is_empty()).then(|| LocalWaiters {
         dir: dir.display().to_string(),

@@ -33,6 +33,7 @@ use crate::config::LocalDir;
 use crate::error::{Error, Result};
 use crate::holder::Holder;
 use crate::keys::LockKeys;
+use crate::redis::RedisUrl;
 use crate::report::Reporter;
 
 /// How often a local waiter re-reads what its head published (for the waiting line).
@@ -115,10 +116,12 @@ pub struct LocalQueue {
 }
 
 impl LocalQueue {
-    /// The queue of the lock `keys` (`slots` heads at once) on the servers `servers` (a
-    /// text naming them, without secrets), in `dir`.
-    pub fn new(dir: &Path, keys: &LockKeys, servers: &str, slots: u32) -> LocalQueue {
-        let base = file_base(&keys.lock, servers);
+    /// The queue of the lock `keys` (`slots` heads at once) on the servers `urls`, in
+    /// `dir`: the one place a queue's files are named, for the runs and for `status`.
+    pub fn new(dir: &Path, keys: &LockKeys, urls: &[RedisUrl], slots: u32) -> LocalQueue {
+        // The URLs as shown (passwords hidden): the name must not carry a secret.
+        let servers: Vec<String> = urls.iter().map(|u| u.to_string()).collect();
+        let base = file_base(&keys.lock, &servers.join(","));
         let files = match slots {
             0 | 1 => vec![dir.join(format!("{base}.lock"))],
             n => (1..=n)
