@@ -78,7 +78,10 @@ fn closed_at_once(e: &redis::RedisError) -> bool {
     let text = e.to_string();
     !e.is_timeout()
         && !e.is_connection_refusal()
-        && (e.is_connection_dropped() || text.contains("broken pipe") || text.contains("reset"))
+        && (e.is_connection_dropped()
+            || text.contains("broken pipe")
+            || text.contains("reset")
+            || text.contains("closed"))
 }
 
 /// A server at its `maxclients` answers a new connection with an error line and closes
@@ -279,12 +282,15 @@ fn crypto_for(url: &RedisUrl) {
     }
 }
 
-/// Connection info for one server URL with `--tls-insecure-skip-verify` applied.
+/// Connection info for one server URL with `--tls-insecure-skip-verify` applied, and
+/// without the client library's `CLIENT SETINFO` on connect: it is a round trip of its
+/// own before the first script, which an uncontended run would pay on every start. What
+/// that first reply used to reveal (a TLS-only port, a full server, a missing client
+/// certificate) is recognised on the first call's failure instead ([`first_failure`]).
 fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::ConnectionInfo> {
-    // (The client's CLIENT SETINFO on connect costs a round trip, but it is what makes
-    // a TLS mismatch or a missing client certificate fail at connect, where the error
-    // gets its hint, rather than at the first script: it stays.)
     let info = server.into_connection_info()?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let info = info.set_redis_settings(settings);
     if !url.insecure() {
         return Ok(info);
     }
@@ -302,6 +308,24 @@ fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::Connectio
         })),
         _ => Ok(info),
     }
+}
+
+/// The error for a call that failed on a connection no server reply has come through
+/// yet, so that the first call says what the connect used to: a server that closed the
+/// new connection at once is full (its `maxclients` line, read on a probe connection)
+/// or, for a plain-text URL, most likely a TLS-only port.
+pub async fn first_failure(
+    url: &RedisUrl,
+    client: &redis::Client,
+    timeouts: Timeouts,
+    err: &redis::RedisError,
+) -> Error {
+    if !closed_at_once(err) {
+        return super::errors::from_redis(url, err);
+    }
+    full_server(url, client, timeouts)
+        .await
+        .unwrap_or_else(|| connect_error(url, err))
 }
 
 /// The certificates for the client library, when a CA or a client cert was given.

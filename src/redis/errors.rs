@@ -15,22 +15,32 @@ pub fn from_redis(url: &RedisUrl, err: &RedisError) -> Error {
         .unwrap_or_else(|| by_code(url, err))
 }
 
-/// [`from_redis`] for a failed connect: a plain-text client whose connection the server
-/// closed at once has most likely met a TLS-only port.
+/// [`from_redis`] for a failed connect (or a first call, see
+/// `connect::first_failure`): a plain-text client whose connection the server closed
+/// at once has most likely met a TLS-only port, and a TLS client one that wants a
+/// client certificate (TLS 1.3 refuses it after the handshake has completed).
 pub fn connect_error(url: &RedisUrl, err: &RedisError) -> Error {
     let mapped = from_redis(url, err);
     let text = err.to_string();
-    if !url.is_tls()
+    let closed = tls_hint(url, err).is_none()
         && mapped.kind() == Kind::Unreachable
         && !err.is_connection_refusal()
-        && (err.is_connection_dropped() || text.contains("reset") || text.contains("closed"))
-    {
-        return Error::unreachable(format!(
-            "{url}: the server closed the connection ({}); if the port is TLS-only, use rediss://",
-            short(err)
-        ));
+        && (err.is_connection_dropped()
+            || text.contains("reset")
+            || text.contains("closed")
+            || text.contains("broken pipe"));
+    if !closed {
+        return mapped;
     }
-    mapped
+    let hint = match (url.is_tls(), url.tls().client.is_some()) {
+        (false, _) => "if the port is TLS-only, use rediss://",
+        (true, false) => "if it requires a client certificate, give --tls-cert and --tls-key",
+        (true, true) => "it may not accept the client certificate given by --tls-cert",
+    };
+    Error::unreachable(format!(
+        "{url}: the server closed the connection ({}); {hint}",
+        short(err)
+    ))
 }
 
 /// The client library refused to build a client from `url` (a bad URL after all).

@@ -4,8 +4,9 @@
 //! - where the server is: one server, a Redis Cluster (slot routing, MOVED/ASK), or a
 //!   Sentinel-managed master (discovery, failover), all behind one [`Node`];
 //! - how long a call may take: every call is bounded by the node timeout;
-//! - the script cache: scripts run by EVALSHA, NOSCRIPT is handled (by the client
-//!   library; the scripts themselves are `src/scripts/`, above this layer);
+//! - the script cache: scripts run by EVALSHA with a SHA1 known before the run, and
+//!   by EVAL on NOSCRIPT ([`Lua`]; the scripts themselves are `src/scripts/`, above
+//!   this layer);
 //! - TLS: certificates, client certificates and `--tls-insecure-skip-verify`;
 //! - the client library's errors: mapped, with hints, onto typed errors in one place
 //!   (`errors.rs`), and its replies decoded into plain parts ([`reply`]).
@@ -16,6 +17,7 @@
 //!
 //! - `url.rs`: parse, check and redact URLs (data only);
 //! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
+//! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
@@ -24,7 +26,9 @@ mod connect;
 mod errors;
 mod node;
 pub(crate) mod reply;
+mod script;
 mod url;
 
 pub(crate) use node::Node;
+pub(crate) use script::{Call, Lua};
 pub(crate) use url::{DEFAULT_URL, RedisUrl, Tls, Topology, apply_tls, redact, split_list};

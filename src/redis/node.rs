@@ -6,8 +6,8 @@
 //!   (restart, `CLIENT KILL`, network reset) so that a later renewal can succeed;
 //! - Cluster: the client library's cluster connection, which routes EVALSHA by the
 //!   slot of its first key (all keys of a lock share a slot, see `keys.rs`),
-//!   follows MOVED and ASK and refreshes its slot map; SCRIPT LOAD after NOSCRIPT goes
-//!   to every node;
+//!   follows MOVED and ASK and refreshes its slot map; the EVAL after NOSCRIPT is
+//!   routed the same way;
 //! - Sentinel: the master is asked of the sentinels at connect (see
 //!   [`super::connect`]), then used like a single server. A failover during a run
 //!   shows as errors (READONLY from the demoted master, a dropped connection) that the
@@ -24,11 +24,12 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{FromRedisValue, ScriptInvocation, Value};
+use redis::{FromRedisValue, Value};
 use tokio::time::error::Elapsed;
 
 use super::connect::{self, Timeouts};
 use super::errors::{bad_reply, from_redis};
+use super::script::Call;
 use super::url::{RedisUrl, Topology};
 use crate::error::{Error, Result};
 use crate::report::human;
@@ -45,6 +46,10 @@ pub struct Node {
     /// connection answers nothing else).
     blocking: Arc<Blocking>,
     timeout: Duration,
+    /// Whether a reply has come through the node's connection: until one has, a
+    /// failed call is read as the connect's failure ([`connect::first_failure`]), as
+    /// the connect sends nothing of its own.
+    answered: Arc<AtomicBool>,
 }
 
 /// A waiter's connection for `BLPOP`: made on first use and kept between pops; one
@@ -208,6 +213,7 @@ impl Node {
                 idle: Mutex::new(None),
             }),
             timeout,
+            answered: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -216,11 +222,11 @@ impl Node {
         &self.url
     }
 
-    /// Runs a script invocation, bounded by the node timeout.
-    pub async fn run<T: FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
+    /// Runs a script call, bounded by the node timeout.
+    pub async fn run<T: FromRedisValue>(&self, call: &Call) -> Result<T> {
         let mut conn = self.conn();
-        let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
-        self.finish(result)
+        let result = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
+        self.settle(result).await
     }
 
     /// [`Node::run`] for a script that may safely run twice (acquire with our token,
@@ -228,19 +234,16 @@ impl Node {
     /// timeout, a restart) fails the first request and only then reconnects, so the
     /// call is made once more, at once, on the fresh connection. A timeout is not
     /// retried: it has used the node's time already.
-    pub async fn run_idempotent<T: FromRedisValue>(
-        &self,
-        call: &ScriptInvocation<'_>,
-    ) -> Result<T> {
+    pub async fn run_idempotent<T: FromRedisValue>(&self, call: &Call) -> Result<T> {
         let mut conn = self.conn();
-        let result = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
+        let result = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
         match &result {
             Ok(Err(e)) if dropped(e) => {
                 let mut conn = self.conn();
-                let again = tokio::time::timeout(self.timeout, call.invoke_async(&mut conn)).await;
-                self.finish(again)
+                let again = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
+                self.settle(again).await
             }
-            _ => self.finish(result),
+            _ => self.settle(result).await,
         }
     }
 
@@ -248,7 +251,7 @@ impl Node {
     pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         let mut conn = self.conn();
         let result = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
-        self.finish(result)
+        self.settle(result).await
     }
 
     /// The connection a call goes through (for Sentinel, the current master's).
@@ -390,6 +393,29 @@ impl Node {
             Ok(Err(e)) => Err(from_redis(&self.url, &e)),
             Err(_) => Err(self.timed_out()),
         }
+    }
+
+    /// [`Node::finish`] for a call on the node's own connection: the first call's
+    /// failure on a single server is read as the connect's (a full server, a TLS-only
+    /// port), and a reply marks the connection as answering.
+    async fn settle<T>(
+        &self,
+        result: std::result::Result<redis::RedisResult<T>, Elapsed>,
+    ) -> Result<T> {
+        match (&result, &self.link, &self.blocking.source) {
+            (Ok(Ok(_)), _, _) => self.answered.store(true, Ordering::Relaxed),
+            (Ok(Err(e)), Link::Single(_), BlockingSource::Server(client))
+                if !self.answered.load(Ordering::Relaxed) && e.code().is_none() =>
+            {
+                let timeouts = Timeouts {
+                    connect: self.timeout.max(MIN_CONNECT_TIMEOUT),
+                    response: self.timeout,
+                };
+                return Err(connect::first_failure(&self.url, client, timeouts, e).await);
+            }
+            _ => {}
+        }
+        self.finish(result)
     }
 
     fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {

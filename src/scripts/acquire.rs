@@ -24,7 +24,9 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation, Value};
+use redis::Value;
+
+use crate::redis::{Call, Lua};
 
 use super::{CLOCK, Key, Need, bare, invocation, on, splice};
 use crate::keys::{LockKeys, Shape};
@@ -54,7 +56,7 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// The call of the acquire script of this request's kind of lock.
-    pub fn call(&self) -> ScriptInvocation<'static> {
+    pub fn call(&self) -> Call {
         let k = self.keys;
         let mut call = match self.shape {
             Shape::Plain => invocation(
@@ -335,7 +337,9 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: LazyLock<Script> = LazyLock::new(|| Script::new(&PLAIN_TEXT));
+pub static PLAIN: Lua = Lua::new("163e2599c4e2a87241ab3d75b128938eecc32966", || {
+    PLAIN_TEXT.as_str()
+});
 
 /// A slot of a semaphore (`--limit L`, L > 1). KEYS: mode, waiters, wake, fence,
 /// history, then the lock and metadata key of each slot 1..L. ARGV: token, ttl ms,
@@ -405,7 +409,9 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: LazyLock<Script> = LazyLock::new(|| Script::new(&SEMAPHORE_TEXT));
+pub static SEMAPHORE: Lua = Lua::new("b947eeeeb9a33682b99b4b23adf62a9c5c028759", || {
+    SEMAPHORE_TEXT.as_str()
+});
 
 /// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,
 /// beats, fence, history, mode, queue info, this waiter's wake list. ARGV: token, ttl
@@ -524,7 +530,9 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(&FAIR_TEXT));
+pub static FAIR: Lua = Lua::new("cbef825cf2e352f3853ffb73a9f6ec5d4cde8bb4", || {
+    FAIR_TEXT.as_str()
+});
 
 /// The calls every acquire script shares (the `TAKING` functions and the clock).
 macro_rules! taking {

@@ -6,9 +6,7 @@
 //! Raising every node to the number before the command starts (on a quorum, or the
 //! acquisition is given up) makes any later quorum see at least it.
 
-use std::sync::LazyLock;
-
-use redis::{Script, ScriptInvocation};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
 use crate::keys::LockKeys;
@@ -29,7 +27,7 @@ if redis.pcall('HGET', KEYS[2], 'token') == ARGV[2] then
 end
 return 1
 "#;
-pub static RAISE: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+pub static RAISE: Lua = Lua::new("fee49a862fbec9128015685503ccd91e407efc51", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("get", Key::Fence),
@@ -39,7 +37,7 @@ pub const CALLS: &[Need] = &[
 ];
 
 /// The call raising `keys`' counter to `fence` for the holder of `token`.
-pub fn call(keys: &LockKeys, fence: u64, token: &str, retain_ms: u64) -> ScriptInvocation<'static> {
+pub fn call(keys: &LockKeys, fence: u64, token: &str, retain_ms: u64) -> Call {
     let mut call = invocation(&RAISE, &[&keys.fence, &keys.meta]);
     call.arg(fence).arg(token).arg(retain_ms);
     call

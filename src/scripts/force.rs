@@ -1,8 +1,8 @@
 //! Force release: remove a lock whoever holds it (`release --force`, `--if-dead`).
 
-use std::sync::LazyLock;
+use redis::Value;
 
-use redis::{Script, ScriptInvocation, Value};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, WAKE_TTL_MS, invocation, on};
 use crate::keys::LockKeys;
@@ -36,7 +36,7 @@ if tonumber(ARGV[1]) > 0 then
 end
 return {1, holder, meta, head}
 "#;
-pub static FORCE: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+pub static FORCE: Lua = Lua::new("96bade4c58673667174c944ed92bc07db2a976e4", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("type", Key::Lock),
@@ -53,7 +53,7 @@ pub const CALLS: &[Need] = &[
 
 /// The call removing the lock `keys` (a semaphore's slot: the slot's keys, with the
 /// name's waiters); `waking`: this node wakes a waiter.
-pub fn call(keys: &LockKeys, waking: bool) -> ScriptInvocation<'static> {
+pub fn call(keys: &LockKeys, waking: bool) -> Call {
     let mut call = invocation(
         &FORCE,
         &[

@@ -1,8 +1,6 @@
 //! Forget: delete a free lock's run history and fence counter (`redlock forget`).
 
-use std::sync::LazyLock;
-
-use redis::{Script, ScriptInvocation};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
 use crate::keys::LockKeys;
@@ -14,7 +12,7 @@ pub const TEXT: &str = r#"
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then return -1 end
 return redis.call('DEL', KEYS[4], KEYS[5])
 "#;
-pub static FORGET: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+pub static FORGET: Lua = Lua::new("5c9e816f760df0a91853fefbcbf0580a1f739ee5", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("exists", Key::Lock),
@@ -25,7 +23,7 @@ pub const CALLS: &[Need] = &[
 ];
 
 /// The call forgetting the name `keys`.
-pub fn call(keys: &LockKeys) -> ScriptInvocation<'static> {
+pub fn call(keys: &LockKeys) -> Call {
     invocation(
         &FORGET,
         &[

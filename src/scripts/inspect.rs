@@ -1,8 +1,8 @@
 //! Inspect: read a lock (read-only).
 
-use std::sync::LazyLock;
+use redis::Value;
 
-use redis::{Script, ScriptInvocation, Value};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
 use crate::keys::LockKeys;
@@ -19,7 +19,7 @@ if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
 end
 return {kind, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), meta}
 "#;
-pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+pub static INSPECT: Lua = Lua::new("fb0698537235f32d1278a3b39af136ebbb127cfc", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("type", Key::Lock),
@@ -30,7 +30,7 @@ pub const CALLS: &[Need] = &[
 ];
 
 /// The read of the lock `keys` (a semaphore's slot: the slot's keys).
-pub fn call(keys: &LockKeys) -> ScriptInvocation<'static> {
+pub fn call(keys: &LockKeys) -> Call {
     invocation(&INSPECT, &[&keys.lock, &keys.meta])
 }
 

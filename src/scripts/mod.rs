@@ -31,9 +31,10 @@
 //! - every key written gets an expiry: the lock's with its ttl, the waiters' with their
 //!   heartbeat, the name's fence counter and history with `--retain`.
 //!
-//! Scripts run by EVALSHA; on NOSCRIPT (the cache empties on restart, failover, SCRIPT
-//! FLUSH or eviction) the client library loads the script and retries once
-//! (`redis::Script::invoke_async`).
+//! Scripts run by EVALSHA, each with its SHA1 written beside its text (a unit test holds
+//! the two together: change a text and the test names the new digest); on NOSCRIPT (the
+//! cache empties on restart, failover, SCRIPT FLUSH or eviction) the same call is made
+//! by EVAL with the text ([`crate::redis::Lua`]).
 
 pub mod acquire;
 pub mod fence;
@@ -44,7 +45,7 @@ pub mod release;
 pub mod renew;
 pub mod waiters;
 
-use redis::{Script, ScriptInvocation};
+use crate::redis::{Call, Lua};
 
 /// How long a wake-up pushed by a release waits for a waiter to pop it (ms): long
 /// enough for a waiter between two tries to find it, short enough that a push for a
@@ -185,8 +186,8 @@ impl Which {
         }
     }
 
-    /// The script itself (its SHA1 for EVALSHA).
-    pub fn script(self) -> &'static Script {
+    /// The script itself (its text, and its SHA1 for EVALSHA).
+    pub fn script(self) -> &'static Lua {
         match self {
             Which::Acquire => &acquire::PLAIN,
             Which::SemAcquire => &acquire::SEMAPHORE,
@@ -209,8 +210,8 @@ impl Which {
 }
 
 /// A call of `script` on `keys` (ARGV is added by the typed call that made it).
-fn invocation<'a>(script: &'a Script, keys: &[&[u8]]) -> ScriptInvocation<'a> {
-    let mut call = script.prepare_invoke();
+fn invocation(script: &'static Lua, keys: &[&[u8]]) -> Call {
+    let mut call = script.call();
     for key in keys {
         call.key(*key);
     }
@@ -289,8 +290,26 @@ mod tests {
     fn every_script_has_its_list() {
         for which in Which::ALL {
             assert!(!which.calls().is_empty(), "{which:?}");
-            assert_eq!(which.script().get_hash().len(), 40);
         }
+    }
+
+    /// The SHA1 written beside each script is its text's: a start sends EVALSHA with
+    /// it and never hashes.
+    #[test]
+    fn every_script_carries_the_sha1_of_its_text() {
+        let wrong: Vec<String> = Which::ALL
+            .iter()
+            .filter_map(|which| {
+                let digest = sha1_smol::Sha1::from(which.script().text())
+                    .digest()
+                    .to_string();
+                (which.script().sha() != digest).then(|| format!("{which:?}: {digest}"))
+            })
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "texts changed; write their new SHA1 beside them: {wrong:?}"
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation, Value};
+use redis::Value;
+
+use crate::redis::{Call, Lua};
 
 use super::{CLOCK, Key, Need, WAKE_TTL_MS, bare, invocation, on, splice};
 use crate::keys::{LockKeys, Shape};
@@ -134,7 +136,7 @@ return {1, wake()}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(&TEXT));
+pub static RELEASE: Lua = Lua::new("96377196f47364fdd7ea63f8490ebc1096907258", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -189,7 +191,7 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// The call; `waking`: this node wakes a waiter (see `Nodes::primary`).
-    pub fn call(&self, waking: bool) -> ScriptInvocation<'static> {
+    pub fn call(&self, waking: bool) -> Call {
         let k = self.keys;
         let mut call = invocation(
             &RELEASE,
@@ -253,7 +255,9 @@ if type(redis.pcall('LPUSH', KEYS[3], '1')) ~= 'number' then return 0 end
 redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1
 "#;
-pub static WAKE_HEAD: LazyLock<Script> = LazyLock::new(|| Script::new(WAKE_HEAD_TEXT));
+pub static WAKE_HEAD: Lua = Lua::new("3c685f57e76684119a8320351d6573ccae635ed8", || {
+    WAKE_HEAD_TEXT
+});
 
 pub const WAKE_HEAD_CALLS: &[Need] = &[
     on("exists", Key::Lock),
@@ -263,7 +267,7 @@ pub const WAKE_HEAD_CALLS: &[Need] = &[
 ];
 
 /// The call waking `head`, a fair queue's head (see [`WAKE_HEAD_TEXT`]).
-pub fn wake_head(keys: &LockKeys, head: &str) -> ScriptInvocation<'static> {
+pub fn wake_head(keys: &LockKeys, head: &str) -> Call {
     let own = keys.own_wake(head);
     let mut call = invocation(&WAKE_HEAD, &[&keys.lock, &keys.queue, &own]);
     call.arg(head).arg(WAKE_TTL_MS);
@@ -283,7 +287,7 @@ for i = 2, #KEYS do
 end
 return redis.call('DEL', KEYS[1])
 "#;
-pub static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(SETTLE_TEXT));
+pub static SETTLE: Lua = Lua::new("924a2bd84fd7a90f6ce5c937331c0852d1e63ec5", || SETTLE_TEXT);
 
 pub const SETTLE_CALLS: &[Need] = &[
     on("get", Key::Mode),
@@ -293,7 +297,7 @@ pub const SETTLE_CALLS: &[Need] = &[
 
 /// The call settling the name `keys` of kind `shape` (`None` for a plain lock, which
 /// has no mode key).
-pub fn settle(keys: &LockKeys, shape: Shape) -> Option<ScriptInvocation<'static>> {
+pub fn settle(keys: &LockKeys, shape: Shape) -> Option<Call> {
     let in_use: Vec<Vec<u8>> = match shape {
         Shape::Plain => return None,
         Shape::Semaphore(limit) => (1..=limit).map(|i| keys.for_slot(i).lock).collect(),

@@ -1,8 +1,6 @@
 //! Renew: compare-and-pexpire.
 
-use std::sync::LazyLock;
-
-use redis::{Script, ScriptInvocation};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
 use crate::keys::{LockKeys, Shape};
@@ -33,7 +31,7 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 "#;
-pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(TEXT));
+pub static RENEW: Lua = Lua::new("ff79564798409340297f027323ba9eb957df34f4", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("get", Key::Lock),
@@ -47,7 +45,7 @@ pub const CALLS: &[Need] = &[
 
 /// The renewal of the lock `keys` (a semaphore's slot: the slot's keys) of kind `shape`
 /// held with `token`, to `ttl_ms`.
-pub fn call(keys: &LockKeys, shape: Shape, token: &str, ttl_ms: u64) -> ScriptInvocation<'static> {
+pub fn call(keys: &LockKeys, shape: Shape, token: &str, ttl_ms: u64) -> Call {
     let mode = shape.mode();
     let mut call = match &mode {
         Some(_) => invocation(&RENEW, &[&keys.lock, &keys.meta, &keys.mode]),

@@ -3,9 +3,9 @@
 //! leave handing a wake-up on ([`HAND_ON`]), leave a fair queue ([`FAIR_LEAVE`]).
 //! Waiters join when an acquire finds the lock busy (see `acquire`).
 
-use std::sync::LazyLock;
+use redis::Value;
 
-use redis::{Script, ScriptInvocation, Value};
+use crate::redis::{Call, Lua};
 
 use super::{Key, Need, WAKE_TTL_MS, invocation, on};
 use crate::keys::LockKeys;
@@ -28,7 +28,7 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
 end
 return {1, redis.call('PTTL', KEYS[1])}
 "#;
-pub static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(WATCH_TEXT));
+pub static WATCH: Lua = Lua::new("17dfa369e02f566622e776caa2d4e0cc662738f9", || WATCH_TEXT);
 
 pub const WATCH_CALLS: &[Need] = &[
     on("get", Key::Lock),
@@ -40,7 +40,7 @@ pub const WATCH_CALLS: &[Need] = &[
 ];
 
 /// The call joining `keys`' waiters as `token` for `heartbeat_ms`.
-pub fn watch(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
+pub fn watch(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> Call {
     let mut call = invocation(&WATCH, &[&keys.lock, &keys.waiters]);
     call.arg(token).arg(heartbeat_ms);
     call
@@ -62,7 +62,7 @@ end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 2 end
 return 1
 "#;
-pub static JOIN: LazyLock<Script> = LazyLock::new(|| Script::new(JOIN_TEXT));
+pub static JOIN: Lua = Lua::new("8ba4a61279f811e38ee32811f927398bca860a0c", || JOIN_TEXT);
 
 pub const JOIN_CALLS: &[Need] = &[
     on("sadd", Key::Waiters),
@@ -72,7 +72,7 @@ pub const JOIN_CALLS: &[Need] = &[
 ];
 
 /// The call joining `keys`' waiters as `token` for `heartbeat_ms`, unconditionally.
-pub fn join(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> ScriptInvocation<'static> {
+pub fn join(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> Call {
     let mut call = invocation(&JOIN, &[&keys.waiters, &keys.lock]);
     call.arg(token).arg(heartbeat_ms);
     call
@@ -106,7 +106,7 @@ if redis.pcall('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) 
 end
 return 1
 "#;
-pub static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(LEAVE_TEXT));
+pub static LEAVE: Lua = Lua::new("626b8bf0a0c3e491ff360136aaaa105d78670840", || LEAVE_TEXT);
 
 pub const LEAVE_CALLS: &[Need] = &[
     on("srem", Key::Waiters),
@@ -115,7 +115,7 @@ pub const LEAVE_CALLS: &[Need] = &[
 ];
 
 /// The call taking `token` out of `keys`' waiters.
-pub fn leave(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+pub fn leave(keys: &LockKeys, token: &str) -> Call {
     let mut call = invocation(&LEAVE, &[&keys.waiters, &keys.wake]);
     call.arg(token);
     call
@@ -136,7 +136,7 @@ else
 end
 return 1
 "#;
-pub static HAND_ON: LazyLock<Script> = LazyLock::new(|| Script::new(HAND_ON_TEXT));
+pub static HAND_ON: Lua = Lua::new("4949b8acc81b97930bc52d295a41d6c43c438a5d", || HAND_ON_TEXT);
 
 pub const HAND_ON_CALLS: &[Need] = &[
     on("srem", Key::Waiters),
@@ -147,7 +147,7 @@ pub const HAND_ON_CALLS: &[Need] = &[
 ];
 
 /// The call taking `token` out of `keys`' waiters and handing a wake-up on.
-pub fn hand_on(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+pub fn hand_on(keys: &LockKeys, token: &str) -> Call {
     let mut call = invocation(&HAND_ON, &[&keys.waiters, &keys.wake]);
     call.arg(token).arg(WAKE_TTL_MS);
     call
@@ -168,7 +168,9 @@ if head == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return ''
 "#;
-pub static FAIR_LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(FAIR_LEAVE_TEXT));
+pub static FAIR_LEAVE: Lua = Lua::new("5f1beb24e1a9708c4551255b2d69a17873ba0262", || {
+    FAIR_LEAVE_TEXT
+});
 
 pub const FAIR_LEAVE_CALLS: &[Need] = &[
     on("zrange", Key::Queue),
@@ -180,7 +182,7 @@ pub const FAIR_LEAVE_CALLS: &[Need] = &[
 ];
 
 /// The call taking `token` out of `keys`' fair queue.
-pub fn fair_leave(keys: &LockKeys, token: &str) -> ScriptInvocation<'static> {
+pub fn fair_leave(keys: &LockKeys, token: &str) -> Call {
     let own = keys.own_wake(token);
     let mut call = invocation(
         &FAIR_LEAVE,

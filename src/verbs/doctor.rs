@@ -16,7 +16,6 @@
 mod judge;
 mod needs;
 
-use std::sync::LazyLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
@@ -27,7 +26,7 @@ use super::{print_json, print_line};
 use crate::config::DoctorConfig;
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::keys::LockKeys;
-use crate::redis::{Node, RedisUrl, Topology};
+use crate::redis::{Lua, Node, RedisUrl, Topology};
 use crate::scripts::acquire;
 use judge::{Acl, Clock, Denied, Facts, Finding, Given, Info, Probe, Server, Severity, Timing};
 use needs::{Key, Need};
@@ -277,7 +276,7 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
     let s = |t: &str| t.as_bytes().to_vec();
     let rest: Vec<Vec<u8>> = match (need.command, need.key) {
         ("evalsha", _) => vec![
-            s(acquire::PLAIN.get_hash()),
+            s(acquire::PLAIN.sha()),
             s("7"),
             keys.lock.clone(),
             keys.meta.clone(),
@@ -315,9 +314,11 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
 
 /// Checks one command per ARGV group (`n, cmd, args…`) with `redis.acl_check_cmd`
 /// (Redis ≥ 7): 1 allowed, 0 denied, -1 not a command of this server.
-static ACL_CHECK: LazyLock<redis::Script> = LazyLock::new(|| {
-    redis::Script::new(
-        r#"
+static ACL_CHECK: Lua = Lua::new("e73758c0b675dbb6bd88f5b5426986130b435de2", || {
+    ACL_CHECK_TEXT
+});
+
+const ACL_CHECK_TEXT: &str = r#"
 local out = {}
 local i = 1
 while i <= #ARGV do
@@ -329,9 +330,7 @@ while i <= #ARGV do
   i = i + n + 1
 end
 return out
-"#,
-    )
-});
+"#;
 
 /// The ACL verdict on every command the tool sends: by `ACL DRYRUN` when the user may
 /// run it, else by a script calling `redis.acl_check_cmd` (the user's own rights are
@@ -363,7 +362,7 @@ async fn acl(node: &Node, keys: &LockKeys, prefix: &str, given: Given) -> Acl {
             denied,
         };
     }
-    let mut call = ACL_CHECK.prepare_invoke();
+    let mut call = ACL_CHECK.call();
     for need in &needs {
         let args = args_of(*need, keys, prefix);
         call.arg(args.len());
@@ -640,4 +639,15 @@ fn print_text(findings: &[Finding], nodes: usize, status: u8) {
         c.ok,
         status
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_acl_check_carries_the_sha1_of_its_text() {
+        let digest = sha1_smol::Sha1::from(ACL_CHECK.text()).digest().to_string();
+        assert_eq!(ACL_CHECK.sha(), digest);
+    }
 }

@@ -405,7 +405,7 @@ fn script_flush_during_a_hold_is_no_loss() {
     args.extend(["--ttl".into(), "3s".into()]);
     let holding = Holding::start(&args);
     let ours = holding.token();
-    let renew_sha = redlock::scripts::renew::RENEW.get_hash().to_string();
+    let renew_sha = redlock::scripts::renew::RENEW.sha().to_string();
     for _ in 0..3 {
         let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
         assert!(
@@ -416,11 +416,15 @@ fn script_flush_during_a_hold_is_no_loss() {
         assert_eq!(loaded, vec![1], "the renewal script was not reloaded");
         assert_eq!(get(&redis, &key).as_deref(), Some(ours.as_str()));
     }
-    // The release script must load itself too.
+    // The release script must load itself too: by EVAL with its text, one round trip
+    // (no SCRIPT LOAD).
     let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
     let (code, err) = holding.finish();
     assert_eq!(code, 0, "{err}");
     assert_eq!(lost_lines(&err), 0, "{err}");
+    let stats: String = redis.cmd(&["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_eval:calls="), "{stats}");
+    assert!(!stats.contains("cmdstat_script|load"), "{stats}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
 
@@ -632,7 +636,8 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
         };
         let reply = request
             .call(false)
-            .invoke(&mut redis.conn())
+            .eval()
+            .query(&mut redis.conn())
             .expect("release script");
         release::decode(reply).expect("a release reply").0
     };

@@ -482,6 +482,16 @@ fn acl_least_privilege_user_runs_every_verb() {
     let out =
         output(redlock_run().args(["--key", "a", "--redis", &url, "--verbose", "--", "true"]));
     check(&out, 0);
+    // An empty script cache: this user may not EVAL, so the scripts are loaded by
+    // SCRIPT LOAD and run by EVALSHA again.
+    let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
+    let _: String = redis.cmd(&["CONFIG", "RESETSTAT"]);
+    check(
+        &output(redlock_run().args(["--key", "a", "--redis", &url, "--", "true"])),
+        0,
+    );
+    let stats: String = redis.cmd(&["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_script|load:calls=2"), "{stats}");
     // The run history and --once-per.
     let once = [
         "--key",

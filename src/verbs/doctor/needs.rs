@@ -178,8 +178,10 @@ pub const USES: &[Use] = &[
     },
 ];
 
-/// How every script is sent: EVALSHA, and SCRIPT LOAD after NOSCRIPT (the script
-/// cache empties on restart and failover, so a user without it works until then).
+/// How every script is sent: EVALSHA, and after NOSCRIPT (the script cache empties on
+/// restart and failover, so a user without it works until then) EVAL, or for a user
+/// who may not EVAL, SCRIPT LOAD then EVALSHA: `+eval` is optional (one round trip
+/// fewer after a restart), SCRIPT LOAD is what every user is asked for.
 pub const SCRIPTING: &[Need] = &[bare("evalsha"), bare("script|load")];
 
 /// What reaching the node needs besides: a Cluster client reads the slot map, a
