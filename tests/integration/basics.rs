@@ -4,6 +4,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::harness::proxy::Proxy;
 use crate::harness::*;
 
 #[test]
@@ -95,4 +96,31 @@ fn odd_key_names_round_trip() {
         assert_eq!(running.code(), 0, "{ctx}: {}", running.said());
         assert_no_keys(&redis, &ctx);
     }
+}
+
+/// An uncontended run is two round trips: the acquire and the release. The connect
+/// sends nothing of its own (no CLIENT SETINFO), and the scripts go by EVALSHA with a
+/// digest known before the run. With an empty script cache each script costs one more
+/// (EVAL with its text after NOSCRIPT), not two.
+#[test]
+fn an_uncontended_run_is_two_round_trips() {
+    let redis = Redis::start();
+    let proxy = Proxy::start(redis.port);
+    let run = |name: &str| {
+        let out =
+            output(redlock_run().args(["--key", name, "--redis", &proxy.url(), "--", "true"]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    run("warm");
+    let before = proxy.round_trips();
+    run("uncontended");
+    assert_eq!(proxy.round_trips() - before, 2, "acquire and release");
+    let _: String = redis.cmd(&["SCRIPT", "FLUSH"]);
+    let before = proxy.round_trips();
+    run("cold");
+    assert_eq!(
+        proxy.round_trips() - before,
+        4,
+        "each script once more, by EVAL"
+    );
 }

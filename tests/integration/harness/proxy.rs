@@ -10,7 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,6 +33,8 @@ struct Conn {
     /// Bytes were swallowed: the RESP stream is out of step, close it on healing.
     lost_bytes: AtomicBool,
     closed: AtomicBool,
+    /// The last bytes forwarded were the client's (a request not yet answered).
+    asking: AtomicBool,
 }
 
 impl Conn {
@@ -48,6 +50,9 @@ struct Shared {
     upstream: AtomicU16,
     conns: Mutex<Vec<Arc<Conn>>>,
     stopping: AtomicBool,
+    /// Requests that followed a reply (or opened a connection): the round trips
+    /// of clients that wait for each reply, however the bytes were split.
+    round_trips: AtomicUsize,
 }
 
 /// A loopback proxy to one Redis port (see the module header).
@@ -66,6 +71,7 @@ impl Proxy {
             upstream: AtomicU16::new(upstream),
             conns: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
+            round_trips: AtomicUsize::new(0),
         });
         let accepting = shared.clone();
         std::thread::spawn(move || accept_loop(listener, accepting));
@@ -80,6 +86,11 @@ impl Proxy {
     /// Switches the mode for every connection, open or future.
     pub fn set(&self, mode: Mode) {
         *self.shared.mode.lock().unwrap() = mode;
+    }
+
+    /// The round trips the clients made through the proxy so far.
+    pub fn round_trips(&self) -> usize {
+        self.shared.round_trips.load(Ordering::SeqCst)
     }
 
     /// Heals: forward again, and close the connections that lost bytes.
@@ -134,6 +145,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             upstream: upstream.try_clone().expect("clone"),
             lost_bytes: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            asking: AtomicBool::new(false),
         });
         {
             let mut conns = shared.conns.lock().unwrap();
@@ -177,6 +189,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, downstream: bool, shared: &Share
         if !forward {
             conn.lost_bytes.store(true, Ordering::SeqCst);
             continue;
+        }
+        let was_asking = conn.asking.swap(!downstream, Ordering::SeqCst);
+        if !downstream && !was_asking {
+            shared.round_trips.fetch_add(1, Ordering::SeqCst);
         }
         if to.write_all(&buf[..n]).is_err() {
             break;
