@@ -27,6 +27,8 @@ pub struct Running {
     screen: Option<Screen>,
     /// Where stderr went (pipe runs) — for failure messages.
     stderr_file: Option<std::path::PathBuf>,
+    /// [`Running::wait`] has seen the process exit.
+    exited: std::sync::atomic::AtomicBool,
 }
 
 impl Running {
@@ -42,16 +44,28 @@ impl Running {
     /// What the process printed so far (pty screen or stderr file).
     pub fn said(&self) -> String {
         match (&self.screen, &self.stderr_file) {
-            (Some(screen), _) => screen.text(),
+            (Some(screen), _) => {
+                // Once the process has exited, its last output may still be on its
+                // way through the pty: read to the end first.
+                if self.child_exited() {
+                    screen.drained();
+                }
+                screen.text()
+            }
             (None, Some(path)) => std::fs::read_to_string(path).unwrap_or_default(),
             _ => String::new(),
         }
+    }
+
+    fn child_exited(&self) -> bool {
+        self.exited.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn wait(&mut self) -> ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
+                self.exited.store(true, std::sync::atomic::Ordering::SeqCst);
                 return status;
             }
             if start.elapsed() > HANG {
@@ -96,16 +110,30 @@ pub fn start_keeping_stdout(mut cmd: Command, scratch: &Scratch, tag: &str) -> R
         child: cmd.spawn().expect("spawn"),
         screen: None,
         stderr_file: Some(stderr_file),
+        exited: Default::default(),
     }
 }
 
 /// The output side of a pty master, drained by a thread so the terminal never blocks.
+/// What the pty showed, and whether its reader has reached the end (every slave
+/// descriptor closed).
 #[derive(Clone)]
-pub struct Screen(Arc<Mutex<Vec<u8>>>);
+pub struct Screen(Arc<Mutex<Vec<u8>>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Screen {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (at most 5 s: a process left holding the terminal) until the reader has
+    /// read everything written before the slave closed.
+    fn drained(&self) {
+        let start = Instant::now();
+        while !self.1.load(std::sync::atomic::Ordering::SeqCst)
+            && start.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -145,7 +173,7 @@ pub fn start_on_pty(mut cmd: Command, stdout: Option<File>) -> (Running, File) {
     drop(cmd);
     drop(pty.slave);
     let master = File::from(pty.master);
-    let screen = Screen(Arc::new(Mutex::new(Vec::new())));
+    let screen = Screen(Arc::new(Mutex::new(Vec::new())), Arc::default());
     let mut reader = master.try_clone().expect("dup master");
     let sink = screen.clone();
     std::thread::spawn(move || {
@@ -157,12 +185,14 @@ pub fn start_on_pty(mut cmd: Command, stdout: Option<File>) -> (Running, File) {
             }
             sink.0.lock().unwrap().extend_from_slice(&buf[..n]);
         }
+        sink.1.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     (
         Running {
             child,
             screen: Some(screen),
             stderr_file: None,
+            exited: Default::default(),
         },
         master,
     )
