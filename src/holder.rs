@@ -174,11 +174,12 @@ impl Meta {
             .ok()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_else(|| "?".into());
-        // $USER first: looking the uid up goes through NSS (files, maybe LDAP), which
-        // costs more than the rest of the wrapper's start-up; metadata is for display.
-        let user = std::env::var("USER")
-            .ok()
-            .filter(|u| !u.is_empty())
+        // $USER or $LOGNAME (cron sets LOGNAME) first: looking the uid up goes through
+        // NSS (files, maybe LDAP), which costs more than the rest of the wrapper's
+        // start-up; metadata is for display.
+        let user = ["USER", "LOGNAME"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|u| !u.is_empty()))
             .or_else(|| {
                 nix::unistd::User::from_uid(nix::unistd::getuid())
                     .ok()
@@ -244,7 +245,7 @@ impl Meta {
 /// cannot tell (not Linux), or the process is gone (a zombie is gone too: it only
 /// waits to be reaped).
 pub fn process_start(pid: u32) -> Option<String> {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot = read_small("/proc/sys/kernel/random/boot_id")?;
     let fields = stat_fields(pid)?;
     if fields.first().map(String::as_str) == Some("Z") {
         return None;
@@ -257,9 +258,20 @@ pub fn process_start(pid: u32) -> Option<String> {
 /// 2) is in parentheses and may hold spaces: the fields are counted after its closing
 /// parenthesis.
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_small(&format!("/proc/{pid}/stat"))?;
     let after = &stat[stat.rfind(')')? + 1..];
     Some(after.split_whitespace().map(str::to_string).collect())
+}
+
+/// A small file of /proc, read whole with a buffer its size: `fs::read_to_string`
+/// asks its size first (0 for /proc) and reads in doubling chunks, six calls for a
+/// stat line instead of two, on every run's start.
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::with_capacity(1024);
+    file.read_to_end(&mut buf).ok()?;
+    String::from_utf8(buf).ok()
 }
 
 /// The process a lock taken by `redlock acquire` belongs to: the nearest ancestor that
