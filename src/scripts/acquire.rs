@@ -274,6 +274,14 @@ local function leave(waiters, wake, token)
     redis.call('DEL', wake)
   end
 end
+-- A plain lock has one holder: once it is taken, a wake-up in the list is of use to
+-- nobody (whoever pops it finds the lock held), so the taker clears the list whether
+-- or not others wait: one DEL, where `leave` spends EXISTS and DEL.
+local function leave_taken(waiters, wake, token)
+  if redis.pcall('SREM', waiters, token) == 1 then
+    redis.call('DEL', wake)
+  end
+end
 "#;
 
 fn text(body: &str) -> String {
@@ -297,11 +305,12 @@ pub const FAIR_MAX_BEAT: std::time::Duration = std::time::Duration::from_secs(60
 /// The mode key is read first: a name in use as a semaphore or a fair queue refuses a
 /// plain run (`{-6, mode}`). The lock itself is taken with `SET key token NX PX ttl`,
 /// exactly as any other client would. Free: GET (mode), SET, GET (fence), TIME, HSET,
-/// PEXPIRE, SET (fence) (and SREM, EXISTS for a waiter). Busy: GET (mode), SET, GET,
+/// PEXPIRE, SET (fence) (and SREM, DEL for a waiter). Busy: GET (mode), SET, GET,
 /// PTTL (and TYPE, HGETALL when the holder is new to the caller), plus SADD, PTTL (and
 /// PEXPIRE) for a waiter's heartbeat. A waiter that takes the lock leaves the waiters
-/// set; the last to leave deletes the wake list (a wake-up pushed for it while it took
-/// the lock by its own try would otherwise be left for nobody).
+/// set and clears the wake list (a wake-up left there, pushed for it while it took the
+/// lock by its own try or by a second release it never popped, would only wake a
+/// waiter to find the lock held).
 pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
     text(
         r#"
@@ -317,7 +326,7 @@ if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 7)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
-  if heartbeat > 0 then leave(KEYS[3], KEYS[5], token) end
+  if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
   return {1, fence, now_ms(), 1}
 end
 local holder = redis.pcall('GET', KEYS[1])
@@ -337,7 +346,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("163e2599c4e2a87241ab3d75b128938eecc32966", || {
+pub static PLAIN: Lua = Lua::new("a95ec51f36b5adec949eb6916d2db7cd303a4bce", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -409,7 +418,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("b947eeeeb9a33682b99b4b23adf62a9c5c028759", || {
+pub static SEMAPHORE: Lua = Lua::new("c23dc6898e91d7520b2c59e2b732db8563107bbd", || {
     SEMAPHORE_TEXT.as_str()
 });
 
@@ -530,7 +539,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("cbef825cf2e352f3853ffb73a9f6ec5d4cde8bb4", || {
+pub static FAIR: Lua = Lua::new("477f429788cd7f926740094ee3aaa449ca505fc7", || {
     FAIR_TEXT.as_str()
 });
 

@@ -337,6 +337,58 @@ fn ran(s: &Scratch, n: usize) -> usize {
         .count()
 }
 
+/// Every command Redis ran (those inside scripts included), by name, less the test's
+/// own INFO and CONFIG RESETSTAT.
+fn commands_run(redis: &Redis) -> Vec<(String, u64)> {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    let mut out: Vec<(String, u64)> = info
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| {
+            let (name, _) = l.split_once(':')?;
+            Some((name.to_string(), stat(&info, name, "calls")))
+        })
+        .filter(|(name, _)| name != "info" && name != "config|resetstat")
+        .collect();
+    out.sort();
+    out
+}
+
+/// A hand-over (the holder's release, the wake-up, the woken waiter's acquire) costs
+/// 18 commands after the waiter's BLPOP (counted when it blocked), the scripts' own
+/// included: the release's EVALSHA, GET, LPUSH and PEXPIRE of its record, DEL, EXISTS,
+/// LPUSH and PEXPIRE of the wake-up; the acquire's EVALSHA, GET of the mode, SET, GET
+/// and SET of the fence, TIME, HSET and PEXPIRE of the metadata, SREM from the waiters
+/// and DEL of the wake list. The taker of a plain lock clears the wake list without
+/// first asking whether others wait (19 before: EXISTS).
+#[test]
+fn a_hand_over_is_eighteen_commands_after_the_pop() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut args = lock_args(&redis, "handover");
+    args.extend(["--ttl".into(), "60s".into()]);
+    // The scripts in the server's cache, as on any server in use.
+    let warm = output(redlock_run().args(&args).args(["--", "true"]));
+    assert_eq!(code(&warm), 0, "{}", stderr(&warm));
+    let holder = Holding::start(&args);
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "60s".into(), "--no-local-queue".into()]);
+    let mut waiter = parked_waiter(&wargs, &s, 0);
+    assert!(
+        eventually(READY, || blocked_clients(&redis).len() == 1),
+        "the waiter never blocked"
+    );
+    let _: String = redis.cmd(&["CONFIG", "RESETSTAT"]);
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(eventually(READY, || ran(&s, 1) == 1), "nobody took over");
+    let run = commands_run(&redis);
+    let total: u64 = run.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 18, "{run:?}");
+    std::fs::write(s.path("go"), "").unwrap();
+    assert_eq!(waiter.wait().unwrap().code(), Some(0));
+}
+
 /// Five waiters blocked; one release: exactly one of them wakes (one acquire attempt
 /// reaches Redis after the release, and the other four stay blocked on the same
 /// connections), and it holds the lock. Counted from the server, never timed.
