@@ -43,8 +43,8 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
         return Ok(code);
     }
     let meta = holder_meta(&config, &lease);
-    // The command's guard is forked while the first try's reply is on its way, so that
-    // neither an uncontended run nor a hand-over (the run waited) waits for the fork.
+    // A run that waits forks its command's guard while it waits, so that a hand-over
+    // only has to start the command.
     let mut guard = None;
     let took = take(
         &config,
@@ -290,14 +290,14 @@ async fn take(
     patience: &Patience,
     (signals, head): (&mut Signals, Option<&Head>),
     report: &Reporter,
-    prepare: impl FnOnce(),
+    before_waiting: impl FnOnce(),
 ) -> Result<std::result::Result<Point, u8>> {
     let how = WaitAs {
         chatty: chatty(config, report),
         head,
     };
     Ok(
-        match wait::acquire(lease, meta, patience, how, signals, report, prepare).await? {
+        match wait::acquire(lease, meta, patience, how, signals, report, before_waiting).await? {
             Waited::Acquired { t_sent } => Ok(t_sent),
             Waited::Busy(holder) => {
                 let name = lease.keys().display_name();

@@ -97,9 +97,9 @@ pub async fn connect(
 
 /// Acquires `lease`, waiting while it is busy (or Redis unreachable) as `patience`
 /// allows. `chatty`: whether waiting may be reported off a terminal (see
-/// `progress.rs`); `prepare` runs once, while the first try's reply is on its way (the
-/// wrapper forks its command's guard there: off the uncontended run's path, and off
-/// the hand-over's for a run that then waits).
+/// `progress.rs`); `before_waiting` runs once, when the first try found the lock busy
+/// and the run is going to wait (the wrapper prepares its command's start there, off
+/// the hand-over's path).
 pub async fn acquire(
     lease: &Lease,
     meta: &Meta,
@@ -107,7 +107,7 @@ pub async fn acquire(
     how: WaitAs<'_>,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
-    prepare: impl FnOnce(),
+    before_waiting: impl FnOnce(),
 ) -> Result<Waited> {
     let mut progress = Progress::new(report, lease.keys().display_name(), how.chatty);
     if how.head.is_some_and(|h| h.waited) {
@@ -131,19 +131,7 @@ pub async fn acquire(
     // host's local queue (the host's last head has just taken the lock: it is busy).
     let waited_locally = how.head.is_some_and(|h| h.waited);
     let queue_now = (lease.is_fair() || waited_locally) && patience.allows_waiting();
-    let alongside = async {
-        // The request is written by the connection's own task, which takes a few turns
-        // of the runtime to get to it (three for the client library in Cargo.lock, seen
-        // with strace): after them the fork overlaps the round trip. Too few turns only
-        // lose the overlap, never the guard, which is forked before the command starts
-        // either way.
-        for _ in 0..3 {
-            tokio::task::yield_now().await;
-        }
-        prepare();
-    };
-    let (tried, ()) = tokio::join!(waiter.try_once(queue_now), alongside);
-    let failure = match tried? {
+    let failure = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
             return Ok(Waited::Acquired { t_sent });
@@ -158,6 +146,7 @@ pub async fn acquire(
             None => Ok(Waited::Busy(waiter.last)),
         };
     }
+    before_waiting();
     // A busy first try that joined the waiters blocks at once: a release after it
     // pushes a wake-up that waits in the list.
     let joined = queue_now && failure.is_none();
