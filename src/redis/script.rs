@@ -64,8 +64,9 @@ impl Call {
     }
 
     /// `EVALSHA`, then `EVAL` with the text if the server does not have the script. A
-    /// user whose ACL allows `SCRIPT LOAD` but not `EVAL` (what the ACL of earlier
-    /// versions listed) gets the script loaded, then `EVALSHA` again.
+    /// user whose ACL allows `SCRIPT LOAD` but not `EVAL` (the documented
+    /// least-privilege user: `+eval` is optional) gets the script loaded, then
+    /// `EVALSHA` again.
     pub async fn invoke<T: FromRedisValue>(
         &self,
         conn: &mut impl ConnectionLike,
