@@ -571,13 +571,11 @@ impl Lease {
         }
     }
 
-    /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
-    /// cannot leaves with its heartbeat.
-    /// Over several nodes, joins the waiters on the primary node whatever the lock's
-    /// state there (see `scripts::waiters::JOIN`); one node's acquire script has done it.
-    /// Over several nodes: joins the waiters on the primary node (where releases wake
-    /// them); `true` when the lock is free there, so that a release may have come
-    /// before the join and woken nobody: the waiter tries again soon.
+    /// Over several nodes, joins the waiters on the primary node (where releases wake
+    /// them) whatever the lock's state there (see `scripts::waiters::JOIN`); one
+    /// node's acquire script has done it. `true` when the lock is free there: a
+    /// release may have come before the join and woken nobody, so the waiter tries
+    /// again soon.
     pub async fn join_primary(&self, heartbeat: Duration) -> bool {
         if let (true, Some(primary)) = (self.nodes.given() > 1, self.nodes.primary()) {
             let ms = heartbeat.as_millis() as u64;
@@ -589,6 +587,8 @@ impl Lease {
         false
     }
 
+    /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
+    /// cannot leaves with its heartbeat.
     pub async fn leave(&self) {
         if self.shape == Shape::Fair {
             self.leave_queue().await;

@@ -66,10 +66,7 @@ pub async fn manager(
         .set_number_of_retries(0);
     match ConnectionManager::new_with_config(client.clone(), config).await {
         Ok(conn) => Ok(conn),
-        Err(e) if closed_at_once(&e) => Err(full_server(url, client, timeouts)
-            .await
-            .unwrap_or_else(|| connect_error(url, &e))),
-        Err(e) => Err(connect_error(url, &e)),
+        Err(e) => Err(first_failure(url, client, timeouts, &e).await),
     }
 }
 
@@ -310,22 +307,22 @@ fn connection_info(url: &RedisUrl, server: &str) -> RedisResult<redis::Connectio
     }
 }
 
-/// The error for a call that failed on a connection no server reply has come through
-/// yet, so that the first call says what the connect used to: a server that closed the
-/// new connection at once is full (its `maxclients` line, read on a probe connection)
-/// or, for a plain-text URL, most likely a TLS-only port.
+/// The error for a failed connect, or for a call that failed on a connection no
+/// server reply has come through yet (the connect sends nothing of its own): a server
+/// that closed the new connection at once is full (its `maxclients` line, read on a
+/// probe connection) or, for a plain-text URL, most likely a TLS-only port.
 pub async fn first_failure(
     url: &RedisUrl,
     client: &redis::Client,
     timeouts: Timeouts,
     err: &redis::RedisError,
 ) -> Error {
-    if !closed_at_once(err) {
-        return super::errors::from_redis(url, err);
+    if closed_at_once(err)
+        && let Some(full) = full_server(url, client, timeouts).await
+    {
+        return full;
     }
-    full_server(url, client, timeouts)
-        .await
-        .unwrap_or_else(|| connect_error(url, err))
+    connect_error(url, err)
 }
 
 /// The certificates for the client library, when a CA or a client cert was given.

@@ -37,6 +37,14 @@ use crate::report::human;
 /// The shortest connect timeout, whatever `--node-timeout` says.
 pub const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// A node's connections' timeouts for the node timeout `timeout`.
+fn timeouts_of(timeout: Duration) -> Timeouts {
+    Timeouts {
+        connect: timeout.max(MIN_CONNECT_TIMEOUT),
+        response: timeout,
+    }
+}
+
 /// A connected Redis node (one server, one cluster, or one sentinel-managed master).
 #[derive(Clone)]
 pub struct Node {
@@ -188,10 +196,7 @@ impl Node {
     /// node timeout (twice that through Cluster or Sentinel: the seeds or sentinels,
     /// then the master).
     pub async fn connect(url: &RedisUrl, timeout: Duration) -> Result<Node> {
-        let timeouts = Timeouts {
-            connect: timeout.max(MIN_CONNECT_TIMEOUT),
-            response: timeout,
-        };
+        let timeouts = timeouts_of(timeout);
         let limit = match url.topology() {
             Topology::Single => timeouts.round(),
             _ => timeouts.round() * 2,
@@ -407,10 +412,7 @@ impl Node {
             (Ok(Err(e)), Link::Single(_), BlockingSource::Server(client))
                 if !self.answered.load(Ordering::Relaxed) && e.code().is_none() =>
             {
-                let timeouts = Timeouts {
-                    connect: self.timeout.max(MIN_CONNECT_TIMEOUT),
-                    response: self.timeout,
-                };
+                let timeouts = timeouts_of(self.timeout);
                 return Err(connect::first_failure(&self.url, client, timeouts, e).await);
             }
             _ => {}
