@@ -556,7 +556,7 @@ pub struct HistoryConfig {
     /// `--timeline` (with `--since`, how far back): draw the runs.
     pub timeline: Option<Duration>,
     /// With `--timeline`, NAME as a glob over names (it has `*`, `?` or `[`): the SCAN
-    /// pattern of their history keys.
+    /// pattern of their lock keys (their history keys are found by it).
     pub pattern: Option<Vec<u8>>,
 }
 
@@ -581,14 +581,9 @@ impl HistoryConfig {
             (true, None) => Some(Duration::from_secs(24 * 3600)),
             (true, Some(raw)) => Some(bounded(SINCE, raw)?),
         };
-        let raw = args.key.as_bytes();
-        let pattern = (args.timeline && raw.iter().any(|b| b"*?[".contains(b))).then(|| {
-            let mut p = crate::keys::glob_escape(conn.prefix.as_bytes());
-            p.push(b'{');
-            p.extend_from_slice(raw);
-            p.extend_from_slice(b"}:history");
-            p
-        });
+        let globbed = args.key.as_bytes().iter().any(|b| b"*?[".contains(b));
+        let pattern =
+            (args.timeline && globbed).then(|| lock_matcher(&conn, Some(args.key.clone())));
         Ok(HistoryConfig {
             conn,
             keys,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use std::os::unix::ffi::OsStrExt;
 
-use super::{JsonName, open, print_json, print_line, timeline};
+use super::{JsonName, list, open, print_json, print_line, timeline};
 use crate::config::{DEFAULT_TTL, HistoryConfig};
 use crate::error::{Error, Kind, Result};
 use crate::history::{RunRecord, merge};
@@ -53,27 +53,15 @@ pub async fn run(config: HistoryConfig) -> Result<u8> {
 async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration) -> Result<u8> {
     let names = match &config.pattern {
         None => vec![config.keys.clone()],
-        Some(pattern) => {
-            let mut names = Vec::new();
-            for node in nodes.iter() {
-                for key in node.scan(pattern).await? {
-                    let lock = key.strip_suffix(b":history").unwrap_or(&key);
-                    if let Some(name) = LockKeys::name_from_lock_key(&config.conn.prefix, lock) {
-                        names.push(name);
-                    }
-                }
-            }
-            names.sort();
-            names.dedup();
-            names
-                .iter()
-                .map(|n| {
-                    config
-                        .conn
-                        .keys(&std::ffi::OsStr::from_bytes(n).to_os_string())
-                })
-                .collect::<Result<Vec<_>>>()?
-        }
+        Some(pattern) => list::names_by(nodes, &config.conn.prefix, pattern, &[b":history"])
+            .await?
+            .iter()
+            .map(|n| {
+                config
+                    .conn
+                    .keys(&std::ffi::OsStr::from_bytes(n).to_os_string())
+            })
+            .collect::<Result<Vec<_>>>()?,
     };
     let style = timeline::style();
     let to_ms = crate::clock::wall_ms();

@@ -34,12 +34,22 @@ pub async fn run(config: ListConfig) -> Result<u8> {
 /// The names of the lock keys matching the pattern, on any node, sorted, once each; a
 /// semaphore whose first slot is free is found by its mode key.
 pub(super) async fn names(nodes: &Nodes, prefix: &str, matcher: &[u8]) -> Result<Vec<Vec<u8>>> {
+    names_by(nodes, prefix, matcher, &[b"", b":mode"]).await
+}
+
+/// The names whose lock key (`matcher`) followed by one of `suffixes` (`b""`: the lock
+/// key itself, `b":mode"`, `b":history"` …) is a key on any node, sorted, once each.
+pub(super) async fn names_by(
+    nodes: &Nodes,
+    prefix: &str,
+    matcher: &[u8],
+    suffixes: &[&[u8]],
+) -> Result<Vec<Vec<u8>>> {
     let mut names: Vec<Vec<u8>> = Vec::new();
-    let modes = [matcher, b":mode"].concat();
     for node in nodes.iter() {
-        for pattern in [matcher, &modes] {
-            for key in node.scan(pattern).await? {
-                let lock = key.strip_suffix(b":mode").unwrap_or(&key);
+        for suffix in suffixes {
+            for key in node.scan(&[matcher, suffix].concat()).await? {
+                let lock = key.strip_suffix(*suffix).unwrap_or(&key);
                 if let Some(name) = LockKeys::name_from_lock_key(prefix, lock) {
                     names.push(name);
                 }
