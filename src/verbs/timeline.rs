@@ -253,18 +253,18 @@ mod tests {
         ]
     }
 
+    /// The fixed history's day without colour, `width` columns wide.
+    fn plain(width: usize) -> String {
+        let style = Style {
+            width,
+            color: false,
+        };
+        render("nightly", &history(), T0, T0 + 86_400_000, style)
+    }
+
     #[test]
     fn golden_plain_60_columns() {
-        let got = render(
-            "nightly",
-            &history(),
-            T0,
-            T0 + 86_400_000,
-            Style {
-                width: 60,
-                color: false,
-            },
-        );
+        let got = plain(60);
         let want = "\
 nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
    db-1 |                               ###           :::::|
@@ -278,16 +278,7 @@ nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
 
     #[test]
     fn golden_plain_100_columns() {
-        let got = render(
-            "nightly",
-            &history(),
-            T0,
-            T0 + 86_400_000,
-            Style {
-                width: 100,
-                color: false,
-            },
-        );
+        let got = plain(100);
         let want = "\
 nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 16m
    db-1 |                                                        #####                    :::::::::|
