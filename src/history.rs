@@ -233,6 +233,7 @@ mod tests {
             ttl_ms: 30_000,
             started: None,
             pidns: None,
+            pid_from: crate::holder::PidFrom::Own,
         };
         let run = Run {
             meta: &meta,

@@ -60,6 +60,47 @@ pub struct Holder {
     /// The PID namespace `pid` is a pid in (see [`pid_namespace`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pidns: Option<String>,
+    /// How `pid` was found ([`PidFrom`]); absent: the wrapper's own pid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid_from: Option<PidFrom>,
+    /// `--hold-min`: the run has ended and the lock is kept on purpose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Box<Kept>>,
+}
+
+/// A lock kept by `--hold-min` after its run ended, so that other hosts do not run the
+/// job again (times in Unix ms, the server's clock).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    pub until_ms: u64,
+    pub ended_ms: Option<u64>,
+}
+
+/// How the pid a lock is recorded with was found: what `--if-dead` may conclude from
+/// that process being gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PidFrom {
+    /// The wrapper's own pid: it holds the lock for as long as it lives.
+    Own,
+    /// `redlock acquire --holder-pid PID`: the script said which process uses the lock.
+    Given,
+    /// `redlock acquire` without `--holder-pid`: a caller found by walking the process
+    /// tree, which can be wrong in both directions (a forking wrapper such as `xargs`,
+    /// a background subshell of a launcher that exits).
+    #[serde(rename = "guess")]
+    Guessed,
+}
+
+impl PidFrom {
+    /// The metadata field's value (`None`: not written, the wrapper's own pid).
+    fn field(self) -> Option<&'static str> {
+        match self {
+            PidFrom::Own => None,
+            PidFrom::Given => Some("given"),
+            PidFrom::Guessed => Some("guess"),
+        }
+    }
 }
 
 impl Holder {
@@ -95,9 +136,48 @@ impl Holder {
             holder.started = field("started");
             holder.fence = field("fence").and_then(|p| p.parse().ok());
             holder.pidns = field("pidns");
+            holder.pid_from = field("pid_from").map(|f| match f.as_str() {
+                "given" => PidFrom::Given,
+                _ => PidFrom::Guessed,
+            });
+            holder.kept = field("kept_until_ms")
+                .and_then(|p| p.parse().ok())
+                .map(|until_ms| {
+                    Box::new(Kept {
+                        until_ms,
+                        ended_ms: field("ended_ms").and_then(|p| p.parse().ok()),
+                    })
+                });
         }
         holder.token = token;
         holder
+    }
+
+    /// How the recorded pid was found. Metadata written by `redlock acquire` before the
+    /// field existed was always a guess or `--holder-pid`, which cannot be told apart:
+    /// a guess.
+    pub fn pid_from(&self) -> PidFrom {
+        match self.pid_from {
+            Some(from) => from,
+            None if self.who.cmd.as_deref() == Some("redlock acquire") => PidFrom::Guessed,
+            None => PidFrom::Own,
+        }
+    }
+
+    /// `, kept by --hold-min until T` when the run has ended and the lock is kept.
+    pub fn kept_note(&self) -> String {
+        self.kept
+            .as_ref()
+            .map(|kept| {
+                format!(
+                    ", kept by --hold-min until {} (the run ended{})",
+                    crate::report::rfc3339(kept.until_ms),
+                    kept.ended_ms
+                        .map(|e| format!(" at {}", crate::report::rfc3339(e)))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default()
     }
 
     /// Whether the metadata identifies the holder (false for foreign clients).
@@ -145,6 +225,7 @@ impl Holder {
         if let Some(held) = self.held_for(now_ms) {
             out.push_str(&format!(" for {}", human(held)));
         }
+        out.push_str(&self.kept_note());
         out
     }
 }
@@ -165,6 +246,8 @@ pub struct Meta {
     pub started: Option<String>,
     /// This process's PID namespace ([`pid_namespace`]), when it can be read.
     pub pidns: Option<String>,
+    /// How `pid` was found.
+    pub pid_from: PidFrom,
 }
 
 impl Meta {
@@ -197,14 +280,16 @@ impl Meta {
             ttl_ms: ttl.as_millis() as u64,
             started: process_start(std::process::id()),
             pidns: pid_namespace(),
+            pid_from: PidFrom::Own,
         }
     }
 
     /// The metadata of a lock held on behalf of the process `pid` (`redlock acquire`
-    /// records the script that called it).
-    pub fn on_behalf_of(mut self, pid: u32) -> Self {
+    /// records the script that called it), found as `from` says.
+    pub fn on_behalf_of(mut self, pid: u32, from: PidFrom) -> Self {
         self.pid = pid;
         self.started = process_start(pid);
+        self.pid_from = from;
         self
     }
 
@@ -235,6 +320,9 @@ impl Meta {
         if let Some(pidns) = &self.pidns {
             fields.push(("pidns", pidns.clone()));
         }
+        if let Some(from) = self.pid_from.field() {
+            fields.push(("pid_from", from.to_string()));
+        }
         fields
     }
 }
@@ -245,13 +333,29 @@ impl Meta {
 /// cannot tell (not Linux), or the process is gone (a zombie is gone too: it only
 /// waits to be reaped).
 pub fn process_start(pid: u32) -> Option<String> {
-    let boot = read_small("/proc/sys/kernel/random/boot_id")?;
-    let fields = stat_fields(pid)?;
-    if fields.first().map(String::as_str) == Some("Z") {
+    let boot = boot_id()?;
+    let (state, start) = state_and_start(pid)?;
+    if state == "Z" {
         return None;
     }
-    let start = fields.get(19)?;
-    Some(format!("{}/{start}", boot.trim()))
+    Some(format!("{boot}/{start}"))
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): another machine, or this one
+/// after a reboot, has another.
+pub fn boot_id() -> Option<String> {
+    Some(
+        read_small("/proc/sys/kernel/random/boot_id")?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// The state (`R`, `S`, `T`, `Z`…) and start time (clock ticks since boot) of `pid`,
+/// from `/proc/PID/stat`; `None` when it cannot be read (gone, or hidden by `hidepid`).
+pub fn state_and_start(pid: u32) -> Option<(String, String)> {
+    let fields = stat_fields(pid)?;
+    Some((fields.first()?.clone(), fields.get(19)?.clone()))
 }
 
 /// The fields of `/proc/PID/stat` from field 3 (the state) on. The command name (field

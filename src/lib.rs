@@ -37,6 +37,7 @@ pub mod entry;
 mod error;
 mod events;
 pub mod exit;
+mod gone;
 mod guard;
 mod history;
 mod holder;

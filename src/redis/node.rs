@@ -321,9 +321,9 @@ impl Node {
         T::from_redis_value(value).map_err(|e| bad_reply(&self.url, &e.to_string()))
     }
 
-    /// `BLPOP key` for at most `wait`, on the node's blocking connection: `true` when
-    /// an element was popped (a release woke us), `false` when the wait ran out.
-    pub async fn blocking_pop(&self, key: &[u8], wait: Duration) -> Result<bool> {
+    /// `BLPOP key` for at most `wait`, on the node's blocking connection: the element
+    /// popped (a release woke us), `None` when the wait ran out.
+    pub async fn blocking_pop(&self, key: &[u8], wait: Duration) -> Result<Option<Vec<u8>>> {
         let taken = self
             .blocking
             .idle
@@ -342,7 +342,7 @@ impl Node {
         match popped {
             Ok(Ok(value)) => {
                 *self.blocking.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
-                Ok(!matches!(value, Value::Nil))
+                Ok(popped_element(value))
             }
             Ok(Err(e)) => {
                 // A pop ended by a failover ("UNBLOCKED … master -> replica", a
@@ -503,4 +503,17 @@ fn master_slots(reply: Value) -> Vec<u16> {
         }
     }
     slots
+}
+
+/// The element of a `BLPOP` reply (`[key, element]`), `None` for a timeout (nil).
+fn popped_element(value: Value) -> Option<Vec<u8>> {
+    match value {
+        Value::Array(items) => match items.into_iter().nth(1) {
+            Some(Value::BulkString(element)) => Some(element),
+            Some(_) => Some(Vec::new()),
+            None => None,
+        },
+        Value::Nil => None,
+        _ => Some(Vec::new()),
+    }
 }

@@ -17,7 +17,8 @@ use crate::redis::reply::{array, int, string};
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
 /// then `TIME` − held), status if the lock was still ours, status if not, '1' when the
 /// run already knows it lost the lock. Returns `{outcome, head}`: outcome 1 deleted, 2
-/// kept for `--hold-min` (the mode key kept as long, one waiter woken to see the new end),
+/// kept for `--hold-min` (the metadata says until when and when the run ended, the mode
+/// key is kept as long, one waiter woken to see the new end),
 /// 0 not ours, 3 already released by an earlier try of this
 /// release; head: a fair queue's head to wake (see [`WAKE_HEAD`]; '' for none).
 ///
@@ -39,9 +40,11 @@ use crate::redis::reply::{array, int, string};
 /// metadata may still be there: it is removed if its `token` field is ours, so a lost
 /// lock leaves nothing of ours behind; another holder's metadata is never touched.
 /// After a delete, when someone waits, ONE element is pushed to the wake list: the one
-/// waiter blocked longest in `BLPOP` on it wakes, whatever the number of waiters. A wake
-/// list of another type is left alone (the waiters then find the release by polling).
-/// Cost: GET, DEL, EXISTS (+ LPUSH, PEXPIRE when someone waits; + LPUSH, PEXPIRE, and
+/// waiter blocked longest in `BLPOP` on it wakes and takes the lock, whatever the number
+/// of waiters; with two or more waiters a backup element follows it, whose waiter tries
+/// once after a grace period (a woken waiter may be stopped). A wake list of another
+/// type is left alone (the waiters then find the release by polling).
+/// Cost: GET, DEL, SCARD (+ LPUSH, PEXPIRE when someone waits; + LPUSH, PEXPIRE, and
 /// LTRIM once the history is full, for the run's record).
 pub static TEXT: LazyLock<String> = LazyLock::new(|| {
     splice(
@@ -105,38 +108,53 @@ if not ours then
   return {0, ''}
 end
 -- Wakes one waiter (a plain lock's or a semaphore's) or names a fair queue's head to
--- wake, when this node wakes and someone waits.
-local function wake()
+-- wake, when this node wakes and someone waits. With two or more waiters a second,
+-- backup wake-up ('2') follows the taker's ('1'): its waiter tries once after a grace
+-- period, so that a woken waiter that is stopped (SIGSTOP, Ctrl-Z, a frozen cgroup)
+-- does not keep the lock free until the others' safety net (see wait/mod.rs).
+-- `backup`: whether to push it (not for a --hold-min keep, which hands nothing over).
+local function wake(backup)
   if tonumber(ARGV[3]) == 0 then return '' end
   if ARGV[4] == '1' then
     local first = redis.pcall('ZRANGE', KEYS[6], 0, 0)
     if type(first) == 'table' and first[1] then return first[1] end
-  elseif redis.call('EXISTS', KEYS[3]) == 1 then
-    if type(redis.pcall('LPUSH', KEYS[4], '1')) == 'number' then
-      redis.call('PEXPIRE', KEYS[4], ARGV[3])
-    end
+    return ''
+  end
+  local waiting = redis.pcall('SCARD', KEYS[3])
+  if type(waiting) ~= 'number' or waiting == 0 then return '' end
+  local pushed
+  if backup and waiting > 1 then
+    pushed = redis.pcall('LPUSH', KEYS[4], '2', '1')
+  else
+    pushed = redis.pcall('LPUSH', KEYS[4], '1')
+  end
+  if type(pushed) == 'number' then
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
   end
   return ''
 end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('PEXPIRE', KEYS[1], keep)
+  -- Said in the metadata, so that status shows a keep and `--if-dead` refuses it.
+  local now = now_ms()
+  redis.call('HSET', KEYS[2], 'kept_until_ms', int(now + keep), 'ended_ms', int(now))
   redis.call('PEXPIRE', KEYS[2], keep)
   -- The name's kind lives as long as its kept lock.
   local kind_left = redis.call('PTTL', KEYS[7])
   if kind_left >= 0 and kind_left < keep then redis.call('PEXPIRE', KEYS[7], keep) end
   -- The lock's end moved closer: one waiter wakes to see when (a fair queue's head
   -- comes back within its heartbeat anyway).
-  if ARGV[4] ~= '1' then wake() end
+  if ARGV[4] ~= '1' then wake(false) end
   return {2, ''}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-return {1, wake()}
+return {1, wake(true)}
 "#,
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("96377196f47364fdd7ea63f8490ebc1096907258", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("4deedcf7d788620c75228aaaf63ad9b482a94519", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -149,12 +167,13 @@ pub const CALLS: &[Need] = &[
     on("pexpire", Key::History),
     on("del", Key::Meta),
     on("pexpire", Key::Lock),
+    on("hset", Key::Meta),
     on("pexpire", Key::Meta),
     on("pttl", Key::Mode),
     on("pexpire", Key::Mode),
     on("del", Key::Lock),
     on("zrange", Key::Queue),
-    on("exists", Key::Waiters),
+    on("scard", Key::Waiters),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
 ];

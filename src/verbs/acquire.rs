@@ -6,7 +6,7 @@ use super::{HeldJson, print_json, print_line};
 use crate::config::AcquireConfig;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::holder::Meta;
+use crate::holder::{Meta, PidFrom};
 use crate::lease::{Lease, new_token};
 use crate::report::Reporter;
 use crate::wait::{self, Patience, Waited, busy_note};
@@ -28,10 +28,14 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
     let lease = Lease::new(nodes, config.keys, config.ttl, new_token()).retain(config.retain);
     // The lock belongs to the script that called us, not to this short-lived process
     // (nor to a subshell or `timeout` between the two).
-    let caller = config
-        .holder_pid
-        .unwrap_or_else(crate::holder::lasting_caller);
-    let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller);
+    // With --holder-pid the script says which process uses the lock; without, the
+    // caller is a guess from the process tree (shown by `status`, never proof for
+    // `release --if-dead`).
+    let (caller, from) = match config.holder_pid {
+        Some(pid) => (pid, PidFrom::Given),
+        None => (crate::holder::lasting_caller(), PidFrom::Guessed),
+    };
+    let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller, from);
     let chatty = config.busy_code != 0;
     match wait::acquire(
         &lease,

@@ -11,6 +11,7 @@ use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, ReleaseConfig, Whose};
 use crate::error::{Error, Kind, Result};
 use crate::exit;
+use crate::gone::{Here, Verdict};
 use crate::holder::Holder;
 use crate::keys::{LockKeys, Shape};
 use crate::lease::{Lease, Release, wake_head};
@@ -156,9 +157,10 @@ async fn by_token(nodes: Nodes, target: &Target<'_>, token: String) -> Result<(R
 }
 
 /// Removes the lock (by its holder's token, so a new holder in between is never
-/// touched) when the holder ran on this host and its process is gone: no process with
-/// that pid, or one that started at another time or boot (the pid was reused). On a
-/// semaphore without `--slot`, every slot whose holder is gone; the live ones stay.
+/// touched) only on positive proof that its holder is gone ([`crate::gone`]: this
+/// machine, this boot, this PID namespace, the recorded process gone or its pid
+/// reused); anything it cannot prove is a refusal (75) saying what. On a semaphore
+/// without `--slot`, every slot whose holder is proved gone; the others stay.
 async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)>> {
     let many = target.slots().len() > 1 || target.slot.is_some();
     let mut removed = Vec::new();
@@ -192,48 +194,29 @@ async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)
         (true, Some((slot, holder, why))) => Err(Error::new(
             Kind::HeldByLive,
             format!(
-                "{}{} is held by {}, {why}; nothing released (--force removes it anyway)",
+                "{}{} is held by {}, {why}; nothing released (release it with --token, wait for its ttl{}, or --force removes it anyway)",
                 target.keys.display_name(),
                 if many {
                     format!(" slot {slot}")
                 } else {
                     String::new()
                 },
-                holder.describe(wall_ms())
+                holder.describe(wall_ms()),
+                holder
+                    .ttl_left
+                    .map(|t| format!(" ({} left)", crate::report::human(t)))
+                    .unwrap_or_default()
             ),
         )),
         (true, None) => Ok(vec![(Released::new(Outcome::Free), exit::STATUS_FREE)]),
     }
 }
 
-/// Why `holder` may still be alive (`None`: its process is gone).
+/// Why `holder` may still be alive (`None`: proved gone, see [`crate::gone`]).
 fn alive(holder: &Holder) -> Option<String> {
-    let here = nix::unistd::gethostname()
-        .ok()
-        .map(|h| h.to_string_lossy().into_owned());
-    let (Some(host), Some(pid)) = (&holder.who.host, holder.who.pid) else {
-        return Some("a holder without redlock metadata, whose process cannot be checked".into());
-    };
-    if here.as_ref() != Some(host) {
-        return Some(format!(
-            "on another host; --if-dead checks processes on this host ({}) only",
-            here.unwrap_or_default()
-        ));
-    }
-    if let (Some(theirs), Some(ours)) = (&holder.pidns, crate::holder::pid_namespace())
-        && *theirs != ours
-    {
-        return Some(format!(
-            "in another PID namespace ({theirs}; this is {ours}), whose pid {pid} cannot be checked from here: cannot tell whether it is alive"
-        ));
-    }
-    match (crate::holder::process_start(pid), &holder.started) {
-        (None, _) => None,
-        (Some(now), Some(then)) if &now != then => None,
-        (Some(_), Some(_)) => Some("which is alive".into()),
-        (Some(_), None) => Some(format!(
-            "and a process {pid} runs (the metadata does not say when the holder started, so it may be the holder)"
-        )),
+    match crate::gone::judge(holder, &Here::now(), crate::gone::probe, wall_ms()) {
+        Verdict::Gone(_) => None,
+        Verdict::Refused(why) => Some(why),
     }
 }
 

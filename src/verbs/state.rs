@@ -355,6 +355,16 @@ impl LockState {
                 human(held)
             ));
         }
+        if let Some(kept) = &h.kept {
+            let ended = kept
+                .ended_ms
+                .map(|e| format!(" (the run ended at {})", rfc3339(e)))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "\n  kept:    by --hold-min until {}{ended}: the lock keeps other hosts from running the job again",
+                rfc3339(kept.until_ms)
+            ));
+        }
         out.push_str(&format!(
             "\n  ttl:     {}\n  token:   {}…",
             h.ttl_left.map_or("none (never expires)".into(), human),

@@ -127,7 +127,10 @@ impl Watcher<'_> {
                 return;
             }
         }
-        let woke = matches!(pop_until(primary, &self.keys.wake, until).await, Ok(true));
+        let woke = matches!(
+            pop_until(primary, &self.keys.wake, until).await,
+            Ok(Some(_))
+        );
         self.woken.set(woke);
     }
 

@@ -380,8 +380,13 @@ impl Waiter<'_> {
         loop {
             tokio::select! {
                 woke = &mut woken => {
-                    if woke {
-                        self.report.verbose(|| "woken by a release".to_string());
+                    match woke {
+                        Woke::Take => self.report.verbose(|| "woken by a release".to_string()),
+                        Woke::Backup => {
+                            self.report.verbose(|| "woken as a release's backup: trying after the grace period".to_string());
+                            return self.grace(signals).await;
+                        }
+                        Woke::Slept => {}
                     }
                     return None;
                 }
@@ -398,26 +403,79 @@ impl Waiter<'_> {
     }
 }
 
+/// How long a release's backup waiter lets the woken one take the lock before it tries
+/// itself: a woken waiter that is stopped (SIGSTOP, Ctrl-Z, a frozen cgroup, a paused
+/// container) has popped the wake-up and will not take the lock; the backup's one try
+/// finds the lock free then. Long enough for a try on a loaded host, short enough that
+/// a free lock waits no more than about a second.
+const BACKUP_GRACE: Duration = Duration::from_millis(700);
+
+/// What ended a blocking wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    /// A release's wake-up for the waiter that takes the lock.
+    Take,
+    /// A release's backup wake-up: try once after [`BACKUP_GRACE`].
+    Backup,
+    /// The nap ran out (or the pop failed and the nap was slept out).
+    Slept,
+}
+
+impl Woke {
+    /// What the release's element says (`2`: backup; anything else: take).
+    fn of(element: &[u8]) -> Self {
+        if element == b"2" {
+            Woke::Backup
+        } else {
+            Woke::Take
+        }
+    }
+}
+
+impl Waiter<'_> {
+    /// A backup waiter's grace period before its one try; a signal that ends the wait
+    /// ends it.
+    async fn grace(&mut self, signals: &mut UnboundedReceiver<Signal>) -> Option<Signal> {
+        let sleep = tokio::time::sleep(BACKUP_GRACE);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => return None,
+                Some(sig) = signals.recv() => {
+                    if crate::signals::ends_wait(sig) {
+                        return Some(sig);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Whether a release woke us (a `BLPOP` on the primary node's wake list popped) within
-/// `nap`; when the pop fails (the node down, a user without BLPOP) or there is no
-/// primary, sleeps out the nap instead, so a failing node is never polled in a tight
+/// `nap`, and how; when the pop fails (the node down, a user without BLPOP) or there is
+/// no primary, sleeps out the nap instead, so a failing node is never polled in a tight
 /// loop.
-async fn woken_or_slept(lease: &Lease, nap: Duration) -> bool {
+async fn woken_or_slept(lease: &Lease, nap: Duration) -> Woke {
     let until = crate::clock::now() + nap;
     if let Some(primary) = lease.nodes().primary()
-        && matches!(pop_until(primary, &lease.wake_key(), until).await, Ok(true))
+        && let Ok(Some(element)) = pop_until(primary, &lease.wake_key(), until).await
     {
-        return true;
+        return Woke::of(&element);
     }
     if let Some(rest) = until.checked_sub(crate::clock::now()) {
         tokio::time::sleep(rest).await;
     }
-    false
+    Woke::Slept
 }
 
-/// A blocking pop on one node until `until`; a pop whose connection the server
-/// dropped (CLIENT KILL, a restart) is tried once more, at once, on a fresh one.
-pub async fn pop_until(node: &crate::redis::Node, wake: &[u8], until: Point) -> Result<bool> {
+/// A blocking pop on one node until `until`: the element popped, `None` when the wait
+/// ran out; a pop whose connection the server dropped (CLIENT KILL, a restart) is tried
+/// once more, at once, on a fresh one.
+pub async fn pop_until(
+    node: &crate::redis::Node,
+    wake: &[u8],
+    until: Point,
+) -> Result<Option<Vec<u8>>> {
     let left = || until.saturating_sub(crate::clock::now());
     match node.blocking_pop(wake, left()).await {
         Err(e) if e.is_transient() && !left().is_zero() => node.blocking_pop(wake, left()).await,

@@ -11,6 +11,7 @@ mod exclusion;
 mod exit_status;
 mod generated;
 mod history;
+mod if_dead;
 mod lease_life;
 mod local_queue;
 mod metrics;

@@ -353,10 +353,10 @@ fn json_carries_the_exact_name() {
     assert_eq!(j["state"], "free");
 }
 
-/// `release --if-dead` removes a lock only when its holder ran on this host and its
-/// process is gone: it refuses a live holder (75, the key untouched) and a holder on
-/// another host, removes the lock of a holder killed with SIGKILL, and takes a pid now
-/// used by another process (a reused pid) for gone.
+/// `release --if-dead` removes a lock only when its holder ran on this machine and its
+/// process is gone: it refuses a live holder (75, the key untouched), a holder on
+/// another host or another boot, removes the lock of a holder killed with SIGKILL, and
+/// takes a pid now used by another process (a reused pid) for gone.
 #[test]
 fn release_if_dead_checks_the_holder_process() {
     let redis = Redis::start();
@@ -399,12 +399,29 @@ fn release_if_dead_checks_the_holder_process() {
     );
     assert!(!redis.exists("redlock:{killed}") && !redis.exists("redlock:{killed}:meta"));
 
-    // Forged holders with this test's own (live) pid: recorded with another start, the
-    // pid was reused; on another host, nothing can be checked.
+    // Forged holders with this test's own (live) pid: recorded on this boot and in this
+    // namespace with another start, the pid was reused; recorded on another boot (a twin
+    // machine, or before a reboot) or on another host, nothing can be checked.
     let me = std::process::id().to_string();
-    for (name, holder_host, want) in [
-        ("reused", host.as_str(), 0),
-        ("elsewhere", "some-other-host", codes::BUSY),
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let pidns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let this_boot = format!("{}/1", boot.trim());
+    for (name, holder_host, started, want, why) in [
+        ("reused", host.as_str(), this_boot.as_str(), 0, ""),
+        (
+            "rebooted",
+            host.as_str(),
+            "another-boot/1",
+            codes::BUSY,
+            "another boot",
+        ),
+        (
+            "elsewhere",
+            "some-other-host",
+            this_boot.as_str(),
+            codes::BUSY,
+            "another host",
+        ),
     ] {
         let key = format!("redlock:{{{name}}}");
         let meta = format!("{key}:meta");
@@ -419,13 +436,15 @@ fn release_if_dead_checks_the_holder_process() {
             "pid",
             &me,
             "started",
-            "another-boot/1",
+            started,
+            "pidns",
+            &pidns.to_string_lossy(),
         ]);
         let out = verb(&redis, &["release", name, "--if-dead"]);
         assert_eq!(code(&out), want, "{name}: {}", stderr(&out));
         assert_eq!(redis.exists(&key), want != 0, "{name}");
         if want != 0 {
-            assert!(stderr(&out).contains("another host"), "{}", stderr(&out));
+            assert!(stderr(&out).contains(why), "{}", stderr(&out));
             let _: i64 = redis.cmd(&["DEL", &key, &meta]);
         }
     }

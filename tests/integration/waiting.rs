@@ -389,9 +389,10 @@ fn a_hand_over_is_eighteen_commands_after_the_pop() {
     assert_eq!(waiter.wait().unwrap().code(), Some(0));
 }
 
-/// Five waiters blocked; one release: exactly one of them wakes (one acquire attempt
-/// reaches Redis after the release, and the other four stay blocked on the same
-/// connections), and it holds the lock. Counted from the server, never timed.
+/// Five waiters blocked; one release: exactly one of them wakes to take the lock, and
+/// one more as its backup, which tries once after a grace period (a woken waiter may be
+/// stopped) and blocks again; the other three stay blocked on the same connections.
+/// Counted from the server, never timed.
 #[test]
 fn one_release_wakes_one_waiter() {
     let redis = Redis::start();
@@ -415,8 +416,14 @@ fn one_release_wakes_one_waiter() {
     let (code, err) = holder.finish();
     assert_eq!(code, 0, "{err}");
     assert!(eventually(READY, || ran(&s, 5) == 1), "nobody took over");
-    // The release, and one acquire: the woken waiter's. Nobody else tried.
-    assert_eq!(evalsha_runs(&redis) - runs, 2, "more than one waiter woke");
+    // The release, one acquire (the woken waiter's) and one try of the backup after
+    // its grace period, which finds the lock taken and blocks again. Nobody else tried.
+    assert!(
+        eventually(READY, || evalsha_runs(&redis) - runs >= 3
+            && blocked_clients(&redis).len() == 4),
+        "the backup never tried and blocked again"
+    );
+    assert_eq!(evalsha_runs(&redis) - runs, 3, "more than two waiters woke");
     let after = blocked_clients(&redis);
     assert_eq!(after.len(), 4, "{after:?}");
     assert!(
@@ -504,4 +511,48 @@ fn a_wake_up_nobody_pops_leaves_with_the_last_waiter() {
     let (code, err) = finish(waiter, Duration::from_secs(30));
     assert_eq!(code, 0, "{err}");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
+}
+
+/// (review 4, #14) The waiter a release wakes is stopped (SIGSTOP: a Ctrl-Z'd CI job,
+/// a paused container): its BLPOP pops the wake-up and it will not take the lock. The
+/// other waiter takes the free lock long before its safety net (the released holder's
+/// 60 s ttl): the release's backup wake-up makes it try after a grace period. Without
+/// the backup it slept until the holder's key could have expired.
+#[test]
+fn a_stopped_waiter_does_not_keep_a_free_lock_from_the_others() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut args = lock_args(&redis, "stopped-waiter");
+    args.extend(["--ttl".into(), "60s".into()]);
+    let holder = Holding::start(&args);
+    let mut wargs = args.clone();
+    wargs.extend(["--wait".into(), "2m".into(), "--no-local-queue".into()]);
+    // The first in line is the one the release wakes to take the lock.
+    let mut first = parked_waiter(&wargs, &s, 0);
+    assert!(eventually(READY, || blocked_clients(&redis).len() == 1));
+    let mut second = parked_waiter(&wargs, &s, 1);
+    assert!(eventually(READY, || blocked_clients(&redis).len() == 2));
+    let stopped = nix::unistd::Pid::from_raw(first.id() as i32);
+    nix::sys::signal::kill(stopped, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let released = Instant::now();
+    let (code, err) = holder.finish();
+    assert_eq!(code, 0, "{err}");
+    // Well within the 60 s the safety net would take: the lock came free, the stopped
+    // waiter popped the wake-up, and the backup took it after its grace period.
+    assert!(
+        eventually(Duration::from_secs(15), || s.path("ran1").exists()),
+        "the second waiter did not take the free lock while the first was stopped"
+    );
+    assert!(released.elapsed() < Duration::from_secs(15));
+    assert!(!s.path("ran0").exists());
+    nix::sys::signal::kill(stopped, nix::sys::signal::Signal::SIGCONT).unwrap();
+    std::fs::write(s.path("go"), "").unwrap();
+    assert_eq!(
+        wait_child(&mut second, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    assert_eq!(
+        wait_child(&mut first, Duration::from_secs(90)).code(),
+        Some(0)
+    );
 }
