@@ -412,9 +412,11 @@ pub struct ReleaseArgs {
     /// Remove the lock whoever holds it (says whose lock it was).
     #[arg(long)]
     pub force: bool,
-    /// Remove the lock only if its holder ran on this host, in this PID namespace, and
-    /// its process is gone (a pid reused by another process counts as gone); otherwise
-    /// refuse (exit 75). On a semaphore without --slot, every slot whose holder is gone.
+    /// Remove the lock only on proof that its holder is gone: its process recorded exactly
+    /// (not `acquire`'s guess), on this machine (host name and boot id), in this PID
+    /// namespace, and gone (no such process, a zombie, or a reused pid). Anything else,
+    /// a --hold-min keep included, is a refusal (exit 75). On a semaphore without
+    /// --slot, every slot whose holder is proved gone.
     #[arg(long, conflicts_with_all = ["force", "token"])]
     pub if_dead: bool,
     /// The slot of a semaphore (--limit) to release, 1 to N [default: --token: the slot
@@ -446,9 +448,9 @@ pub struct AcquireArgs {
     pub waiting: WaitArgs,
     #[command(flatten)]
     pub retain: RetainArg,
-    /// The process the lock belongs to, for `redlock release --if-dead` (e.g. `$$`, the
-    /// calling script) [default: the nearest calling process that outlives this call,
-    /// past subshells and wrappers such as timeout, env or nice].
+    /// The process the lock belongs to (e.g. `$$`, the calling script): with it,
+    /// `redlock release --if-dead` removes the lock once that process is gone; without
+    /// it, the caller shown is a guess from the process tree and --if-dead refuses.
     #[arg(long, value_name = "PID", allow_hyphen_values = true)]
     pub holder_pid: Option<String>,
 
