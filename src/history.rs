@@ -53,6 +53,11 @@ pub struct RunRecord {
     /// recorded (then it closes its slot). Only `token` and `start_ms` are known.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub running: bool,
+    /// A start mark's: whether its command started (`false`: only granted so far; a
+    /// grant that never started does not close its slot). `None` on other records and
+    /// on marks written before the field existed (those count as started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
 }
 
 impl RunRecord {

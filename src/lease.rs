@@ -571,6 +571,38 @@ impl Lease {
         }
     }
 
+    /// A `--once-per` run's command is about to start: its start mark closes the slot
+    /// from now on (see `scripts::started`). `Ok(false)` when the lock is no longer ours
+    /// on enough nodes for a quorum (the command must not start); an error when that
+    /// cannot be told (the command must not start either: a crash after an unconfirmed
+    /// start would leave a mark that does not close the slot).
+    pub async fn mark_started(&self) -> Result<bool> {
+        let call = crate::scripts::started::call(self.keys(), &self.token);
+        let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
+        let (mut started, mut gone) = (0, 0);
+        let mut errors = Vec::new();
+        for result in results {
+            match result {
+                Ok(1) => started += 1,
+                Ok(_) => gone += 1,
+                Err(e) => errors.push(e),
+            }
+        }
+        let quorum = self.nodes.quorum();
+        if started >= quorum {
+            Ok(true)
+        } else if gone + self.nodes.missing() > self.nodes.given() - quorum {
+            Ok(false)
+        } else {
+            Err(most_telling(errors).unwrap_or_else(|| {
+                Error::unreachable(format!(
+                    "only {started} of {} nodes recorded the start",
+                    self.nodes.given()
+                ))
+            }))
+        }
+    }
+
     /// Over several nodes, joins the waiters on the primary node (where releases wake
     /// them) whatever the lock's state there (see `scripts::waiters::JOIN`); one
     /// node's acquire script has done it. `true` when the lock is free there: a

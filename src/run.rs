@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::child::{self, env};
 use crate::config::RunConfig;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
 use crate::history::{self, Ending, RunRecord};
@@ -66,6 +66,9 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     announce(&config, &lease, &patience, report);
     if let Some(code) = interrupted_before_start(&lease, &mut signals, acquired_at, report).await {
         return Ok(code);
+    }
+    if config.once_per.is_some() {
+        start_in_slot(&lease, acquired_at, report).await?;
     }
     let held = Held {
         lease: &lease,
@@ -326,24 +329,38 @@ fn holder_meta(config: &RunConfig, lease: &Lease) -> Meta {
 
 /// `--once-per`: this slot already had a successful run; nothing runs. Said with
 /// `--verbose` only (a cron line every minute for a daily job would say it 1439 times a
-/// day), and as a `skipped` event.
+/// day), and as a `skipped` event. A slot closed by a run whose end was never recorded
+/// (it started, then its wrapper died or its release was lost: it may have succeeded)
+/// is said as a note too, with the reason `unfinished_run`: a slot that may have lost
+/// its run must not be skipped silently.
 fn already_ran(config: &RunConfig, lease: &Lease, slot_ms: u64, record: &[u8], report: &Reporter) {
     let run = RunRecord::parse(record).unwrap_or_default();
     let name = lease.keys().display_name();
     let period = config.once_per.unwrap_or_default();
-    report.verbose(|| {
+    let line = || {
         format!(
             "{name} already ran in this --once-per {} slot (from {}): {}; not running",
             human(period),
             rfc3339(slot_ms),
             run.describe()
         )
-    });
+    };
+    let reason = if run.running {
+        report.note(&format!(
+            "{}; that run started at {} and its end was never recorded (its host may have died): check whether it did its work",
+            line(),
+            rfc3339(run.start_ms)
+        ));
+        "unfinished_run"
+    } else {
+        report.verbose(line);
+        "already_ran"
+    };
     report.event(
         "skipped",
         &name,
         serde_json::json!({
-            "reason": "already_ran",
+            "reason": reason,
             "slot_start_ms": slot_ms,
             "once_per_ms": period.as_millis() as u64,
             "last_run": run,
@@ -378,6 +395,25 @@ async fn interrupted_before_start(
         }
     }
     None
+}
+
+/// `--once-per`: records that the command starts, so that the slot is closed by this
+/// run even if it dies; a lock found gone, or a start that cannot be recorded, ends the
+/// run before the command starts (released, nothing run).
+async fn start_in_slot(lease: &Lease, acquired_at: Point, report: &Reporter) -> Result<()> {
+    let failed = match lease.mark_started().await {
+        Ok(true) => return Ok(()),
+        Ok(false) => Error::new(
+            Kind::Lost,
+            format!(
+                "lock {} lost before the command started; nothing was run",
+                lease.keys().display_name()
+            ),
+        ),
+        Err(e) => e.context("recording the --once-per start; nothing was run"),
+    };
+    let _ = release(lease, None, acquired_at, None, acquired_at, report).await;
+    Err(failed)
 }
 
 /// Starts the command with the lock's environment (when `held`) and a [`GroupGuard`]

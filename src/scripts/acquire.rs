@@ -232,13 +232,18 @@ local function once_per(history, period, lock)
       local ok, run = pcall(cjson.decode, record)
       -- Newest end first: a run that started before the slot may have ended after one
       -- that started in it, so the scan goes on to the first run that ended before.
-      -- A start mark (see `mark`) of a run that no longer holds the lock is a run whose
-      -- end was never recorded: it may have succeeded, so it closes its slot.
+      -- A start mark (see `mark`) of a run that no longer holds the lock and whose
+      -- command started is a run whose end was never recorded: it may have succeeded,
+      -- so it closes its slot. A mark whose command never started (`"started":false`:
+      -- the grant's reply, or the run, was lost before the start) does not, and
+      -- neither does the caller's own (a try after its own ambiguous grant).
       if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
         if type(run.end_ms) == 'number' and run.end_ms < slot then break end
-        if run.start_ms >= slot then
+        if run.start_ms >= slot and run.token ~= ARGV[1] then
           if run.running == true then
-            if redis.pcall('GET', lock) ~= run.token then return {-4, slot, record} end
+            if run.started ~= false and redis.pcall('GET', lock) ~= run.token then
+              return {-4, slot, record}
+            end
           elseif run.status == 0 then
             return {-4, slot, record}
           end
@@ -250,12 +255,13 @@ local function once_per(history, period, lock)
   end
   return nil
 end
--- A `--once-per` run marks its start in the history as it takes the lock; its release
--- replaces the mark with the run's record. A mark left alone (the release never reached
--- Redis) keeps the slot closed.
+-- A `--once-per` run marks its grant in the history as it takes the lock, says when
+-- its command starts (see [`STARTED`]), and its release replaces the mark with the
+-- run's record. A started mark left alone (the release never reached Redis) keeps the
+-- slot closed; a mark whose command never started does not.
 local function mark(history, period, retain)
   if period <= 0 then return end
-  local start = '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms()) .. ',"running":true}'
+  local start = '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms()) .. ',"running":true,"started":false}'
   if type(redis.pcall('LPUSH', history, start)) == 'number' then
     redis.call('PEXPIRE', history, retain)
   end
@@ -346,7 +352,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("a95ec51f36b5adec949eb6916d2db7cd303a4bce", || {
+pub static PLAIN: Lua = Lua::new("83221ad9fc7f187bd194d57e7012a2c53ca322b5", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -418,7 +424,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("c23dc6898e91d7520b2c59e2b732db8563107bbd", || {
+pub static SEMAPHORE: Lua = Lua::new("1a2488bb64428e24fd5f3b2dfcfbec628c2d5a73", || {
     SEMAPHORE_TEXT.as_str()
 });
 
@@ -539,7 +545,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("477f429788cd7f926740094ee3aaa449ca505fc7", || {
+pub static FAIR: Lua = Lua::new("194b9108e0b9a6ee53895cbbf9a2af0874a98fea", || {
     FAIR_TEXT.as_str()
 });
 

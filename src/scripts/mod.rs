@@ -7,6 +7,7 @@
 //! - `acquire`: take a plain lock, a semaphore's slot, a fair queue's turn;
 //! - `fence`: raise the fence counters of several nodes to one number (Redlock);
 //! - `renew`: compare-and-pexpire;
+//! - `started`: a `--once-per` run's command starts (its mark closes the slot);
 //! - `release`: compare-and-delete with the run's record, waking one waiter; settle
 //!   the name's kind; wake a fair queue's head;
 //! - `force`: remove a lock whoever holds it (`release --force`, `--if-dead`);
@@ -43,6 +44,7 @@ pub mod forget;
 pub mod inspect;
 pub mod release;
 pub mod renew;
+pub mod started;
 pub mod waiters;
 
 use crate::redis::{Call, Lua};
@@ -142,10 +144,11 @@ pub enum Which {
     FairLeave,
     Inspect,
     Forget,
+    Started,
 }
 
 impl Which {
-    pub const ALL: [Which; 16] = [
+    pub const ALL: [Which; 17] = [
         Which::Acquire,
         Which::SemAcquire,
         Which::FairAcquire,
@@ -162,6 +165,7 @@ impl Which {
         Which::FairLeave,
         Which::Inspect,
         Which::Forget,
+        Which::Started,
     ];
 
     /// Every command the script may call, on the key it calls it on.
@@ -183,6 +187,7 @@ impl Which {
             Which::FairLeave => waiters::FAIR_LEAVE_CALLS,
             Which::Inspect => inspect::CALLS,
             Which::Forget => forget::CALLS,
+            Which::Started => started::CALLS,
         }
     }
 
@@ -205,6 +210,7 @@ impl Which {
             Which::FairLeave => &waiters::FAIR_LEAVE,
             Which::Inspect => &inspect::INSPECT,
             Which::Forget => &forget::FORGET,
+            Which::Started => &started::STARTED,
         }
     }
 }

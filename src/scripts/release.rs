@@ -121,7 +121,11 @@ local function wake(backup)
     return ''
   end
   local waiting = redis.pcall('SCARD', KEYS[3])
-  if type(waiting) ~= 'number' or waiting == 0 then return '' end
+  if type(waiting) ~= 'number' then
+    -- A user whose ACL lacks SCARD (granted before the backup existed): one wake-up.
+    waiting = redis.call('EXISTS', KEYS[3])
+  end
+  if waiting == 0 then return '' end
   local pushed
   if backup and waiting > 1 then
     pushed = redis.pcall('LPUSH', KEYS[4], '2', '1')
@@ -154,7 +158,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("4deedcf7d788620c75228aaaf63ad9b482a94519", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("1cf05066a602f4488ab3430b1d3ec231115c5c59", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -174,6 +178,7 @@ pub const CALLS: &[Need] = &[
     on("del", Key::Lock),
     on("zrange", Key::Queue),
     on("scard", Key::Waiters),
+    on("exists", Key::Waiters),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
 ];

@@ -134,7 +134,7 @@ fn an_acl_user_without_evalsha_is_an_error_and_the_password_stays_hidden() {
         assert!(found[0].contains("EVALSHA denied"), "{text}");
         assert!(
             found[0]
-                .contains("breaks run, run --wait, acquire, extend, status, list, release, forget, run --limit, run --fair, wait"),
+                .contains("breaks run, run --wait, acquire, extend, status, list, release, forget, run --limit, run --fair, run --once-per, wait"),
             "{text}"
         );
         assert!(found[0].contains("+evalsha"), "{text}");
@@ -160,7 +160,7 @@ fn a_least_privilege_user_is_checked_with_its_own_rights() {
     ];
     // Everything the scripts and verbs need but BLPOP (waiting).
     acl.extend(
-        "+type +set +get +del +exists +hset +hget +hgetall +pexpire +pttl +incr +sadd +srem +lpush +scan +time +lrange +lrem +ltrim +zadd +zrem +zrange +zrangebyscore +zscore +zrank +zcard +hdel"
+        "+type +set +get +del +exists +hset +hget +hgetall +pexpire +pttl +incr +sadd +srem +scard +lpush +scan +time +lrange +lrem +ltrim +zadd +zrem +zrange +zrangebyscore +zscore +zrank +zcard +hdel"
             .split(' '),
     );
     let _: () = redis.cmd(&acl);

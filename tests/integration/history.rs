@@ -456,3 +456,95 @@ fn timeline_over_a_pattern_draws_every_name() {
     );
     assert!(!text.contains("hourly"), "{text}");
 }
+
+/// (review 4, #7) A `--once-per` grant whose reply and undo are both lost (a partition
+/// at the wrong moment) leaves a start mark; the command never started, so the mark
+/// must not close the slot: the next try in the slot runs the job. The grant's reply
+/// is dropped by a proxy, and once the mark is in Redis the link is blackholed, so the
+/// undo is lost too; the first run exits 69 without running anything.
+#[test]
+fn a_grant_whose_command_never_started_does_not_close_the_slot() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("job.log");
+    let job = format!("echo ran >> '{}'", log.display());
+    // The scripts in the server's cache, so that the first run's one request is the
+    // acquire.
+    let warm = output(redlock_run().args([
+        "--key",
+        "warm",
+        "--once-per",
+        "1h",
+        "--redis",
+        &redis.url(),
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&warm), 0, "{}", stderr(&warm));
+    let proxy = Proxy::start(redis.port);
+    proxy.set(Mode::DropReplies);
+    let mut first = redlock_run()
+        .args([
+            "--key",
+            "op2",
+            "--once-per",
+            "1d",
+            "--ttl",
+            "3s",
+            "--node-timeout",
+            "300ms",
+        ])
+        .args(["--redis", &proxy.url(), "--", "sh", "-c", &job])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let history_key = "redlock:{op2}:history";
+    if !eventually(READY, || redis.exists(history_key)) {
+        let _ = first.kill();
+        let out = first.wait_with_output().unwrap();
+        panic!(
+            "the grant never reached Redis: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    proxy.set(Mode::Blackhole);
+    let status = wait_child(&mut first, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(codes::UNREACHABLE));
+    assert!(!log.exists(), "the first run ran its command");
+    proxy.pass();
+    assert!(
+        eventually(Duration::from_secs(10), || !redis.exists("redlock:{op2}")),
+        "the granted lock never expired"
+    );
+    let second = output(redlock_run().args([
+        "--key",
+        "op2",
+        "--once-per",
+        "1d",
+        "--redis",
+        &redis.url(),
+        "--",
+        "sh",
+        "-c",
+        &job,
+    ]));
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(read_trimmed(&log), "ran", "the job did not run in its slot");
+    // Now the slot has its run: a third try skips it.
+    let third = output(redlock_run().args([
+        "--key",
+        "op2",
+        "--once-per",
+        "1d",
+        "--redis",
+        &redis.url(),
+        "--",
+        "sh",
+        "-c",
+        &job,
+    ]));
+    assert_eq!(code(&third), codes::BUSY, "{}", stderr(&third));
+    assert_eq!(read_trimmed(&log), "ran");
+}

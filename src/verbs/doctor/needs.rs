@@ -13,7 +13,8 @@ pub use crate::scripts::{Key, Need, Which as Script, bare, on};
 /// of their own below): the run history and `--once-per` (the acquire script reads the
 /// history only for `--once-per`; the release's record is best effort, `pcall`), a
 /// semaphore's or a fair queue's keys, and the mode key beyond the plain acquire's
-/// GET. A user without them still takes and releases plain locks. (`TIME` is not
+/// GET, and the release's SCARD of the waiters. A user without them still takes and
+/// releases plain locks. (`TIME` is not
 /// optional: every acquisition draws its fencing number from it.)
 pub fn optional(need: &Need) -> bool {
     use Key::*;
@@ -21,6 +22,9 @@ pub fn optional(need: &Need) -> bool {
         need.key,
         Some(History | Slot | Queue | Beats | QueueInfo | OwnWake)
     ) || (need.key == Some(Mode) && need.command != "get")
+        // The release's backup wake-up: without SCARD it falls back to EXISTS and one
+        // wake-up (a user whose ACL predates it still releases and wakes).
+        || (need.key == Some(Waiters) && need.command == "scard")
 }
 
 impl Script {
@@ -69,7 +73,8 @@ pub const USES: &[Use] = &[
     Use {
         name: "run --wait",
         scripts: &[Script::Acquire, Script::Leave],
-        direct: &[on("blpop", Key::Wake)],
+        // SCARD: the release's backup wake-up, for a woken waiter that is stopped.
+        direct: &[on("blpop", Key::Wake), on("scard", Key::Waiters)],
         wrapper: true,
     },
     Use {
@@ -140,7 +145,7 @@ pub const USES: &[Use] = &[
     },
     Use {
         name: "run --once-per",
-        scripts: &[],
+        scripts: &[Script::Started],
         direct: &[
             on("type", Key::History),
             on("lrange", Key::History),
