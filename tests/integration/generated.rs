@@ -60,6 +60,8 @@ struct Draw {
     wait_verb: bool,
     /// The host-local queue in front of Redis.
     local: Local,
+    /// Who runs `release --if-dead` (when drawn).
+    if_dead_as: IfDeadAs,
     /// Indexes into the topology's fault list.
     faults: Vec<usize>,
 }
@@ -122,7 +124,27 @@ fn draw(seed: u64) -> Draw {
         if_dead: rng.f64() < 0.4,
         wait_verb: rng.f64() < 0.3,
         local: draw_local(seed),
+        if_dead_as: draw_if_dead_as(seed),
         faults,
+    }
+}
+
+/// Who runs the `release --if-dead` actor (drawn apart, like the local queue): the
+/// contenders' own user, or user nobody with `/proc` mounted `hidepid=2`, to whom every
+/// holder's process is hidden (alive, stopped by a fault, or kept by `--hold-min` alike:
+/// none may be removed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum IfDeadAs {
+    Owner,
+    Hidden,
+}
+
+fn draw_if_dead_as(seed: u64) -> IfDeadAs {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x1fdead);
+    if rng.bool() {
+        IfDeadAs::Hidden
+    } else {
+        IfDeadAs::Owner
     }
 }
 
@@ -361,10 +383,14 @@ fn run_trial(
         .iter()
         .flat_map(|u| ["--redis".to_string(), u.clone()])
         .collect();
+    let hidden = HiddenRunner::new();
     let if_dead = d.if_dead.then(|| {
         let mut a = vec!["release".to_string(), name.to_string(), "--if-dead".into()];
         a.extend(redis_args.clone());
-        actor(a, stop.clone())
+        match (d.if_dead_as, &hidden) {
+            (IfDeadAs::Hidden, Some(h)) => h.actor(a, stop.clone()),
+            _ => actor(a, stop.clone()),
+        }
     });
     let waits = d.wait_verb.then(|| {
         let mut a = vec![
@@ -472,7 +498,11 @@ fn run_trial(
         d.local,
         if d.bounded_wait { " --wait 3s" } else { "" },
         d.fault_names(),
-        if d.if_dead { " +release --if-dead" } else { "" },
+        match (d.if_dead, d.if_dead_as) {
+            (false, _) => "",
+            (true, IfDeadAs::Owner) => " +release --if-dead",
+            (true, IfDeadAs::Hidden) => " +release --if-dead (as nobody, hidepid=2)",
+        },
         if d.wait_verb { " +redlock wait" } else { "" },
         report.runs,
         v.sections,
@@ -561,6 +591,52 @@ fn actor(args: Vec<String>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Ve
     })
 }
 
+/// Runs `redlock` as user nobody in a mount namespace whose `/proc` is mounted with
+/// `hidepid=2`, from a copy of the binary nobody can execute; `None` where that cannot
+/// be set up (not root): the actor then runs as the owner, and the summary says which.
+struct HiddenRunner {
+    dir: tempfile::TempDir,
+}
+
+impl HiddenRunner {
+    fn new() -> Option<HiddenRunner> {
+        use std::os::unix::fs::PermissionsExt;
+        let probe = std::process::Command::new("unshare")
+            .args(["-m", "sh", "-c", "mount -t proc -o hidepid=2 proc /proc"])
+            .status();
+        if !probe.is_ok_and(|s| s.success()) {
+            return None;
+        }
+        let dir = tempfile::Builder::new().prefix("hidden").tempdir().ok()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).ok()?;
+        std::fs::copy(REDLOCK, dir.path().join("redlock")).ok()?;
+        Some(HiddenRunner { dir })
+    }
+
+    fn actor(&self, args: Vec<String>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<i32>> {
+        let bin = self.dir.path().join("redlock");
+        let line = std::iter::once(bin.display().to_string())
+            .chain(args)
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let script = format!(
+            "mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid=65534 --regid=65534 --clear-groups {line}"
+        );
+        std::thread::spawn(move || {
+            let mut codes = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let mut cmd = std::process::Command::new("unshare");
+                cmd.args(["-m", "sh", "-c", &script]);
+                let out = output_within(&mut cmd, Duration::from_secs(30));
+                codes.push(code(&out));
+                std::thread::sleep(Duration::from_millis(fastrand::u64(200..600)));
+            }
+            codes
+        })
+    }
+}
+
 fn run_seeds(
     seeds: impl Iterator<Item = u64>,
     until: Option<Instant>,
@@ -641,7 +717,14 @@ fn tier_a_covers_every_draw() {
     assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
     assert!(any(&|d| runs(d) && d.once_per), "--once-per");
     assert!(any(&|d| runs(d) && d.bounded_wait), "--wait 3s");
-    assert!(any(&|d| runs(d) && d.if_dead), "release --if-dead");
+    assert!(
+        any(&|d| runs(d) && d.if_dead && d.if_dead_as == IfDeadAs::Owner),
+        "release --if-dead"
+    );
+    assert!(
+        any(&|d| runs(d) && d.if_dead && d.if_dead_as == IfDeadAs::Hidden),
+        "release --if-dead as a user to whom the holders are hidden"
+    );
     assert!(any(&|d| runs(d) && d.wait_verb), "redlock wait");
     assert!(
         any(&|d| runs(d) && d.local == Local::Off),
