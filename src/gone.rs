@@ -117,14 +117,16 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
     };
     if here.boot.as_deref() != Some(boot) {
         return refuse(format!(
-            "recorded on another boot ({boot}): another machine with the same host name, or this one before a reboot, whose process cannot be checked from here"
+            "recorded on another boot ({}): another machine with the same host name, or this one before a reboot, whose process cannot be checked from here",
+            crate::report::shown(boot)
         ));
     }
     match (&holder.pidns, &here.pidns) {
         (Some(theirs), Some(ours)) if theirs == ours => {}
         (Some(theirs), Some(ours)) => {
             return refuse(format!(
-                "in another PID namespace ({theirs}; this is {ours}), whose pid {pid} cannot be checked from here"
+                "in another PID namespace ({}; this is {ours}), whose pid {pid} cannot be checked from here",
+                crate::report::shown(theirs)
             ));
         }
         _ => {

@@ -92,8 +92,8 @@ impl RunRecord {
         if let Some(fence) = self.fence {
             out.push_str(&format!("  fence {fence}"));
         }
-        if let Some(cmd) = &self.who.cmd {
-            out.push_str(&format!("  {cmd}"));
+        if self.who.cmd.is_some() {
+            out.push_str(&format!("  {}", self.who.cmd_text()));
         }
         out
     }

@@ -26,15 +26,30 @@ pub struct Who {
 }
 
 impl Who {
-    /// `web-1 pid 4242 user deploy`, with `?` for what is not known.
+    /// `web-1 pid 4242 user deploy`, with `?` for what is not known, shown safely.
     pub fn host_pid_user(&self) -> String {
         format!(
             "{} pid {} user {}",
-            self.host.as_deref().unwrap_or("?"),
+            self.host_text(),
             self.pid.map_or("?".into(), |p| p.to_string()),
-            self.user.as_deref().unwrap_or("?"),
+            shown_or_unknown(self.user.as_deref()),
         )
     }
+
+    /// The host for people (`?` when not known; control characters escaped).
+    pub fn host_text(&self) -> String {
+        shown_or_unknown(self.host.as_deref())
+    }
+
+    /// The command line for people (`?` when not known; control characters escaped).
+    pub fn cmd_text(&self) -> String {
+        shown_or_unknown(self.cmd.as_deref())
+    }
+}
+
+/// Text from Redis for people (see [`crate::report::shown`]), `?` when absent.
+fn shown_or_unknown(text: Option<&str>) -> String {
+    text.map_or_else(|| "?".to_string(), crate::report::shown)
 }
 
 /// Who holds a lock, as read from Redis.
@@ -191,9 +206,9 @@ impl Holder {
             .map(|since| Duration::from_millis(now_ms.saturating_sub(since)))
     }
 
-    /// A short token prefix for display.
+    /// A short token prefix for display (a foreign client's value may be anything).
     pub fn token_prefix(&self) -> String {
-        self.token.chars().take(8).collect()
+        crate::report::shown(&self.token.chars().take(8).collect::<String>())
     }
 
     /// The description with the command last (`host pid 42 for 3m 12s (./job.sh)`), for
@@ -205,7 +220,7 @@ impl Holder {
         let mut bare = self.clone();
         bare.who.cmd = None;
         match &self.who.cmd {
-            Some(cmd) => format!("{} ({cmd})", bare.describe(now_ms)),
+            Some(_) => format!("{} ({})", bare.describe(now_ms), self.who.cmd_text()),
             None => bare.describe(now_ms),
         }
     }
@@ -215,12 +230,12 @@ impl Holder {
         if !self.is_known() {
             return "an unknown holder (no redlock metadata)".to_string();
         }
-        let mut out = self.who.host.clone().unwrap_or_else(|| "?".into());
+        let mut out = self.who.host_text();
         if let Some(pid) = self.who.pid {
             out.push_str(&format!(" pid {pid}"));
         }
-        if let Some(cmd) = &self.who.cmd {
-            out.push_str(&format!(" ({cmd})"));
+        if self.who.cmd.is_some() {
+            out.push_str(&format!(" ({})", self.who.cmd_text()));
         }
         if let Some(held) = self.held_for(now_ms) {
             out.push_str(&format!(" for {}", human(held)));

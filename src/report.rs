@@ -149,6 +149,17 @@ pub fn printable(bytes: &[u8]) -> String {
     out
 }
 
+/// Text that came from Redis or from a file another process wrote (a holder's host,
+/// user and command, a history record, a queue file), made harmless for a terminal:
+/// every control character (C0, DEL, C1: ESC, BEL, CSI…) is shown escaped (`\u{1b}`),
+/// so that a command line such as `sh -c 'x #\e]0;TITLE\a\e[2J'`, or metadata forged by
+/// anyone who can write the prefix, can neither retitle nor clear nor rewrite an
+/// operator's screen. Every human output of such text goes through here; `--json`
+/// keeps it exact (its encoder escapes control characters itself).
+pub fn shown(text: &str) -> String {
+    printable(text.as_bytes())
+}
+
 /// A wall-clock time in Unix milliseconds as RFC 3339, to the second.
 pub fn rfc3339(unix_ms: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
@@ -164,5 +175,9 @@ mod tests {
         assert_eq!(human(Duration::from_millis(250)), "250ms");
         assert_eq!(human(Duration::from_millis(192_400)), "3m 12s");
         assert_eq!(printable(b"a\nb\xff"), "a\\nb\\xff");
+        assert_eq!(
+            shown("x #\u{1b}]0;T\u{7}\u{1b}[2J \u{9b}1m caf\u{e9}"),
+            "x #\\u{1b}]0;T\\u{7}\\u{1b}[2J \\u{9b}1m caf\u{e9}"
+        );
     }
 }

@@ -301,7 +301,7 @@ impl LockState {
                     "\n    #{} {} ({}){}",
                     w.place,
                     w.who.host_pid_user(),
-                    w.who.cmd.as_deref().unwrap_or("?"),
+                    w.who.cmd_text(),
                     w.since_ms
                         .map(|s| format!(
                             ", waiting for {}",
@@ -340,7 +340,7 @@ impl LockState {
                 "{}: held by {}\n  command: {}",
                 self.name,
                 h.who.host_pid_user(),
-                h.who.cmd.as_deref().unwrap_or("?"),
+                h.who.cmd_text(),
             )
         } else {
             format!(

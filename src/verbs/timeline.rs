@@ -178,7 +178,7 @@ pub fn legend(color: bool) -> String {
 }
 
 fn host_of(run: &RunRecord) -> String {
-    run.who.host.clone().unwrap_or_else(|| "?".into())
+    run.who.host_text()
 }
 
 /// A run's end: recorded, or (a run still going) the window's end.

@@ -108,9 +108,9 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         if h.is_known() {
             format!(
                 "{} pid {} {}",
-                h.who.host.as_deref().unwrap_or("?"),
+                h.who.host_text(),
                 h.who.pid.map_or("?".into(), |p| p.to_string()),
-                h.who.cmd.as_deref().unwrap_or("?")
+                h.who.cmd_text()
             )
         } else {
             "unknown (no redlock metadata)".to_string()

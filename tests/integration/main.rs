@@ -22,6 +22,7 @@ mod signals;
 mod state;
 mod top;
 mod topology;
+mod untrusted_text;
 mod user_errors;
 mod verbs;
 mod waiting;
