@@ -224,6 +224,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub hide_args: bool,
 
+    /// Record TEXT in the holder metadata and the history instead of the command line
+    /// (for a command whose arguments carry secrets the masking does not know);
+    /// wins over --hide-args.
+    #[arg(long, value_name = "TEXT", env = "REDLOCK_LABEL")]
+    pub label: Option<String>,
+
     #[command(flatten)]
     pub local: LocalArgs,
 

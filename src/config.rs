@@ -59,6 +59,8 @@ pub struct RunConfig {
     /// `--limit`, `--fair`: what kind of lock the name is.
     pub shape: Shape,
     pub hide_args: bool,
+    /// `--label`: recorded instead of the command line.
+    pub label: Option<String>,
     /// Where the host-local queue is (`--local-dir`, `--no-local-queue`).
     pub local: LocalDir,
     pub command: Vec<OsString>,
@@ -443,6 +445,7 @@ impl RunConfig {
             shape,
             max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
             hide_args: args.hide_args,
+            label: args.label,
             local: local_dir(&args.local)?,
             command: args.command,
         })

@@ -459,48 +459,176 @@ pub fn pid_namespace() -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// The command line recorded in metadata, quoted as a shell would need it, with
-/// what looks secret replaced by `***`, cut to 256 characters (see [`redact_arg`]).
-/// With `program_only`, just the program name.
+/// The command line recorded in metadata, quoted as a shell would need it, with the
+/// values of secrets replaced by `***`, cut to 256 characters. With `program_only`,
+/// just the program name.
+///
+/// What is masked (and nothing else, so that the line still says what runs):
+/// - the value after a long option that names a secret (`--password X`, `--token X`,
+///   `--api-key X`; see [`secret_name`]), and after `Bearer` / `Basic`;
+/// - `name=value` pairs whose name names a secret (`--password=X`, `API_TOKEN=X`,
+///   `PGPASSWORD=X`, `?token=X&`), and an `Authorization:` header's credentials;
+/// - the password of a URL (`redis://user:pass@host`);
+/// - short options that carry a password only for the programs where they do:
+///   `-a X` for redis-cli (valkey-cli, keydb-cli); a glued `-pX` for mysql, mariadb,
+///   mysqldump, mysqladmin (their `-p X` prompts, X being a database); `-p X` for
+///   sshpass; `-u user:X`, `--user user:X` and a glued `-uuser:X` for curl (the user
+///   is kept). `-p` of ssh, redis-cli, psql or docker is a port and stays.
 pub fn recorded_command(argv: &[String], program_only: bool) -> String {
     if program_only {
         return argv.first().cloned().unwrap_or_default();
     }
-    let mut out: Vec<String> = Vec::with_capacity(argv.len());
-    let mut hide_next = false;
-    for arg in argv {
-        out.push(if hide_next {
-            "***".to_string()
-        } else {
-            redact_arg(arg)
-        });
-        hide_next = takes_secret(arg);
-    }
-    let line = crate::error::one_line(&shell_words::join(&out));
+    let line = crate::error::one_line(&shell_words::join(redact_words(argv)));
     line.chars().take(256).collect()
 }
 
-/// Whether a name looks like it names a secret.
-fn secretish(name: &str) -> bool {
-    let n = name.trim_start_matches('-').to_ascii_lowercase();
-    ["pass", "secret", "token", "auth", "key", "credential"]
-        .iter()
-        .any(|w| n.contains(w))
+/// The words of a command line with their secrets masked. A word naming a program
+/// whose short options carry secrets (`timeout 60 redis-cli -a X`, `env A=B curl -u
+/// …`) brings its rules into force for the words after it; a word that is itself a
+/// command line (`sh -c 'redis-cli -a X'`) is masked word by word when that changes it.
+fn redact_words(words: &[String]) -> Vec<String> {
+    let mut rules = ShortSecrets::default();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut next = Next::Plain;
+    for arg in words {
+        out.push(match next {
+            Next::Secret => "***".to_string(),
+            Next::UserPass => mask_after_colon(arg),
+            Next::Plain => redact_arg(arg, rules),
+        });
+        next = Next::Plain;
+        if let Some(program) = known_program(arg) {
+            rules = program;
+        } else {
+            next = what_follows(arg, rules);
+        }
+    }
+    out
 }
 
-/// Whether the argument after this one is a secret: `-p`, `--password`, `--token`
-/// (a flag naming a secret, without `=`), or `Bearer` / `Basic` (the scheme of an
-/// `Authorization` header split over arguments).
-fn takes_secret(arg: &str) -> bool {
-    let flag = arg.starts_with('-') && !arg.contains('=') && (secretish(arg) || arg == "-p");
+/// The secret-carrying short options of the program `word` names, if it names one.
+fn known_program(word: &str) -> Option<ShortSecrets> {
+    let name = word.rsplit('/').next().unwrap_or(word).to_ascii_lowercase();
+    short_secret_options(&name)
+}
+
+/// How the argument after this one is recorded.
+#[derive(Clone, Copy)]
+enum Next {
+    Plain,
+    Secret,
+    /// `user:password`: the part after the first colon is masked.
+    UserPass,
+}
+
+/// The short options that carry a secret for one program.
+#[derive(Clone, Copy, Default)]
+struct ShortSecrets {
+    /// Options whose next argument is a secret (`-a` of redis-cli).
+    separate: &'static [&'static str],
+    /// Options whose glued value is a secret (`-pX` of mysql).
+    glued: &'static [&'static str],
+    /// Options whose value is `user:password` (curl's `-u`, `--user`).
+    user_pass: &'static [&'static str],
+}
+
+fn short_secret_options(program: &str) -> Option<ShortSecrets> {
+    Some(match program {
+        "redis-cli" | "valkey-cli" | "keydb-cli" => ShortSecrets {
+            separate: &["-a"],
+            glued: &[],
+            user_pass: &[],
+        },
+        "mysql" | "mariadb" | "mysqldump" | "mariadb-dump" | "mysqladmin" => ShortSecrets {
+            separate: &[],
+            glued: &["-p"],
+            user_pass: &[],
+        },
+        "sshpass" => ShortSecrets {
+            separate: &["-p"],
+            glued: &["-p"],
+            user_pass: &[],
+        },
+        "curl" => ShortSecrets {
+            separate: &[],
+            glued: &[],
+            user_pass: &["-u", "--user", "-U", "--proxy-user"],
+        },
+        _ => return None,
+    })
+}
+
+/// What the argument after `arg` is: a secret (a long option naming one, a listed short
+/// option, `Bearer`/`Basic`), a `user:password`, or plain.
+fn what_follows(arg: &str, rules: ShortSecrets) -> Next {
+    if rules.user_pass.contains(&arg) {
+        return Next::UserPass;
+    }
+    let long = arg.starts_with("--") && !arg.contains('=') && secret_name(&arg[2..]);
+    let short = rules.separate.contains(&arg);
     let scheme = arg.eq_ignore_ascii_case("bearer") || arg.eq_ignore_ascii_case("basic");
-    flag || scheme
+    if long || short || scheme {
+        Next::Secret
+    } else {
+        Next::Plain
+    }
+}
+
+/// `user:secret` -> `user:***` (unchanged without a colon).
+fn mask_after_colon(arg: &str) -> String {
+    match arg.split_once(':') {
+        Some((user, pass)) if !pass.is_empty() => format!("{user}:***"),
+        _ => arg.to_string(),
+    }
+}
+
+/// Whether a name (of an option, a variable, a query parameter) names a secret: one of
+/// its words (split on `_`, `-`, `.`) is `pass`, `pwd`, `key`, `auth` or `credentials`,
+/// or ends in `password`, `passwd`, `secret`, `token`, `apikey` or `credential`
+/// (`API_KEY`, `SECRET_KEY`, `PGPASSWORD`, `GITHUB_TOKEN`, `apiKey`), case aside.
+/// `KEYBOARD`, `MONKEY`, `AUTHOR` and `PASSAGE` are not secrets.
+fn secret_name(name: &str) -> bool {
+    name.split(['_', '-', '.'])
+        .map(str::to_ascii_lowercase)
+        .any(|w| {
+            matches!(w.as_str(), "pass" | "pwd" | "key" | "auth" | "credentials")
+                || [
+                    "password",
+                    "passwd",
+                    "secret",
+                    "token",
+                    "apikey",
+                    "credential",
+                ]
+                .iter()
+                .any(|end| w.ends_with(end))
+        })
 }
 
 /// One argument with its secrets hidden: URL passwords, the value of every
-/// `name=value` whose name looks secret (`--password=…`, `API_TOKEN=…`, `?token=…&`),
-/// and the credentials of an `Authorization:` header.
-fn redact_arg(arg: &str) -> String {
+/// `name=value` whose name names a secret (`--password=…`, `API_TOKEN=…`, `?token=…&`),
+/// the credentials of an `Authorization:` header, a glued short option's secret (`-pX`
+/// of mysql, `-uuser:X` of curl), and the secrets of a command line given as one word.
+fn redact_arg(arg: &str, rules: ShortSecrets) -> String {
+    if let Some(flag) = rules.glued.iter().find(|f| glued(arg, f)) {
+        return format!("{flag}***");
+    }
+    if let Some(flag) = rules
+        .user_pass
+        .iter()
+        .find(|f| f.len() == 2 && glued(arg, f))
+    {
+        return format!("{flag}{}", mask_after_colon(&arg[2..]));
+    }
+    if arg.contains(char::is_whitespace)
+        && let Ok(words) = shell_words::split(arg)
+        && words.iter().any(|w| known_program(w).is_some())
+    {
+        let masked = redact_words(&words);
+        if masked != words {
+            return shell_words::join(masked);
+        }
+    }
     let arg = if arg.contains('@') && arg.contains(':') {
         crate::redis::redact(arg)
     } else {
@@ -508,6 +636,11 @@ fn redact_arg(arg: &str) -> String {
     };
     let arg = redact_authorization(&arg);
     redact_pairs(&arg)
+}
+
+/// Whether `arg` is the short option `flag` with a value glued to it (`-pX`).
+fn glued(arg: &str, flag: &str) -> bool {
+    arg.len() > flag.len() && arg.starts_with(flag)
 }
 
 /// `Authorization: Bearer abc` -> `Authorization: Bearer ***` (any case, any scheme).
@@ -541,7 +674,10 @@ fn redact_pairs(arg: &str) -> String {
         let end = after
             .find(|c: char| matches!(c, '&' | ';') || c.is_whitespace())
             .unwrap_or(after.len());
-        if secretish(&before[name_start..]) && !after[..end].is_empty() && &after[..end] != "***" {
+        if secret_name(before[name_start..].trim_start_matches('-'))
+            && !after[..end].is_empty()
+            && &after[..end] != "***"
+        {
             out.push_str("***");
         } else {
             out.push_str(&after[..end]);
@@ -597,8 +733,7 @@ mod tests {
     fn recorded_command_hides_secrets() {
         let argv: Vec<String> = [
             "mysql",
-            "-p",
-            "hunter2",
+            "-phunter2",
             "--password=hunter2",
             "API_TOKEN=hunter2",
             "redis://u:hunter2@h",
@@ -611,13 +746,87 @@ mod tests {
         let line = recorded_command(&argv, false);
         assert!(!line.contains("hunter2"), "{line}");
         assert!(
-            line.starts_with("mysql -p '***' '--password=***' 'API_TOKEN=***'"),
+            line.starts_with("mysql '-p***' '--password=***' 'API_TOKEN=***'"),
             "{line}"
         );
         assert!(line.ends_with("--verbose file"));
         assert_eq!(recorded_command(&argv, true), "mysql");
         let long = vec!["x".repeat(1000)];
         assert_eq!(recorded_command(&long, false).len(), 256);
+    }
+
+    /// Each line: the command as typed, and as recorded.
+    #[test]
+    fn recorded_command_masks_secrets_and_nothing_else() {
+        let table = [
+            (
+                "redis-cli -a S3cretPw -p 27002 ping",
+                "redis-cli -a '***' -p 27002 ping",
+            ),
+            (
+                "/usr/bin/redis-cli -p 6379 ping",
+                "/usr/bin/redis-cli -p 6379 ping",
+            ),
+            (
+                "curl -u admin:hunter2 https://x/",
+                "curl -u 'admin:***' https://x/",
+            ),
+            (
+                "curl --user admin:hunter2 https://x/",
+                "curl --user 'admin:***' https://x/",
+            ),
+            (
+                "curl -uadmin:hunter2 https://x/",
+                "curl '-uadmin:***' https://x/",
+            ),
+            ("mysql -u app -phunter2 shop", "mysql -u app '-p***' shop"),
+            ("mysqldump -p shop", "mysqldump -p shop"),
+            ("sshpass -p hunter2 ssh host", "sshpass -p '***' ssh host"),
+            ("ssh -p 2222 host", "ssh -p 2222 host"),
+            ("psql -p 5432 -U app db", "psql -p 5432 -U app db"),
+            (
+                "docker run -p 80:80 -u 1000:1000 img",
+                "docker run -p 80:80 -u 1000:1000 img",
+            ),
+            (
+                "deploy --token hunter2 --env prod",
+                "deploy --token '***' --env prod",
+            ),
+            ("deploy --api-key hunter2", "deploy --api-key '***'"),
+            ("deploy --password=hunter2", "deploy '--password=***'"),
+            ("env PGPASSWORD=hunter2 psql", "env 'PGPASSWORD=***' psql"),
+            (
+                "env GITHUB_TOKEN=hunter2 AWS_SECRET_ACCESS_KEY=hunter2 x",
+                "env 'GITHUB_TOKEN=***' 'AWS_SECRET_ACCESS_KEY=***' x",
+            ),
+            ("job https://u:hunter2@h/p", "job 'https://u:***@h/p'"),
+            ("rsync -av src/ dst/", "rsync -av src/ dst/"),
+            ("pg_dump -U app db", "pg_dump -U app db"),
+            ("make -j4 deploy", "make -j4 deploy"),
+            (
+                "env KEYBOARD=us MONKEY=1 AUTHOR=me PASSAGE=x ./x",
+                "env 'KEYBOARD=us' 'MONKEY=1' 'AUTHOR=me' 'PASSAGE=x' ./x",
+            ),
+            ("tar -a -cf out.tgz dir", "tar -a -cf out.tgz dir"),
+            ("sudo -u deploy ./x", "sudo -u deploy ./x"),
+            (
+                "timeout 60 redis-cli -a S3cretPw info",
+                "timeout 60 redis-cli -a '***' info",
+            ),
+        ];
+        for (typed, recorded) in table {
+            let argv: Vec<String> = typed.split(' ').map(str::to_string).collect();
+            assert_eq!(recorded_command(&argv, false), recorded, "{typed}");
+        }
+        // A command line given as one word to a shell.
+        let argv: Vec<String> = ["sh", "-c", "redis-cli -a S3cretPw -p 6380 info"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            recorded_command(&argv, false),
+            "sh -c 'redis-cli -a '\\''***'\\'' -p 6380 info'"
+        );
     }
 
     #[test]

@@ -323,7 +323,10 @@ fn holder_meta(config: &RunConfig, lease: &Lease) -> Meta {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let cmdline = holder::recorded_command(&argv, config.hide_args);
+    let cmdline = match &config.label {
+        Some(label) => crate::error::one_line(label).chars().take(256).collect(),
+        None => holder::recorded_command(&argv, config.hide_args),
+    };
     Meta::local(lease.token(), &cmdline, config.budget.ttl)
 }
 

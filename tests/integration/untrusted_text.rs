@@ -80,13 +80,7 @@ fn every_human_output_escapes_forged_metadata_and_history() {
         "history --timeline",
         &output(
             redlock()
-                .args([
-                    "history",
-                    "esc",
-                    "--timeline",
-                    "--redis",
-                    &url,
-                ])
+                .args(["history", "esc", "--timeline", "--redis", &url])
                 .env("COLUMNS", "100"),
         ),
     );
@@ -128,4 +122,39 @@ fn a_command_line_with_escapes_is_shown_escaped() {
     shows_escaped("the busy line", &busy);
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// (review 4, secrets) What a run records is masked at the source: `redis-cli -a PW`
+/// keeps neither the password (its port stays), `curl -u user:PW` keeps the user only,
+/// and `--label` records a fixed text instead of the command line. Read back by
+/// `status --json` and from the history, which keeps it for `--retain`.
+#[test]
+fn a_recorded_command_keeps_no_secret() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let record = |extra: &[&str], cmd: &[&str]| -> String {
+        let s = Scratch::new();
+        let ready = s.path("ready");
+        let script = format!("touch '{}'; sleep 30", ready.display());
+        let mut holder = redlock_run()
+            .args(["--key", "sec", "--redis", &url, "--ttl", "60s"])
+            .args(extra)
+            .args(["--", "sh", "-c", &script, "sh"])
+            .args(cmd)
+            .spawn()
+            .unwrap();
+        assert!(eventually(READY, || ready.exists()));
+        let out = output(redlock().args(["status", "sec", "--json", "--redis", &url]));
+        let _ = holder.kill();
+        let _ = holder.wait();
+        let _: i64 = redis.cmd(&["DEL", &lock_key("sec"), &meta_key("sec")]);
+        let j: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        j["holder"]["cmd"].as_str().unwrap_or_default().to_string()
+    };
+    let cmd = record(&[], &["redis-cli", "-a", "S3cretPw", "-p", "27002"]);
+    assert!(!cmd.contains("S3cretPw") && cmd.contains("27002"), "{cmd}");
+    let cmd = record(&[], &["curl", "-u", "admin:hunter2", "https://x/"]);
+    assert!(!cmd.contains("hunter2") && cmd.contains("admin:"), "{cmd}");
+    let cmd = record(&["--label", "nightly-db"], &["mysql", "-phunter2"]);
+    assert_eq!(cmd, "nightly-db");
 }
