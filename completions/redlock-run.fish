@@ -22,11 +22,11 @@ complete -c redlock-run -l limit -d 'Let up to N runs hold the lock at once (a s
 complete -c redlock-run -l retain -d 'How long the name\'s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]' -r
 complete -c redlock-run -l history -d 'How many past runs the lock\'s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]' -r
 complete -c redlock-run -l label -d 'Record TEXT in the holder metadata and the history instead of the command line (for a command whose arguments carry secrets the masking does not know); wins over --hide-args' -r
-complete -c redlock-run -l local-dir -d 'Directory of the host-local queue: runs that wait queue here first, and only the first of each host contends in Redis; share one between users to queue them together [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]' -r -f -a "(__fish_complete_directories)"
+complete -c redlock-run -l local-dir -d 'Directory of the host-local queue: runs that wait queue here first, and only the first of each host contends in Redis; share one between users to queue them together [env: REDLOCK_LOCAL_DIR] [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]' -r -f -a "(__fish_complete_directories)"
 complete -c redlock-run -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock-run -l fair -d 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
 complete -c redlock-run -l hide-args -d 'Record only the program name in the holder metadata, not its arguments'
-complete -c redlock-run -l no-local-queue -d 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection)'
+complete -c redlock-run -l no-local-queue -d 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no, on|off]. A flag on the command line wins over both variables; from the same place, this wins over the directory'
 complete -c redlock-run -s q -l quiet -d 'Print nothing but errors (no waiting line, no busy note)'
 complete -c redlock-run -s v -l verbose -d 'Say what happens: connect retries, acquire, renewals, release'
 complete -c redlock-run -s h -l help -d 'Print help (see more with \'--help\')'

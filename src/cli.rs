@@ -251,18 +251,16 @@ pub struct RunArgs {
 pub struct LocalArgs {
     /// Directory of the host-local queue: runs that wait queue here first, and only the
     /// first of each host contends in Redis; share one between users to queue them
-    /// together [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID].
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "REDLOCK_LOCAL_DIR",
-        value_hint = ValueHint::DirPath
-    )]
+    /// together [env: REDLOCK_LOCAL_DIR] [default: $XDG_RUNTIME_DIR/redlock, else
+    /// /tmp/redlock-UID].
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub local_dir: Option<PathBuf>,
 
     /// Wait in Redis directly, without the host-local queue (every waiting run holds
-    /// a Redis connection).
-    #[arg(long, env = "REDLOCK_NO_LOCAL_QUEUE", conflicts_with = "local_dir")]
+    /// a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no,
+    /// on|off]. A flag on the command line wins over both variables; from the same
+    /// place, this wins over the directory.
+    #[arg(long)]
     pub no_local_queue: bool,
 }
 

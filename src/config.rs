@@ -477,14 +477,54 @@ fn metrics_file(file: Option<&std::path::Path>) -> Result<Option<std::path::Path
 }
 
 /// `--local-dir`, `--no-local-queue`.
+/// The host-local queue's setting: the command line first (`--no-local-queue` over
+/// `--local-dir`), then the environment (`REDLOCK_NO_LOCAL_QUEUE` over
+/// `REDLOCK_LOCAL_DIR`), then the default. A system-wide `REDLOCK_LOCAL_DIR` and a
+/// `--no-local-queue` on one crontab line, or the other way round, is no conflict: the
+/// line says what this run wants.
 fn local_dir(args: &crate::cli::LocalArgs) -> Result<LocalDir> {
-    match (&args.local_dir, args.no_local_queue) {
-        (_, true) => Ok(LocalDir::Off),
-        (Some(dir), _) if dir.as_os_str().is_empty() => Err(Error::usage(
-            "--local-dir is empty; give a directory, or --no-local-queue",
-        )),
-        (Some(dir), _) => Ok(LocalDir::Given(dir.clone())),
-        (None, _) => Ok(LocalDir::Default),
+    local_dir_from(args, |name| std::env::var_os(name))
+}
+
+fn local_dir_from(
+    args: &crate::cli::LocalArgs,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<LocalDir> {
+    let given = |dir: &std::path::Path, from: &str| {
+        if dir.as_os_str().is_empty() {
+            Err(Error::usage(format!(
+                "{from} is empty; give a directory, or --no-local-queue"
+            )))
+        } else {
+            Ok(LocalDir::Given(dir.to_path_buf()))
+        }
+    };
+    if args.no_local_queue {
+        return Ok(LocalDir::Off);
+    }
+    if let Some(dir) = &args.local_dir {
+        return given(dir, "--local-dir");
+    }
+    if let Some(raw) = env("REDLOCK_NO_LOCAL_QUEUE")
+        && switch("REDLOCK_NO_LOCAL_QUEUE", &raw)?
+    {
+        return Ok(LocalDir::Off);
+    }
+    match env("REDLOCK_LOCAL_DIR") {
+        Some(dir) => given(std::path::Path::new(&dir), "REDLOCK_LOCAL_DIR"),
+        None => Ok(LocalDir::Default),
+    }
+}
+
+/// An environment switch as such switches are written: 1/0, true/false, yes/no,
+/// on/off (any case; empty is off).
+fn switch(name: &str, raw: &std::ffi::OsStr) -> Result<bool> {
+    match raw.to_string_lossy().trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "" | "0" | "false" | "no" | "off" => Ok(false),
+        other => Err(Error::usage(format!(
+            "{name}={other:?} is not a switch; use 1 or 0 (true/false, yes/no, on/off)"
+        ))),
     }
 }
 
@@ -1064,5 +1104,75 @@ mod tests {
             "true",
         ]);
         assert!(msg.contains("twice"));
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_environment_for_the_local_queue() {
+        use crate::cli::LocalArgs;
+        use std::path::PathBuf;
+        let args = |dir: Option<&str>, off: bool| LocalArgs {
+            local_dir: dir.map(PathBuf::from),
+            no_local_queue: off,
+        };
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let dir = |d: &str| LocalDir::Given(PathBuf::from(d));
+        let cases: [(LocalArgs, &'static [(&'static str, &'static str)], LocalDir); 8] = [
+            (
+                args(None, true),
+                &[("REDLOCK_LOCAL_DIR", "/q")],
+                LocalDir::Off,
+            ),
+            (
+                args(Some("/a"), false),
+                &[("REDLOCK_NO_LOCAL_QUEUE", "true")],
+                dir("/a"),
+            ),
+            (args(Some("/a"), true), &[], LocalDir::Off),
+            (
+                args(None, false),
+                &[("REDLOCK_LOCAL_DIR", "/q"), ("REDLOCK_NO_LOCAL_QUEUE", "1")],
+                LocalDir::Off,
+            ),
+            (
+                args(None, false),
+                &[
+                    ("REDLOCK_LOCAL_DIR", "/q"),
+                    ("REDLOCK_NO_LOCAL_QUEUE", "off"),
+                ],
+                dir("/q"),
+            ),
+            (
+                args(None, false),
+                &[("REDLOCK_NO_LOCAL_QUEUE", "YES")],
+                LocalDir::Off,
+            ),
+            (
+                args(None, false),
+                &[("REDLOCK_NO_LOCAL_QUEUE", "0")],
+                LocalDir::Default,
+            ),
+            (args(None, false), &[], LocalDir::Default),
+        ];
+        for (a, vars, want) in cases {
+            assert_eq!(
+                local_dir_from(&a, env(vars)).unwrap(),
+                want,
+                "{a:?} {vars:?}"
+            );
+        }
+        assert!(
+            local_dir_from(
+                &args(None, false),
+                env(&[("REDLOCK_NO_LOCAL_QUEUE", "maybe")])
+            )
+            .is_err()
+        );
     }
 }

@@ -604,3 +604,48 @@ fn a_signal_ends_a_local_wait_with_nothing_run() {
         1
     );
 }
+
+/// (review 4, #8) A system-wide `REDLOCK_LOCAL_DIR` and `--no-local-queue` on the line
+/// (or `REDLOCK_NO_LOCAL_QUEUE` and `--local-dir`) is no conflict: the job runs, and the
+/// command line decides. Environment switches take 1/0, yes/no, on/off too.
+#[test]
+fn the_command_line_wins_over_the_environment_for_the_local_queue() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let env_dir = s.path("env-q");
+    let flag_dir = s.path("flag-q");
+    let run = |env: &[(&str, &std::path::Path)], extra: &[&str]| {
+        let mut cmd = redlock_run();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // --wait so that the run would use its local queue.
+        let out = output(
+            cmd.args(["--key", "env-flag", "--wait", "5s", "--redis", &redis.url()])
+                .args(extra)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{env:?} {extra:?}: {}", stderr(&out));
+    };
+    run(&[("REDLOCK_LOCAL_DIR", &env_dir)], &["--no-local-queue"]);
+    assert!(
+        !env_dir.exists(),
+        "--no-local-queue lost to the environment"
+    );
+    let on = std::path::Path::new("1");
+    run(
+        &[("REDLOCK_NO_LOCAL_QUEUE", on)],
+        &["--local-dir", flag_dir.to_str().unwrap()],
+    );
+    assert!(flag_dir.exists(), "--local-dir lost to the environment");
+    run(
+        &[
+            ("REDLOCK_LOCAL_DIR", &env_dir),
+            ("REDLOCK_NO_LOCAL_QUEUE", on),
+        ],
+        &[],
+    );
+    assert!(!env_dir.exists(), "REDLOCK_NO_LOCAL_QUEUE=1 not honoured");
+    run(&[("REDLOCK_LOCAL_DIR", &env_dir)], &[]);
+    assert!(env_dir.exists(), "REDLOCK_LOCAL_DIR not honoured");
+}
