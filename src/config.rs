@@ -1123,7 +1123,8 @@ mod tests {
             }
         };
         let dir = |d: &str| LocalDir::Given(PathBuf::from(d));
-        let cases: [(LocalArgs, &'static [(&'static str, &'static str)], LocalDir); 8] = [
+        type Vars = &'static [(&'static str, &'static str)];
+        let cases: [(LocalArgs, Vars, LocalDir); 8] = [
             (
                 args(None, true),
                 &[("REDLOCK_LOCAL_DIR", "/q")],
