@@ -30,9 +30,14 @@ type Signals = UnboundedReceiver<Signal>;
 pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     let program = child::resolve(&config.command[0])?;
     let mut signals = listen()?;
-    let patience = Patience::new(config.wait);
+    let mut patience = Patience::new(config.wait);
     let head = match queue_locally(&config, &patience, &mut signals, report).await? {
-        Ok(head) => head,
+        Ok(Local::Head(head)) => Some(head),
+        Ok(Local::Direct) => None,
+        Ok(Local::LastTry) => {
+            patience = Patience::new(crate::config::Wait::For(std::time::Duration::ZERO));
+            None
+        }
         Err(code) => return Ok(code),
     };
     let lease = match connect(&config, &patience, &mut signals, report).await? {
@@ -96,21 +101,30 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     Ok(finish(&config, &lease, &meta, outcome, acquired_at, report).await)
 }
 
+/// How a run goes on to Redis after the host-local queue.
+enum Local {
+    /// As the host's head (it tells the local waiters what it sees).
+    Head(Head),
+    /// Directly: no local queue (`--wait 0`, `--fair`, nested, `--no-local-queue`, no
+    /// usable directory), or a head that does not progress.
+    Direct,
+    /// `--wait` ran out in the local queue: one try, then busy.
+    LastTry,
+}
+
 /// Waits in this host's local queue until this run is the host's head (the one that
-/// contends in Redis): `Ok(None)` when the run does not use it (`--wait 0`, `--fair`, a
-/// run nested in a holder of this lock, `--no-local-queue`, no usable directory);
-/// `Err(code)` when the wait ended there (`--wait` ran out, a signal).
+/// contends in Redis), see [`Local`]; `Err(code)` when a signal ended the wait there.
 async fn queue_locally(
     config: &RunConfig,
     patience: &Patience,
     signals: &mut Signals,
     report: &Reporter,
-) -> Result<std::result::Result<Option<Head>, u8>> {
+) -> Result<std::result::Result<Local, u8>> {
     if !patience.allows_waiting() || config.shape == Shape::Fair || nested(config) {
-        return Ok(Ok(None));
+        return Ok(Ok(Local::Direct));
     }
     let Some(dir) = wait::resolve_dir(&config.local, report)? else {
-        return Ok(Ok(None));
+        return Ok(Ok(Local::Direct));
     };
     let slots = config.shape.slots();
     let queue = LocalQueue::new(&dir, &config.keys, &config.conn.urls, slots);
@@ -123,15 +137,17 @@ async fn queue_locally(
             if head.waited {
                 report.verbose(|| format!("first of this host for {name}; trying Redis"));
             }
-            Ok(Some(head))
+            Ok(Local::Head(head))
         }
         Entered::Unavailable(why) => {
             report.verbose(|| format!("not queueing on this host: {why}"));
-            Ok(None)
+            Ok(Local::Direct)
         }
-        Entered::TimedOut(holder) => {
-            wait::busy_note(&name, slots, &holder, config.busy_code, report);
-            Err(config.busy_code)
+        // One Redis try decides, and its busy line names the holder as it is now.
+        Entered::TimedOut => Ok(Local::LastTry),
+        Entered::HeadStalled(why) => {
+            report.verbose(|| format!("{why}; waiting in Redis directly"));
+            Ok(Local::Direct)
         }
         Entered::Interrupted(sig) => Err(interrupted_while_waiting(sig, report)),
     })

@@ -166,6 +166,42 @@ impl RedisUrl {
     pub fn tls(&self) -> &Tls {
         &self.tls
     }
+
+    /// Which server this URL reaches, the same however it is spelled: scheme, host
+    /// (`localhost` as `127.0.0.1`, any case), port (6379 when not given), database (0
+    /// when not given), and nothing else (no user, password, query or fragment). What
+    /// names a host's local queue, so that `redis://127.0.0.1:P`, `…:P/0` and
+    /// `redis://localhost:P` queue together. A Cluster or Sentinel URL is its redacted
+    /// text without its query.
+    pub fn server_identity(&self) -> String {
+        if !matches!(self.topology, Topology::Single) {
+            return self
+                .shown
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+        }
+        let Ok(url) = url::Url::parse(&self.raw) else {
+            return self.shown.clone();
+        };
+        let scheme = url.scheme().to_ascii_lowercase();
+        if scheme == "unix" || scheme == "redis+unix" || scheme == "valkey+unix" {
+            let db = url
+                .query_pairs()
+                .find(|(k, _)| k == "db")
+                .map_or("0".to_string(), |(_, v)| v.into_owned());
+            return format!("unix:{}/{db}", url.path());
+        }
+        let host = match url.host_str().map(str::to_ascii_lowercase) {
+            Some(h) if h == "localhost" => "127.0.0.1".to_string(),
+            Some(h) => h,
+            None => String::new(),
+        };
+        let port = url.port().unwrap_or(6379);
+        let db = url.path().trim_matches('/').parse::<i64>().unwrap_or(0);
+        format!("{scheme}://{host}:{port}/{db}")
+    }
 }
 
 /// Splits a comma-separated list of URLs. A comma splits only where a new URL
@@ -598,6 +634,26 @@ fn scheme_prefix_len(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_server_spelled_several_ways_has_one_identity() {
+        let id = |u: &str| RedisUrl::parse(u).unwrap().server_identity();
+        let want = "redis://127.0.0.1:7001/0";
+        for u in [
+            "redis://127.0.0.1:7001",
+            "redis://127.0.0.1:7001/0",
+            "redis://localhost:7001",
+            "redis://LOCALHOST:7001/",
+            "redis://127.0.0.1:7001?x=1",
+            "redis://user:pw@127.0.0.1:7001",
+        ] {
+            assert_eq!(id(u), want, "{u}");
+        }
+        assert_eq!(id("redis://h"), "redis://h:6379/0");
+        assert_ne!(id("redis://127.0.0.1:7001/1"), want);
+        assert_ne!(id("redis://127.0.0.1:7002"), want);
+        assert!(!id("redis://u:sekrit@h:1").contains("sekrit"));
+    }
 
     #[test]
     fn good_urls() {

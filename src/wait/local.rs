@@ -39,6 +39,12 @@ use crate::report::Reporter;
 /// How often a local waiter re-reads what its head published (for the waiting line).
 const LOOK_EVERY: Duration = Duration::from_secs(5);
 
+/// How often a local waiter checks that its head still makes progress (a read of
+/// `/proc`, no Redis command): a head stopped with SIGSTOP or Ctrl-Z, under a debugger
+/// or in a frozen cgroup keeps the host's flock while the lock may be free in Redis;
+/// the waiters behind it then contend in Redis directly.
+const CHECK_HEAD_EVERY: Duration = Duration::from_millis(500);
+
 /// The directory this run's local queue uses (see [`LocalDir`]): created (mode 0700)
 /// when missing; `Ok(None)` when off, or when the default one cannot be used safely
 /// (then the run waits in Redis directly).
@@ -119,8 +125,11 @@ impl LocalQueue {
     /// The queue of the lock `keys` (`slots` heads at once) on the servers `urls`, in
     /// `dir`: the one place a queue's files are named, for the runs and for `status`.
     pub fn new(dir: &Path, keys: &LockKeys, urls: &[RedisUrl], slots: u32) -> LocalQueue {
-        // The URLs as shown (passwords hidden): the name must not carry a secret.
-        let servers: Vec<String> = urls.iter().map(|u| u.to_string()).collect();
+        // Each server as itself however its URL is spelled (no password, no query), in
+        // one order: one server is one queue on this host.
+        let mut servers: Vec<String> = urls.iter().map(RedisUrl::server_identity).collect();
+        servers.sort();
+        servers.dedup();
         let base = file_base(&keys.lock, &servers.join(","));
         let files = match slots {
             0 | 1 => vec![dir.join(format!("{base}.lock"))],
@@ -177,8 +186,12 @@ pub enum Entered {
     /// system without `flock`): the run waits in Redis directly, as without the local
     /// queue; why.
     Unavailable(String),
-    /// `--wait` ran out in the local queue; what the head last saw in Redis.
-    TimedOut(Holder),
+    /// `--wait` ran out in the local queue: the run makes one Redis try before it
+    /// says busy (what the head published may be stale by now).
+    TimedOut,
+    /// The host's head does not progress (stopped, traced, frozen): the run contends
+    /// in Redis directly, as without the local queue; why.
+    HeadStalled(String),
     Interrupted(Signal),
 }
 
@@ -201,11 +214,20 @@ impl Head {
     }
 
     /// Tells the local waiters who holds the lock in Redis (best effort: a file of
-    /// another user may be read-only for us).
+    /// another user may be read-only for us): what their waiting line shows, and a
+    /// token prefix to tell holders apart, never the token itself (it is what
+    /// `release --token`, `extend` and a nested run's bypass take, and a shared
+    /// `--local-dir` is readable by its other users).
     pub fn publish(&self, holder: &Holder) {
+        let shown = Holder {
+            token: holder.token.chars().take(8).collect(),
+            started: None,
+            pidns: None,
+            ..holder.clone()
+        };
         let seen = Seen {
             head_pid: std::process::id(),
-            holder: holder.clone(),
+            holder: shown,
             ttl_left_ms: holder.ttl_left.map(|t| t.as_millis() as u64),
         };
         let Ok(mut line) = serde_json::to_string(&seen) else {
@@ -297,11 +319,15 @@ async fn wait_in_kernel(
     }
     tokio::pin!(rx);
     watch.look(patience, progress, true);
+    let mut looked = crate::clock::now();
     loop {
         let Some(left) = patience.left() else {
-            return Ok(Entered::TimedOut(watch.seen.holder));
+            return Ok(Entered::TimedOut);
         };
-        let nap = left.min(progress.next_due()).min(LOOK_EVERY);
+        if let Some(why) = watch.head_stalled() {
+            return Ok(Entered::HeadStalled(why));
+        }
+        let nap = left.min(progress.next_due()).min(CHECK_HEAD_EVERY);
         tokio::select! {
             locked = &mut rx => {
                 return match locked {
@@ -314,7 +340,14 @@ async fn wait_in_kernel(
                     Err(_) => Ok(unavailable(&watch.path, std::io::Error::other("its thread ended"))),
                 };
             }
-            _ = tokio::time::sleep(nap) => watch.look(patience, progress, false),
+            _ = tokio::time::sleep(nap) => {
+                if crate::clock::now().saturating_sub(looked) >= LOOK_EVERY
+                    || progress.next_due().is_zero()
+                {
+                    watch.look(patience, progress, false);
+                    looked = crate::clock::now();
+                }
+            }
             Some(sig) = signals.recv() => {
                 if crate::signals::ends_wait(sig) {
                     return Ok(Entered::Interrupted(sig));
@@ -359,6 +392,17 @@ impl Watch {
         }
     }
 
+    /// Why the process holding this queue's file (the host's head, as `/proc/locks`
+    /// names it) does not progress, if it does not: stopped or traced (`T`, `t`), or in a
+    /// frozen cgroup. `None` while it may progress, or cannot be read.
+    fn head_stalled(&self) -> Option<String> {
+        let id = self.id.as_ref()?;
+        let text = std::fs::read_to_string("/proc/locks").ok()?;
+        let head = holder_of(&text, id)?;
+        let why = stalled(head)?;
+        Some(format!("the host's head, pid {head}, is {why}"))
+    }
+
     /// This run's place on this host, from `/proc/locks`.
     fn place(&self) -> Option<Place> {
         let id = self.id.as_ref()?;
@@ -370,6 +414,36 @@ impl Watch {
             head_pid: (self.seen.head_pid != 0).then_some(self.seen.head_pid),
         })
     }
+}
+
+/// The pid holding the flock of file `id` in a `/proc/locks` text.
+fn holder_of(text: &str, id: &str) -> Option<u32> {
+    text.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&id))
+            .then(|| f.get(4)?.parse::<u32>().ok())
+            .flatten()
+    })
+}
+
+/// Whether process `pid` cannot progress: stopped or traced (its state in
+/// `/proc/PID/stat` is `T` or `t`), or frozen by its cgroup (`frozen 1` in the
+/// cgroup v2 `cgroup.events`, where such a task still shows as sleeping).
+fn stalled(pid: u32) -> Option<&'static str> {
+    let (state, _) = crate::holder::state_and_start(pid)?;
+    match state.as_str() {
+        "T" => return Some("stopped"),
+        "t" => return Some("stopped by a debugger"),
+        _ => {}
+    }
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let events =
+        std::fs::read_to_string(format!("/sys/fs/cgroup{}/cgroup.events", path.trim())).ok()?;
+    events
+        .lines()
+        .any(|l| l.trim() == "frozen 1")
+        .then_some("in a frozen cgroup")
 }
 
 /// `MAJOR:MINOR:INODE` as `/proc/locks` prints a file (major and minor in hex).

@@ -91,7 +91,9 @@ impl<'a> Progress<'a> {
                 &self.name,
                 serde_json::json!({
                     "holder": holder.describe(wall_ms()),
-                    "holder_token": holder.token_prefix(),
+                    // The prefix, or null when not known (a local waiter before its
+                    // head saw a holder): never "".
+                    "holder_token": (!holder.token.is_empty()).then(|| holder.token.chars().take(8).collect::<String>()),
                     "holder_ttl_ms": holder.ttl_left.map(|t| t.as_millis() as u64),
                     "waited_ms": patience.waited().as_millis() as u64,
                     "place": match place { Some(Place::Queue { place, .. }) => Some(place), _ => None },

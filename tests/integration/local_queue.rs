@@ -181,8 +181,11 @@ fn a_head_killed_with_9_hands_its_hosts_queue_to_the_next() {
     );
 }
 
+/// A stopped head (SIGSTOP) stalls nothing: the other host runs on, and the runs queued
+/// behind it on its own host notice that it does not progress and contend in Redis
+/// directly (review 4, #4: before, they waited behind it while the lock was free).
 #[test]
-fn a_stopped_head_stalls_only_its_own_host() {
+fn a_stopped_head_stalls_no_host() {
     let redis = Redis::start();
     let s = Scratch::new();
     let log = s.path("log");
@@ -207,22 +210,21 @@ fn a_stopped_head_stalls_only_its_own_host() {
     kill(Pid::from_raw(head_a), Signal::SIGSTOP).unwrap();
     let (code, err) = holder.finish();
     assert_eq!(code, 0, "{err}");
-    for run in on_b {
+    // Every run but the stopped head ends, host a's two behind it included.
+    let mut stopped = None;
+    for run in on_a.into_iter().chain(on_b) {
+        if run.id() as i32 == head_a {
+            stopped = Some(run);
+            continue;
+        }
         let (code, err) = finish(run, Duration::from_secs(60));
-        assert_eq!(code, 0, "host b stalled: {err}");
+        assert_eq!(code, 0, "a run stalled: {err}");
     }
-    // Host a: still its stopped head and the two behind it, none of them ran.
-    assert_eq!(
-        local_queue(&redis, "stop", &a, &[]),
-        (vec![head_a as i64], 2)
-    );
     let log_text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(checker::check(&log_text, 1).sections, 3, "{log_text}");
+    assert_eq!(checker::check(&log_text, 1).sections, 5, "{log_text}");
     kill(Pid::from_raw(head_a), Signal::SIGCONT).unwrap();
-    for run in on_a {
-        let (code, err) = finish(run, Duration::from_secs(60));
-        assert_eq!(code, 0, "{err}");
-    }
+    let (code, err) = finish(stopped.expect("the stopped head"), Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
     let v = checker::check(&std::fs::read_to_string(&log).unwrap(), 1);
     assert_eq!((v.sections, v.overlaps), (6, 0), "{v:?}");
 }
@@ -648,4 +650,172 @@ fn the_command_line_wins_over_the_environment_for_the_local_queue() {
     assert!(!env_dir.exists(), "REDLOCK_NO_LOCAL_QUEUE=1 not honoured");
     run(&[("REDLOCK_LOCAL_DIR", &env_dir)], &[]);
     assert!(env_dir.exists(), "REDLOCK_LOCAL_DIR not honoured");
+}
+
+/// A run on host `dir` that marks `ran{i}` when its command starts, then waits for `go`.
+fn parked_on_host(
+    redis: &Redis,
+    name: &str,
+    dir: &std::path::Path,
+    s: &Scratch,
+    i: usize,
+    extra: &[&str],
+) -> Child {
+    let script = format!(
+        "touch '{ran}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done",
+        ran = s.path(&format!("ran{i}")).display(),
+        go = s.path("go").display()
+    );
+    redlock_run()
+        .args(lock_args(redis, name))
+        .args(["--local-dir"])
+        .arg(dir)
+        .args(extra)
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redlock-run")
+}
+
+/// (review 4, #4) The host's head is stopped (SIGSTOP: Ctrl-Z, a debugger, a paused
+/// container): the run queued behind it on the same host notices and contends in
+/// Redis directly, and takes the lock soon after the holder releases it, instead of
+/// using up its --wait behind a head that cannot move (17.8 s of a free lock before).
+#[test]
+fn a_stopped_head_does_not_stall_its_host() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let dir = s.path("host");
+    let holder = Holding::start(&{
+        let mut a = lock_args(&redis, "stp");
+        a.extend(["--ttl".into(), "60s".into()]);
+        a
+    });
+    let mut head = parked_on_host(
+        &redis,
+        "stp",
+        &dir,
+        &s,
+        0,
+        &["--wait", "2m", "--ttl", "60s"],
+    );
+    assert!(
+        eventually(READY, || local_queue(&redis, "stp", &dir, &[]).0.len() == 1),
+        "the head never took the host's queue"
+    );
+    let mut behind = parked_on_host(
+        &redis,
+        "stp",
+        &dir,
+        &s,
+        1,
+        &["--wait", "40s", "--ttl", "60s"],
+    );
+    assert!(
+        eventually(READY, || local_queue(&redis, "stp", &dir, &[]).1 == 1),
+        "the second run never queued behind the head"
+    );
+    let stopped = Pid::from_raw(head.id() as i32);
+    kill(stopped, Signal::SIGSTOP).unwrap();
+    let (code_, err) = holder.finish();
+    assert_eq!(code_, 0, "{err}");
+    // The lock is free in Redis; the stopped head cannot take it; the run behind it
+    // does, long before its own 40 s --wait runs out.
+    assert!(
+        eventually(Duration::from_secs(15), || s.path("ran1").exists()),
+        "the run behind a stopped head did not take the free lock"
+    );
+    assert!(!s.path("ran0").exists());
+    kill(stopped, Signal::SIGCONT).unwrap();
+    std::fs::write(s.path("go"), "").unwrap();
+    assert_eq!(
+        wait_child(&mut behind, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    assert_eq!(
+        wait_child(&mut head, Duration::from_secs(90)).code(),
+        Some(0)
+    );
+}
+
+/// (review 4, #9, #10, #13) One server spelled four ways is one queue on the host (one
+/// file, one contender in Redis); the file a head publishes holds no token; a run that
+/// waits in its host's queue gives its `waiting` event a token prefix, never "".
+#[test]
+fn one_server_however_spelled_is_one_queue_and_its_file_holds_no_token() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let dir = s.path("host");
+    let holder = Holding::start(&{
+        let mut a = lock_args(&redis, "sp");
+        a.extend(["--ttl".into(), "60s".into()]);
+        a
+    });
+    let port = redis.port;
+    let spellings = [
+        format!("redis://127.0.0.1:{port}"),
+        format!("redis://localhost:{port}"),
+        format!("redis://127.0.0.1:{port}/0"),
+        format!("redis://127.0.0.1:{port}?x=1"),
+    ];
+    let events = s.path("events");
+    let mut runs: Vec<Child> = spellings
+        .iter()
+        .map(|url| {
+            redlock_run()
+                .args([
+                    "--key",
+                    "sp",
+                    "--redis",
+                    url,
+                    "--wait",
+                    "60s",
+                    "--local-dir",
+                ])
+                .arg(&dir)
+                .arg("--events")
+                .arg(&events)
+                .args(["--", "true"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        eventually(READY, || local_queue(&redis, "sp", &dir, &[]).1 == 3),
+        "four spellings did not queue as one: {:?}",
+        std::fs::read_dir(&dir).map(|d| d.count())
+    );
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let (_, popping) = clients(&redis);
+    assert_eq!(popping, 1, "one contender in Redis");
+    // What the head published: the holder, without its token.
+    let token = holder.token();
+    assert!(
+        eventually(READY, || std::fs::read_to_string(files[0].path())
+            .unwrap_or_default()
+            .contains("\"head_pid\"")),
+        "the head never published"
+    );
+    let published = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(!published.contains(&token), "{published}");
+    let (code_, err) = holder.finish();
+    assert_eq!(code_, 0, "{err}");
+    for run in &mut runs {
+        assert_eq!(wait_child(run, Duration::from_secs(60)).code(), Some(0));
+    }
+    let text = std::fs::read_to_string(&events).unwrap();
+    for line in text.lines().filter(|l| l.contains("\"waiting\"")) {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        // A prefix of whoever held it then (this holder, or a run that took over), or
+        // null when not known yet: never "" nor a whole token.
+        let prefix = &event["holder_token"];
+        assert!(
+            prefix.is_null() || prefix.as_str().is_some_and(|p| (1..=8).contains(&p.len())),
+            "{line}"
+        );
+    }
 }
