@@ -427,8 +427,10 @@ fn holder_of(text: &str, id: &str) -> Option<u32> {
 }
 
 /// Whether process `pid` cannot progress: stopped or traced (its state in
-/// `/proc/PID/stat` is `T` or `t`), or frozen by its cgroup (`frozen 1` in the
-/// cgroup v2 `cgroup.events`, where such a task still shows as sleeping).
+/// `/proc/PID/stat` is `T` or `t`), or frozen by its cgroup, where such a task still
+/// shows as sleeping: `frozen 1` in cgroup v2's `cgroup.events` (mounted at
+/// `/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid system), or v1's
+/// `freezer.state` saying `FROZEN` or `FREEZING` (`docker pause` on such hosts).
 fn stalled(pid: u32) -> Option<&'static str> {
     let (state, _) = crate::holder::state_and_start(pid)?;
     match state.as_str() {
@@ -436,14 +438,35 @@ fn stalled(pid: u32) -> Option<&'static str> {
         "t" => return Some("stopped by a debugger"),
         _ => {}
     }
-    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let events =
-        std::fs::read_to_string(format!("/sys/fs/cgroup{}/cgroup.events", path.trim())).ok()?;
-    events
-        .lines()
-        .any(|l| l.trim() == "frozen 1")
-        .then_some("in a frozen cgroup")
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    frozen(&cgroups).then_some("in a frozen cgroup")
+}
+
+/// Whether the cgroups of a `/proc/PID/cgroup` text are frozen (see [`stalled`]).
+fn frozen(cgroups: &str) -> bool {
+    let read = |path: String| std::fs::read_to_string(path).unwrap_or_default();
+    cgroups.lines().any(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let path = path.trim();
+        if controllers.is_empty() {
+            ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+                .iter()
+                .any(|root| {
+                    read(format!("{root}{path}/cgroup.events"))
+                        .lines()
+                        .any(|l| l.trim() == "frozen 1")
+                })
+        } else if controllers.split(',').any(|c| c == "freezer") {
+            let state = read(format!("/sys/fs/cgroup/freezer{path}/freezer.state"));
+            matches!(state.trim(), "FROZEN" | "FREEZING")
+        } else {
+            false
+        }
+    })
 }
 
 /// `MAJOR:MINOR:INODE` as `/proc/locks` prints a file (major and minor in hex).
