@@ -12,6 +12,7 @@
 //! run that was not a success).
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -283,28 +284,59 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// Writes `text` to a temporary file beside `path` (not ending in `.prom`, which the
-/// collector would read), then renames it over `path`.
+/// Writes `text` to a temporary file beside the file `path` names (not ending in
+/// `.prom`, which the collector would read), then renames it over that file. A symbolic
+/// link is followed to its target, which is replaced, so the link stays a link (a
+/// collector directory often links to files kept elsewhere). The temporary file has a
+/// random name and is created with `O_EXCL | O_NOFOLLOW`: in a directory other users can
+/// write, a file or link planted there is never written through (the run tries another
+/// name), and never removed.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let base = path
+    let target = link_target(path);
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let base = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp_name = format!(".{base}.{}.tmp", std::process::id());
-    let tmp = match dir {
-        Some(dir) => dir.join(tmp_name),
-        None => PathBuf::from(tmp_name),
+    let mut tries = 0;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{base}.{:016x}.tmp", fastrand::u64(..)));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+            .open(&tmp)
+        {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
     };
-    let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        std::fs::rename(&tmp, path)
-    })();
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| std::fs::rename(&tmp, &target));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The file `path` names: itself, or the target of the symbolic link(s) it is.
+fn link_target(path: &Path) -> PathBuf {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(next) = std::fs::read_link(&current) else {
+            break;
+        };
+        current = match current.parent() {
+            Some(parent) if next.is_relative() => parent.join(next),
+            _ => next,
+        };
+    }
+    current
 }
 
 #[cfg(test)]

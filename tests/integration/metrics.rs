@@ -317,3 +317,42 @@ fn a_nested_run_leaves_the_file_to_the_enclosing_run() {
     assert_eq!(value(&seen, "redlock_running"), Some(1.0));
     assert_eq!(outcome(&metrics_at(&file)), "ran");
 }
+
+/// (review 4, #11) `--metrics` through a symbolic link writes the link's target and
+/// leaves the link a link (it was replaced by a regular file, the target never
+/// updated); no temporary file is left beside it.
+#[test]
+fn a_metrics_link_is_followed_to_its_target() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let store = s.path("store");
+    let collector = s.path("collector");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&collector).unwrap();
+    let real = store.join("job.prom");
+    std::fs::write(&real, "old\n").unwrap();
+    let link = collector.join("job.prom");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = output(
+        redlock_run()
+            .args(["--key", "m1", "--redis", &redis.url(), "--metrics"])
+            .arg(&link)
+            .args(["--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+    assert_eq!(outcome(&metrics_at(&real)), "ran");
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .chain(std::fs::read_dir(&collector).unwrap())
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
