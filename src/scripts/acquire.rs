@@ -275,9 +275,11 @@ local function join(waiters, token, heartbeat)
   end
   return nil
 end
+-- A wake list is emptied with LTRIM (an empty list is removed), never DEL: a key of
+-- another type there is someone else's, and LTRIM on it fails (pcall) and leaves it.
 local function leave(waiters, wake, token)
   if redis.pcall('SREM', waiters, token) == 1 and redis.call('EXISTS', waiters) == 0 then
-    redis.call('DEL', wake)
+    redis.pcall('LTRIM', wake, 1, 0)
   end
 end
 -- A plain lock has one holder: once it is taken, a wake-up in the list is of use to
@@ -285,7 +287,7 @@ end
 -- or not others wait: one DEL, where `leave` spends EXISTS and DEL.
 local function leave_taken(waiters, wake, token)
   if redis.pcall('SREM', waiters, token) == 1 then
-    redis.call('DEL', wake)
+    redis.pcall('LTRIM', wake, 1, 0)
   end
 end
 "#;
@@ -352,7 +354,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("83221ad9fc7f187bd194d57e7012a2c53ca322b5", || {
+pub static PLAIN: Lua = Lua::new("ee38de9562eb6ab87875181715b99671744e2569", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -424,7 +426,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("1a2488bb64428e24fd5f3b2dfcfbec628c2d5a73", || {
+pub static SEMAPHORE: Lua = Lua::new("30766eeb2fbcc7502ecda7e5cf024af1fb7ad60f", || {
     SEMAPHORE_TEXT.as_str()
 });
 
@@ -492,7 +494,7 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
     redis.call('HDEL', KEYS[8], token)
-    redis.call('DEL', KEYS[9])
+    redis.pcall('LTRIM', KEYS[9], 1, 0)
   end
   if redis.call('PTTL', KEYS[7]) < ttl then
     redis.call('SET', KEYS[7], 'fair', 'PX', ttl)
@@ -545,7 +547,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("194b9108e0b9a6ee53895cbbf9a2af0874a98fea", || {
+pub static FAIR: Lua = Lua::new("ed06c32d3de5a91c033e0b273461002a44bcd744", || {
     FAIR_TEXT.as_str()
 });
 
@@ -572,7 +574,7 @@ macro_rules! taking {
             on("pexpire", Key::Waiters),
             on("srem", Key::Waiters),
             on("exists", Key::Waiters),
-            on("del", Key::Wake),
+            on("ltrim", Key::Wake),
             on("get", Key::Mode),
             $($extra),*
         ]
@@ -607,7 +609,7 @@ pub const FAIR_CALLS: &[Need] = taking![
     on("hdel", Key::QueueInfo),
     on("zrange", Key::Queue),
     on("set", Key::Lock),
-    on("del", Key::OwnWake),
+    on("ltrim", Key::OwnWake),
     on("pttl", Key::Mode),
     on("set", Key::Mode),
     on("zscore", Key::Queue),

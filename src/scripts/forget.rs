@@ -1,5 +1,7 @@
 //! Forget: delete a free lock's run history and fence counter (`redlock forget`).
 
+use redis::Value;
+
 use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
@@ -7,17 +9,25 @@ use crate::keys::LockKeys;
 
 /// KEYS: lock, mode, queue, fence, history. Returns -1 (nothing deleted) while the
 /// name is in use: its lock key is held, or its mode key says a semaphore's slot is
-/// held or a fair queue has waiters; else the number of keys deleted.
+/// held or a fair queue has waiters; `{-2, role, type}` (nothing deleted) when the fence
+/// counter is not a string or the history not a list: another application's key, never
+/// ours to delete; else the number of keys deleted.
 pub const TEXT: &str = r#"
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then return -1 end
+local fence = redis.call('TYPE', KEYS[4])['ok']
+if fence ~= 'none' and fence ~= 'string' then return {-2, 'fence', fence} end
+local history = redis.call('TYPE', KEYS[5])['ok']
+if history ~= 'none' and history ~= 'list' then return {-2, 'history', history} end
 return redis.call('DEL', KEYS[4], KEYS[5])
 "#;
-pub static FORGET: Lua = Lua::new("5c9e816f760df0a91853fefbcbf0580a1f739ee5", || TEXT);
+pub static FORGET: Lua = Lua::new("9669e5612182dd36fb50a5d553e6f47184f97c9a", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("exists", Key::Lock),
     on("exists", Key::Mode),
     on("exists", Key::Queue),
+    on("type", Key::Fence),
+    on("type", Key::History),
     on("del", Key::Fence),
     on("del", Key::History),
 ];
@@ -34,6 +44,38 @@ pub fn call(keys: &LockKeys) -> Call {
             &keys.history,
         ],
     )
+}
+
+/// What a forget did on one node.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Forgot {
+    Deleted,
+    /// The name is in use: nothing deleted.
+    InUse,
+    /// A key of the name holds another application's type: nothing deleted.
+    Foreign {
+        role: String,
+        kind: String,
+    },
+}
+
+/// Decodes the reply (see [`TEXT`]).
+pub fn decode(value: Value) -> Forgot {
+    match value {
+        Value::Int(-1) => Forgot::InUse,
+        Value::Array(items) => {
+            let text = |v: Option<&Value>| match v {
+                Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(Value::SimpleString(s)) => s.clone(),
+                _ => "?".to_string(),
+            };
+            Forgot::Foreign {
+                role: text(items.get(1)),
+                kind: text(items.get(2)),
+            }
+        }
+        _ => Forgot::Deleted,
+    }
 }
 
 #[cfg(test)]

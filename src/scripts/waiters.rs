@@ -102,16 +102,16 @@ pub fn decode_watch(value: Value) -> Option<Watched> {
 /// `acquire`).
 pub const LEAVE_TEXT: &str = r#"
 if redis.pcall('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
+  redis.pcall('LTRIM', KEYS[2], 1, 0)
 end
 return 1
 "#;
-pub static LEAVE: Lua = Lua::new("626b8bf0a0c3e491ff360136aaaa105d78670840", || LEAVE_TEXT);
+pub static LEAVE: Lua = Lua::new("e90833e16631e32e21eaef3154e837a865a3a2e8", || LEAVE_TEXT);
 
 pub const LEAVE_CALLS: &[Need] = &[
     on("srem", Key::Waiters),
     on("exists", Key::Waiters),
-    on("del", Key::Wake),
+    on("ltrim", Key::Wake),
 ];
 
 /// The call taking `token` out of `keys`' waiters.
@@ -132,18 +132,18 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
   end
 else
-  redis.call('DEL', KEYS[2])
+  redis.pcall('LTRIM', KEYS[2], 1, 0)
 end
 return 1
 "#;
-pub static HAND_ON: Lua = Lua::new("4949b8acc81b97930bc52d295a41d6c43c438a5d", || HAND_ON_TEXT);
+pub static HAND_ON: Lua = Lua::new("28f192c37fa38854fbe2728555a0cf684bab0028", || HAND_ON_TEXT);
 
 pub const HAND_ON_CALLS: &[Need] = &[
     on("srem", Key::Waiters),
     on("exists", Key::Waiters),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
-    on("del", Key::Wake),
+    on("ltrim", Key::Wake),
 ];
 
 /// The call taking `token` out of `keys`' waiters and handing a wake-up on.
@@ -162,13 +162,13 @@ local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
-redis.call('DEL', KEYS[5])
+redis.pcall('LTRIM', KEYS[5], 1, 0)
 if head == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
   return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 end
 return ''
 "#;
-pub static FAIR_LEAVE: Lua = Lua::new("5f1beb24e1a9708c4551255b2d69a17873ba0262", || {
+pub static FAIR_LEAVE: Lua = Lua::new("65ca1b67bc4fbc1cbe8ba83e9e395a4924cabb0b", || {
     FAIR_LEAVE_TEXT
 });
 
@@ -177,7 +177,7 @@ pub const FAIR_LEAVE_CALLS: &[Need] = &[
     on("zrem", Key::Queue),
     on("zrem", Key::Beats),
     on("hdel", Key::QueueInfo),
-    on("del", Key::OwnWake),
+    on("ltrim", Key::OwnWake),
     on("exists", Key::Lock),
 ];
 

@@ -12,12 +12,22 @@ pub async fn run(config: ForgetConfig) -> Result<u8> {
     let mut in_use = Vec::new();
     for keys in &config.keys {
         let call = forget::call(keys);
-        let results = nodes.each(|n| n.run::<i64>(&call)).await;
+        let results = nodes.each(|n| n.run::<redis::Value>(&call)).await;
         if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(e.clone());
         }
-        if results.iter().any(|r| matches!(r, Ok(-1))) {
-            in_use.push(keys.display_name());
+        for reply in results.into_iter().flatten() {
+            match forget::decode(reply) {
+                forget::Forgot::InUse => in_use.push(keys.display_name()),
+                forget::Forgot::Foreign { role, kind } => {
+                    return Err(crate::lease::not_ours(
+                        &role_key(keys, &role),
+                        role_of(&role),
+                        &kind,
+                    ));
+                }
+                forget::Forgot::Deleted => {}
+            }
         }
     }
     if in_use.is_empty() {
@@ -30,4 +40,21 @@ pub async fn run(config: ForgetConfig) -> Result<u8> {
             in_use.join(", ")
         ),
     ))
+}
+
+/// The key that plays `role` in a forget's refusal.
+fn role_key(keys: &crate::keys::LockKeys, role: &str) -> Vec<u8> {
+    if role == "fence" {
+        keys.fence.clone()
+    } else {
+        keys.history.clone()
+    }
+}
+
+fn role_of(role: &str) -> crate::scripts::Key {
+    if role == "fence" {
+        crate::scripts::Key::Fence
+    } else {
+        crate::scripts::Key::History
+    }
 }

@@ -5,6 +5,8 @@
 //! `list`, `top --once`, `history`, `history --timeline`, `release --force` and a busy
 //! run's line show them escaped; `--json` keeps them exact.
 
+use std::time::Duration;
+
 use crate::harness::*;
 
 /// An OSC that retitles the terminal, a screen clear, and a C1 control (CSI).
@@ -157,4 +159,64 @@ fn a_recorded_command_keeps_no_secret() {
     assert!(!cmd.contains("hunter2") && cmd.contains("admin:"), "{cmd}");
     let cmd = record(&["--label", "nightly-db"], &["mysql", "-phunter2"]);
     assert_eq!(cmd, "nightly-db");
+}
+
+/// (review 4, #10) No script deletes a key of a type it did not write: another
+/// application's hash at a lock's `:wake` survives a hand-over (a waiter that takes
+/// the lock cleared it with DEL), and `forget` refuses, naming the key, when the fence
+/// counter or the history holds another type (it deleted them).
+#[test]
+fn keys_of_another_type_are_never_deleted() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let wake = format!("{}:wake", lock_key("fw"));
+    let s = Scratch::new();
+    let ready = s.path("ready");
+    let go = s.path("go");
+    let mut holder = redlock_run()
+        .args(["--key", "fw", "--redis", &url, "--ttl", "10s", "--", "sh", "-c"])
+        .arg(format!(
+            "touch '{}'; i=0; while [ ! -e '{}' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done",
+            ready.display(),
+            go.display()
+        ))
+        .spawn()
+        .unwrap();
+    assert!(eventually(READY, || ready.exists()));
+    let mut waiter = redlock_run()
+        .args([
+            "--key",
+            "fw",
+            "--redis",
+            &url,
+            "--wait",
+            "30s",
+            "--no-local-queue",
+            "--",
+            "true",
+        ])
+        .spawn()
+        .unwrap();
+    assert!(eventually(READY, || redis
+        .exists(&format!("{}:waiters", lock_key("fw")))));
+    let _: i64 = redis.cmd(&["HSET", &wake, "owner", "someone-else"]);
+    std::fs::write(&go, "").unwrap();
+    assert!(wait_child(&mut holder, Duration::from_secs(30)).success());
+    assert!(wait_child(&mut waiter, Duration::from_secs(30)).success());
+    let kind: String = redis.cmd(&["TYPE", &wake]);
+    assert_eq!(
+        kind, "hash",
+        "another application's key at :wake was deleted"
+    );
+
+    let (fence, history) = (
+        format!("{}:fence", lock_key("fg")),
+        format!("{}:history", lock_key("fg")),
+    );
+    let _: i64 = redis.cmd(&["HSET", &history, "a", "b"]);
+    let _: i64 = redis.cmd(&["HSET", &fence, "a", "b"]);
+    let out = output(redlock().args(["forget", "fg", "--redis", &url]));
+    assert_eq!(code(&out), codes::REDIS, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(redis.exists(&fence) && redis.exists(&history));
 }
