@@ -14,9 +14,13 @@ pub async fn run(config: ListConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
     let names = names(&nodes, &config.conn.prefix, &config.matcher).await?;
     let now = wall_ms();
-    for name in names {
-        let keys = LockKeys::new(&config.conn.prefix, &name)?;
-        let state = match read(&nodes, &keys).await {
+    let read = each_lock(&names, &config.conn.prefix, |keys| {
+        let nodes = &nodes;
+        async move { read(nodes, &keys).await }
+    })
+    .await?;
+    for result in read {
+        let state = match result {
             Ok(state) if state.holder.is_some() => state,
             Ok(_) => continue, // expired between SCAN and read
             Err(e) if e.kind() == Kind::NotALock => continue, // not one of our locks
@@ -29,6 +33,29 @@ pub async fn run(config: ListConfig) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// How many locks are read at once: their requests go out back to back on each node's
+/// one connection (the client pipelines what is in flight), so a page costs Redis a
+/// few round trips, not one per lock, and the number in flight stays bounded.
+const READ_AT_ONCE: usize = 1000;
+
+/// Runs `read` for the lock of every name in `names`, [`READ_AT_ONCE`] at a time, in
+/// the names' order.
+pub(super) async fn each_lock<T, F, Fut>(names: &[Vec<u8>], prefix: &str, read: F) -> Result<Vec<T>>
+where
+    F: Fn(LockKeys) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let mut out = Vec::with_capacity(names.len());
+    for page in names.chunks(READ_AT_ONCE) {
+        let mut reads = Vec::with_capacity(page.len());
+        for name in page {
+            reads.push(read(LockKeys::new(prefix, name)?));
+        }
+        out.extend(futures_util::future::join_all(reads).await);
+    }
+    Ok(out)
 }
 
 /// The names of the lock keys matching the pattern, on any node, sorted, once each; a

@@ -208,3 +208,36 @@ fn without_a_terminal_the_live_view_says_to_use_once() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("--once"), "{}", stderr(&out));
 }
+
+/// (review 4, #11) `top` and `list` read many locks together: 2,000 held locks were read
+/// one request after another (about 10,000 round trips a `top` frame, 3 s); their reads
+/// now go out 1,000 locks at a time on one connection, so the proxy sees a couple of
+/// hundred bursts each way, flat in the number of locks per page (it counts a burst of
+/// requests after a reply as a round trip; replies stream back while a burst is still
+/// being written, so one pipelined stage shows as several).
+#[test]
+fn two_thousand_locks_are_read_in_a_few_round_trips() {
+    use crate::harness::proxy::Proxy;
+    let redis = Redis::start();
+    let _: i64 = redis.cmd(&[
+        "EVAL",
+        "for i = 1, 2000 do \
+           local k = 'redlock:{many' .. i .. '}' \
+           redis.call('SET', k, 't' .. i, 'PX', 600000) \
+           redis.call('HSET', k .. ':meta', 'token', 't' .. i, 'host', 'h', 'pid', i, 'cmd', 'job', 'since_ms', 1, 'ttl_ms', 600000) \
+           redis.call('PEXPIRE', k .. ':meta', 600000) \
+         end return 1",
+        "0",
+    ]);
+    let proxy = Proxy::start(redis.port);
+    for verb in [&["top", "--once"][..], &["list"][..]] {
+        let before = proxy.round_trips();
+        let out = output(redlock().args(verb).args(["--redis", &proxy.url()]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stdout(&out).lines().count() >= 2000, "{verb:?}");
+        let trips = proxy.round_trips() - before;
+        // One request after another, as before, is at least 2 per lock (4,000).
+        assert!(trips < 400, "{verb:?}: {trips} round trips");
+        eprintln!("{verb:?}: {trips} round trips for 2,000 locks");
+    }
+}

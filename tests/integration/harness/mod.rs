@@ -98,16 +98,23 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn");
     let start = Instant::now();
+    // Drained while the command runs: a command that writes more than a pipe holds
+    // (64 KiB) would block on a full pipe and never exit.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).ok();
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            let mut stdout = Vec::new();
-            let mut stderr = Vec::new();
-            child.stdout.take().unwrap().read_to_end(&mut stdout).ok();
-            child.stderr.take().unwrap().read_to_end(&mut stderr).ok();
             return Output {
                 status,
-                stdout,
-                stderr,
+                stdout: stdout.join().unwrap_or_default(),
+                stderr: stderr.join().unwrap_or_default(),
             };
         }
         if start.elapsed() > limit {
