@@ -518,33 +518,18 @@ fn a_grant_whose_command_never_started_does_not_close_the_slot() {
         eventually(Duration::from_secs(10), || !redis.exists("redlock:{op2}")),
         "the granted lock never expired"
     );
-    let second = output(redlock_run().args([
-        "--key",
-        "op2",
-        "--once-per",
-        "1d",
-        "--redis",
-        &redis.url(),
-        "--",
-        "sh",
-        "-c",
-        &job,
-    ]));
+    let again = || {
+        output(
+            redlock_run()
+                .args(["--key", "op2", "--once-per", "1d", "--redis", &redis.url()])
+                .args(["--", "sh", "-c", &job]),
+        )
+    };
+    let second = again();
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     assert_eq!(read_trimmed(&log), "ran", "the job did not run in its slot");
     // Now the slot has its run: a third try skips it.
-    let third = output(redlock_run().args([
-        "--key",
-        "op2",
-        "--once-per",
-        "1d",
-        "--redis",
-        &redis.url(),
-        "--",
-        "sh",
-        "-c",
-        &job,
-    ]));
+    let third = again();
     assert_eq!(code(&third), codes::BUSY, "{}", stderr(&third));
     assert_eq!(read_trimmed(&log), "ran");
 }

@@ -65,16 +65,34 @@ fn section_run(
         "echo \"BEGIN $$ $REDLOCK_TOKEN $REDLOCK_FENCE $$\" >> '{log}'; sleep 0.01; echo \"END $$ $REDLOCK_TOKEN\" >> '{log}'",
         log = log.display()
     );
-    redlock_run()
-        .args(lock_args(redis, name))
-        .args(["--wait", "300s", "--local-dir"])
+    on_host(
+        redis,
+        name,
+        dir,
+        &[&["--wait", "300s"], extra].concat(),
+        &script,
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn redlock-run")
+}
+
+/// A run of `name` on host `dir` (its `--local-dir`) running `sh -c script`.
+fn on_host(
+    redis: &Redis,
+    name: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+    script: &str,
+) -> std::process::Command {
+    let mut cmd = redlock_run();
+    cmd.args(lock_args(redis, name))
+        .arg("--local-dir")
         .arg(dir)
         .args(extra)
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redlock-run")
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null());
+    cmd
 }
 
 #[test]
@@ -666,13 +684,7 @@ fn parked_on_host(
         ran = s.path(&format!("ran{i}")).display(),
         go = s.path("go").display()
     );
-    redlock_run()
-        .args(lock_args(redis, name))
-        .args(["--local-dir"])
-        .arg(dir)
-        .args(extra)
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
+    on_host(redis, name, dir, extra, &script)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn redlock-run")
@@ -684,50 +696,55 @@ fn parked_on_host(
 /// using up its --wait behind a head that cannot move (17.8 s of a free lock before).
 #[test]
 fn a_stopped_head_does_not_stall_its_host() {
+    let pid = std::cell::Cell::new(0);
+    behind_a_head_that_cannot_move(
+        "stp",
+        |head| {
+            pid.set(head as i32);
+            kill(Pid::from_raw(head as i32), Signal::SIGSTOP).unwrap();
+        },
+        || kill(Pid::from_raw(pid.get()), Signal::SIGCONT).unwrap(),
+    );
+}
+
+/// The holder of `name` releases while the host's head is paused by `pause` (its pid):
+/// the run queued behind the head takes the free lock long before its own 40 s --wait
+/// runs out; `resume` lets the head go on, and both end 0.
+fn behind_a_head_that_cannot_move(name: &str, pause: impl FnOnce(u32), resume: impl FnOnce()) {
     let redis = Redis::start();
     let s = Scratch::new();
     let dir = s.path("host");
     let holder = Holding::start(&{
-        let mut a = lock_args(&redis, "stp");
+        let mut a = lock_args(&redis, name);
         a.extend(["--ttl".into(), "60s".into()]);
         a
     });
-    let mut head = parked_on_host(
-        &redis,
-        "stp",
-        &dir,
-        &s,
-        0,
-        &["--wait", "2m", "--ttl", "60s"],
-    );
+    let mut head = parked_on_host(&redis, name, &dir, &s, 0, &["--wait", "2m", "--ttl", "60s"]);
     assert!(
-        eventually(READY, || local_queue(&redis, "stp", &dir, &[]).0.len() == 1),
+        eventually(READY, || local_queue(&redis, name, &dir, &[]).0.len() == 1),
         "the head never took the host's queue"
     );
     let mut behind = parked_on_host(
         &redis,
-        "stp",
+        name,
         &dir,
         &s,
         1,
         &["--wait", "40s", "--ttl", "60s"],
     );
     assert!(
-        eventually(READY, || local_queue(&redis, "stp", &dir, &[]).1 == 1),
+        eventually(READY, || local_queue(&redis, name, &dir, &[]).1 == 1),
         "the second run never queued behind the head"
     );
-    let stopped = Pid::from_raw(head.id() as i32);
-    kill(stopped, Signal::SIGSTOP).unwrap();
+    pause(head.id());
     let (code_, err) = holder.finish();
     assert_eq!(code_, 0, "{err}");
-    // The lock is free in Redis; the stopped head cannot take it; the run behind it
-    // does, long before its own 40 s --wait runs out.
     assert!(
         eventually(Duration::from_secs(15), || s.path("ran1").exists()),
-        "the run behind a stopped head did not take the free lock"
+        "the run behind a head that cannot move did not take the free lock"
     );
     assert!(!s.path("ran0").exists());
-    kill(stopped, Signal::SIGCONT).unwrap();
+    resume();
     std::fs::write(s.path("go"), "").unwrap();
     assert_eq!(
         wait_child(&mut behind, Duration::from_secs(30)).code(),
@@ -888,56 +905,14 @@ impl Drop for Freezer {
 /// slice; such a task still shows as sleeping): the run behind it goes around it too.
 #[test]
 fn a_frozen_head_does_not_stall_its_host() {
-    let Some(mut freezer) = Freezer::new() else {
+    let Some(freezer) = Freezer::new() else {
         eprintln!("SKIPPED: no freezer cgroup can be made here (CI runs as root)");
         return;
     };
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let dir = s.path("host");
-    let holder = Holding::start(&{
-        let mut a = lock_args(&redis, "frz");
-        a.extend(["--ttl".into(), "60s".into()]);
-        a
-    });
-    let mut head = parked_on_host(
-        &redis,
+    let freezer = std::cell::RefCell::new(Some(freezer));
+    behind_a_head_that_cannot_move(
         "frz",
-        &dir,
-        &s,
-        0,
-        &["--wait", "2m", "--ttl", "60s"],
-    );
-    assert!(eventually(READY, || local_queue(&redis, "frz", &dir, &[])
-        .0
-        .len()
-        == 1));
-    let mut behind = parked_on_host(
-        &redis,
-        "frz",
-        &dir,
-        &s,
-        1,
-        &["--wait", "40s", "--ttl", "60s"],
-    );
-    assert!(eventually(READY, || local_queue(&redis, "frz", &dir, &[])
-        .1
-        == 1));
-    freezer.freeze(head.id());
-    let (code_, err) = holder.finish();
-    assert_eq!(code_, 0, "{err}");
-    assert!(
-        eventually(Duration::from_secs(15), || s.path("ran1").exists()),
-        "the run behind a frozen head did not take the free lock"
-    );
-    drop(freezer);
-    std::fs::write(s.path("go"), "").unwrap();
-    assert_eq!(
-        wait_child(&mut behind, Duration::from_secs(30)).code(),
-        Some(0)
-    );
-    assert_eq!(
-        wait_child(&mut head, Duration::from_secs(90)).code(),
-        Some(0)
+        |head| freezer.borrow_mut().as_mut().unwrap().freeze(head),
+        || drop(freezer.borrow_mut().take()),
     );
 }
