@@ -48,7 +48,14 @@ where
     Fut: std::future::Future<Output = T>,
 {
     let mut out = Vec::with_capacity(names.len());
-    for page in names.chunks(READ_AT_ONCE) {
+    // The first alone: on a server whose script cache is empty it loads the scripts
+    // (one NOSCRIPT, one EVAL), so the others go by EVALSHA, not a thousand EVALs with
+    // the script's text.
+    let Some((first, rest)) = names.split_first() else {
+        return Ok(out);
+    };
+    out.push(read(LockKeys::new(prefix, first)?).await);
+    for page in rest.chunks(READ_AT_ONCE) {
         let mut reads = Vec::with_capacity(page.len());
         for name in page {
             reads.push(read(LockKeys::new(prefix, name)?));
