@@ -22,18 +22,20 @@ for _, record in ipairs(listed) do
   if string.sub(record, 1, #start) == start then
     local at = string.find(record, ',"started":false', 1, true)
     if at then
-      -- LREM and LPUSH rather than LSET: the commands a once-per run's ACL already
-      -- grants; the mark is the newest entry or close to it either way.
+      -- LPUSH and LREM rather than LSET: the commands a once-per run's ACL already
+      -- grants; the mark is the newest entry or close to it either way. The push comes
+      -- first, so the list is never empty in between: an emptied list is deleted, and a
+      -- push would make it again without its expiry.
       local started = string.sub(record, 1, at - 1) .. ',"started":true' .. string.sub(record, at + 16)
-      redis.call('LREM', KEYS[2], 1, record)
       redis.call('LPUSH', KEYS[2], started)
+      redis.call('LREM', KEYS[2], 1, record)
     end
     return 1
   end
 end
 return 1
 "#;
-pub static STARTED: Lua = Lua::new("bbffbf0e3c7c886969676d25688bb293ec16e416", || TEXT);
+pub static STARTED: Lua = Lua::new("7a4ed01c8e7e48247eae8a89bc9d9ce1d29a7c17", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("get", Key::Lock),

@@ -533,3 +533,33 @@ fn a_grant_whose_command_never_started_does_not_close_the_slot() {
     assert_eq!(code(&third), codes::BUSY, "{}", stderr(&third));
     assert_eq!(read_trimmed(&log), "ran");
 }
+
+/// A `--once-per` run's history keeps its expiry while the run is under way: turning
+/// the start mark into a started one must not empty the list (an emptied list is
+/// deleted, and a push would make it again with no expiry; the generated family's
+/// "every key written expires" caught it on a fresh name, where the mark is the only
+/// record).
+#[test]
+fn a_once_per_runs_history_keeps_its_expiry_while_it_runs() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let ready = s.path("ready");
+    let go = s.path("go");
+    let mut run = redlock_run()
+        .args(["--key", "fresh", "--once-per", "1h", "--redis", &redis.url(), "--", "sh", "-c"])
+        .arg(format!(
+            "touch '{}'; i=0; while [ ! -e '{}' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done",
+            ready.display(),
+            go.display()
+        ))
+        .spawn()
+        .unwrap();
+    assert!(eventually(READY, || ready.exists()));
+    let ttl = pttl(&redis, "redlock:{fresh}:history");
+    std::fs::write(&go, "").unwrap();
+    assert!(wait_child(&mut run, Duration::from_secs(30)).success());
+    assert!(
+        ttl > 0,
+        "the history has no expiry while the run is under way: {ttl}"
+    );
+}
