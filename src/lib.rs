@@ -13,7 +13,8 @@
 //! - `lease`: acquire/renew/release of one lock (plain, a semaphore's slot, a fair
 //!   queue's turn); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
-//!   holder metadata;
+//!   holder metadata; `gone`: positive proof that a holder is gone (`release
+//!   --if-dead`), a pure judgement over the metadata, this machine and a probe;
 //! - [`scripts`]: each Lua script's whole contract, one file per family (the text,
 //!   the typed call, the reply's decoder, the commands it calls); [`keys`]: key layout
 //!   and hash tags, and the lock's kind (`Shape`);
