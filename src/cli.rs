@@ -203,7 +203,7 @@ pub struct RunArgs {
     /// Wait in a first-come, first-served queue: the lock goes to the longest waiter,
     /// and the waiting line says your place ("you are #2 of 4"). Every run on the name
     /// must give --fair. One server, Cluster or Sentinel.
-    #[arg(long, conflicts_with = "limit")]
+    #[arg(long)]
     pub fair: bool,
 
     /// Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one

@@ -14,7 +14,9 @@ use crate::cli::{
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
-use crate::keys::{DEFAULT_PREFIX, LockKeys, Shape};
+use crate::keys::{DEFAULT_PREFIX, LockKeys};
+use crate::policy::refused::Given;
+use crate::policy::{Completion, Policy};
 use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
 use crate::report::human;
 use crate::timing::{self, Budget, BudgetError};
@@ -43,21 +45,19 @@ pub struct RunConfig {
     pub wait: Wait,
     pub busy_code: u8,
     pub on_lost: OnLost,
-    pub hold_min: Option<Duration>,
     /// `--max-hold`: the longest the lock is kept, from the acquire.
     pub max_hold: Option<Duration>,
     /// `--events`: the file (or `-`) lifecycle events go to.
     pub events: Option<std::path::PathBuf>,
     /// `--metrics`: the Prometheus text file the run's outcome goes to.
     pub metrics: Option<std::path::PathBuf>,
-    /// `--once-per`: the period whose slots run once.
-    pub once_per: Option<Duration>,
     /// `--history`: how many runs the lock's history keeps (0: record nothing).
     pub history: u32,
     /// `--retain`: how long the name's fence counter and history outlive its last use.
     pub retain: Duration,
-    /// `--limit`, `--fair`: what kind of lock the name is.
-    pub shape: Shape,
+    /// `--limit`, `--fair`, `--once-per`, `--hold-min`: what the run asks for, decided
+    /// once (see `policy`).
+    pub policy: Policy,
     pub hide_args: bool,
     /// `--label`: recorded instead of the command line.
     pub label: Option<String>,
@@ -223,18 +223,12 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
 /// The most `--limit` accepts: a busy try of a semaphore looks at every slot.
 pub const MAX_LIMIT: u32 = 100;
 
-/// The kind of lock from `--limit` and `--fair`.
-fn shape(limit: Option<&str>, fair: bool, nodes: usize) -> Result<Shape> {
-    if fair && nodes > 1 {
-        return Err(Error::usage(format!(
-            "--fair works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: the queue's order would have to be agreed by a majority of them"
-        )));
-    }
-    let Some(raw) = limit else {
-        return Ok(if fair { Shape::Fair } else { Shape::Plain });
+/// `--limit`: how many runs may hold the name at once (1 when not given).
+fn limit(raw: Option<&str>) -> Result<u32> {
+    let Some(raw) = raw else {
+        return Ok(1);
     };
-    let limit = raw
-        .trim()
+    raw.trim()
         .parse::<u32>()
         .ok()
         .filter(|n| (1..=MAX_LIMIT).contains(n))
@@ -242,16 +236,7 @@ fn shape(limit: Option<&str>, fair: bool, nodes: usize) -> Result<Shape> {
             Error::usage(format!(
                 "--limit {raw:?} is not a number of holders (1-{MAX_LIMIT})"
             ))
-        })?;
-    if limit == 1 {
-        return Ok(Shape::Plain);
-    }
-    if nodes > 1 {
-        return Err(Error::usage(format!(
-            "--limit {limit} works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: every node would have to grant the same slot, one Redlock round per slot"
-        )));
-    }
-    Ok(Shape::Semaphore(limit))
+        })
 }
 
 /// The history size from `--history` or its default.
@@ -418,17 +403,14 @@ impl RunConfig {
         let hold_min = bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero());
         let history = history_size(args.history.as_deref())?;
         let once_per = bounded_opt(ONCE_PER, args.once_per.as_deref())?;
-        let shape = shape(args.limit.as_deref(), args.fair, conn.urls.len())?;
-        if once_per.is_some() && history == 0 {
-            return Err(Error::usage(
-                "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
-            ));
-        }
-        if let (Some(_), Shape::Semaphore(limit)) = (once_per, shape) {
-            return Err(Error::usage(format!(
-                "--once-per runs a job at most once per slot, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other"
-            )));
-        }
+        let given = Given {
+            fair: args.fair,
+            limit: limit(args.limit.as_deref())?,
+            nodes: conn.urls.len(),
+            once_per: once_per.is_some(),
+            history,
+        };
+        let policy = Policy::from_flags(given, Completion { hold_min, once_per })?;
         Ok(RunConfig {
             conn,
             keys,
@@ -436,13 +418,11 @@ impl RunConfig {
             wait: wait(&args.waiting.wait)?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
-            hold_min,
             events: args.events.clone(),
             metrics: metrics_file(args.metrics.as_deref())?,
             retain: retain(args.retain.retain.as_deref(), once_per)?,
-            once_per,
             history,
-            shape,
+            policy,
             max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
             hide_args: args.hide_args,
             label: args.label,
@@ -978,7 +958,7 @@ mod tests {
         assert_eq!(c.wait, Wait::For(Duration::ZERO));
         assert_eq!(c.busy_code, 75);
         assert_eq!(c.keys.lock, b"redlock:{k}");
-        assert_eq!((c.once_per, c.history), (None, 20));
+        assert_eq!((c.policy.completion.once_per, c.history), (None, 20));
     }
 
     #[test]

@@ -52,61 +52,6 @@ pub struct LockKeys {
     pub queue_info: Vec<u8>,
 }
 
-/// The kinds of lock a name can be (all runs on a name must agree: see the mode key in
-/// `keys.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Shape {
-    /// One holder.
-    #[default]
-    Plain,
-    /// Up to this many holders at once (`--limit`, > 1), each in its own slot.
-    Semaphore(u32),
-    /// First come, first served (`--fair`).
-    Fair,
-}
-
-impl Shape {
-    /// How many runs may hold the name at once: a semaphore's slots, else 1.
-    pub fn slots(self) -> u32 {
-        match self {
-            Shape::Semaphore(n) => n,
-            _ => 1,
-        }
-    }
-
-    /// The kind a mode key's value names (`limit L`, `fair`; `plain`, which scripts
-    /// answer for a plain holder); `None` for anything else. The one parser of the
-    /// mode key's text.
-    pub fn from_mode(mode: &str) -> Option<Shape> {
-        match mode {
-            "fair" => Some(Shape::Fair),
-            "plain" => Some(Shape::Plain),
-            _ => {
-                let limit: u32 = mode.strip_prefix("limit ")?.parse().ok()?;
-                (limit > 1).then_some(Shape::Semaphore(limit))
-            }
-        }
-    }
-
-    /// How the kind reads in messages: what a run asks for to get it.
-    pub fn flags(self) -> String {
-        match self {
-            Shape::Plain => "a plain lock (no --limit, no --fair)".to_string(),
-            Shape::Semaphore(limit) => format!("a semaphore of {limit} slots (--limit {limit})"),
-            Shape::Fair => "a fair queue (--fair)".to_string(),
-        }
-    }
-
-    /// The mode key's value for this kind (`None`: a plain lock has none).
-    pub fn mode(self) -> Option<String> {
-        match self {
-            Shape::Plain => None,
-            Shape::Semaphore(limit) => Some(format!("limit {limit}")),
-            Shape::Fair => Some("fair".to_string()),
-        }
-    }
-}
-
 /// The mode key's suffix after the name's lock key.
 const MODE_SUFFIX: &[u8] = b":mode";
 
@@ -283,17 +228,6 @@ mod tests {
                 LockKeys::name_from_lock_key("p:", &k.lock).as_deref(),
                 Some(name.as_slice())
             );
-        }
-    }
-
-    #[test]
-    fn modes_read_back() {
-        for shape in [Shape::Semaphore(3), Shape::Fair] {
-            assert_eq!(Shape::from_mode(&shape.mode().unwrap()), Some(shape));
-        }
-        assert_eq!(Shape::from_mode("plain"), Some(Shape::Plain));
-        for odd in ["limit 1", "limit x", "limit", "FAIR", ""] {
-            assert_eq!(Shape::from_mode(odd), None, "{odd}");
         }
     }
 

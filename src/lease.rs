@@ -25,7 +25,8 @@ use redis::Value;
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::history::Ending;
 use crate::holder::{Holder, Meta};
-use crate::keys::{LockKeys, Shape};
+use crate::keys::LockKeys;
+use crate::policy::{Mode, Order};
 use crate::quorum::Nodes;
 use crate::scripts::acquire::{self, Acquired};
 use crate::scripts::release::{self, Outcome};
@@ -47,7 +48,7 @@ pub struct Lease {
     /// `--retain`: how long the fence counter and history outlive the last use.
     retain: Duration,
     /// What kind of lock the name is.
-    shape: Shape,
+    mode: Mode,
     /// What the acquisition gave, once held.
     grant: OnceCell<Grant>,
     /// A fair queue's waiter: its place and the queue's length at the last try.
@@ -94,17 +95,13 @@ pub async fn wake_head(nodes: &Nodes, keys: &LockKeys, head: Option<&str>) {
 
 /// The usage error of a run whose kind of lock differs from the one the name is in use
 /// as (`mode`: the mode key's value, or `plain`).
-fn other_kind(shape: Shape, keys: &LockKeys, mode: &str) -> Error {
+fn other_kind(asked: Mode, keys: &LockKeys, mode: &str) -> Error {
     let name = keys.display_name();
-    let is = match Shape::from_mode(mode) {
+    let is = match Mode::parse(mode) {
         Some(kind) => kind.flags(),
         None => format!("a lock of another kind ({mode:?})"),
     };
-    let asked = match shape {
-        Shape::Plain => "a plain lock".to_string(),
-        Shape::Semaphore(limit) => format!("--limit {limit}"),
-        Shape::Fair => "--fair".to_string(),
-    };
+    let asked = asked.asked();
     Error::usage(format!(
         "lock {name} is in use as {is}, and this run asked for {asked}; every run on a name must ask for the same kind (the name's kind is kept until a ttl after its last holder or waiter)"
     ))
@@ -290,15 +287,15 @@ impl Lease {
             ttl,
             once_per_ms: 0,
             retain: DEFAULT_RETAIN,
-            shape: Shape::Plain,
+            mode: Mode::PLAIN,
             grant: OnceCell::new(),
             place: Cell::new(None),
         }
     }
 
-    /// The lease of a lock of another kind than plain (see [`Shape`]).
-    pub fn shape(mut self, shape: Shape) -> Self {
-        self.shape = shape;
+    /// The lease of a lock of another mode than plain (see [`Mode`]).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
         self
     }
 
@@ -316,7 +313,7 @@ impl Lease {
 
     /// How many may hold the lock at once (1: a plain lock).
     pub fn limit(&self) -> u32 {
-        self.shape.slots()
+        self.mode.slots()
     }
 
     /// The semaphore slot held (1-based; 1 for a plain lock).
@@ -404,7 +401,7 @@ impl Lease {
             return Err(not_ours(&self.key_of(role), role, &kind));
         }
         if let Some(mode) = votes.other_kind {
-            return Err(other_kind(self.shape, &self.keys, &mode));
+            return Err(other_kind(self.mode, &self.keys, &mode));
         }
         if let Some((slot_ms, record)) = votes.already_ran {
             if votes.yes > 0 {
@@ -427,7 +424,8 @@ impl Lease {
             });
             return Ok(Acquire::Acquired { t_sent });
         }
-        let keeps_place = self.shape == Shape::Fair && waiter.is_some() && votes.yes == 0;
+        let keeps_place =
+            self.mode.order.keeps_place_on_late_grant() && waiter.is_some() && votes.yes == 0;
         if (votes.yes > 0 || !votes.errors.is_empty()) && !keeps_place {
             // Ambiguous or partial: take our token back everywhere it may have landed.
             let _ = self.release_all(0, None).await;
@@ -486,7 +484,7 @@ impl Lease {
 
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
-        let who = if self.shape == Shape::Fair {
+        let who = if self.mode.order.records_who_waits() {
             Self::who_waits(meta)
         } else {
             String::new()
@@ -495,7 +493,7 @@ impl Lease {
         let request = |heartbeat_ms: u64| {
             acquire::Request {
                 keys: &self.keys,
-                shape: self.shape,
+                mode: self.mode,
                 token: &self.token,
                 ttl_ms: self.ttl_ms(),
                 heartbeat_ms,
@@ -542,7 +540,7 @@ impl Lease {
     /// One renewal round (compare-and-pexpire on every node).
     pub async fn renew(&self) -> Renew {
         let t_sent = crate::clock::now();
-        let call = renew::call(self.keys(), self.shape, &self.token, self.ttl_ms());
+        let call = renew::call(self.keys(), self.mode, &self.token, self.ttl_ms());
         let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
@@ -622,7 +620,7 @@ impl Lease {
     /// Leaves the lock's waiters (a waiter that gives up); best effort: a waiter that
     /// cannot leaves with its heartbeat.
     pub async fn leave(&self) {
-        if self.shape == Shape::Fair {
+        if self.mode.order.is_queue() {
             self.leave_queue().await;
         } else {
             leave_waiters(&self.nodes, &self.keys, &self.token).await;
@@ -632,7 +630,7 @@ impl Lease {
     /// Leaves the lock's waiters, handing a wake-up on (see [`hand_on`]); a fair
     /// queue's head that leaves wakes the next in line.
     pub async fn hand_on(&self) {
-        if self.shape == Shape::Fair {
+        if self.mode.order.is_queue() {
             self.leave_queue().await;
         } else {
             hand_on(&self.nodes, &self.keys, &self.token).await;
@@ -655,15 +653,12 @@ impl Lease {
     /// The list this run blocks on while it waits: a fair queue's waiter its own (only
     /// the head is woken), others the lock's shared one.
     pub fn wake_key(&self) -> Vec<u8> {
-        match self.shape {
-            Shape::Fair => self.keys.own_wake(&self.token),
-            _ => self.keys.wake.clone(),
-        }
+        self.mode.order.wake_key(&self.keys, &self.token)
     }
 
-    /// Whether the lock is a fair queue (`--fair`).
-    pub fn is_fair(&self) -> bool {
-        self.shape == Shape::Fair
+    /// How the name's waiters are served.
+    pub fn order(&self) -> Order {
+        self.mode.order
     }
 
     /// In a fair queue: this run's place (1-based) and the queue's length, as the last
@@ -678,7 +673,7 @@ impl Lease {
     pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
         let request = release::Request {
             keys: self.keys(),
-            shape: self.shape,
+            mode: self.mode,
             token: &self.token,
             keep_ms,
             retain_ms: self.retain_ms(),
@@ -721,7 +716,7 @@ impl Lease {
             }
         }
         wake_head(&self.nodes, &self.keys, head.as_deref()).await;
-        if outcome == Release::Deleted && !woken && self.shape != Shape::Fair {
+        if outcome == Release::Deleted && !woken && !self.mode.order.release_wakes_head() {
             // Over several nodes a holder may not hold the primary (it lost the race
             // there): its release pushed no wake-up, so one is handed on here.
             hand_on(&self.nodes, &self.keys, &self.token).await;
@@ -737,7 +732,7 @@ impl Lease {
     /// the lock is free and nobody waits (best effort: it expires a ttl or a heartbeat
     /// after its last use anyway). Nothing for a plain lock.
     async fn settle(&self) {
-        if let Some(call) = release::settle(&self.keys, self.shape) {
+        if let Some(call) = release::settle(&self.keys, self.mode) {
             let _ = self.nodes.each(|n| n.run::<i64>(&call)).await;
         }
     }

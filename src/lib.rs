@@ -16,8 +16,10 @@
 //!   holder metadata; `gone`: positive proof that a holder is gone (`release
 //!   --if-dead`), a pure judgement over the metadata, this machine and a probe;
 //! - [`scripts`]: each Lua script's whole contract, one file per family (the text,
-//!   the typed call, the reply's decoder, the commands it calls); [`keys`]: key layout
-//!   and hash tags, and the lock's kind (`Shape`);
+//!   the typed call, the reply's decoder, the commands it calls); [`policy`]: what a
+//!   run asks for, decided once from its flags (the name's mode: holders and order;
+//!   completion) and the one table of refused combinations; [`keys`]: key layout and
+//!   hash tags;
 //! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies);
 //! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
 //! - the floor: [`exit`]: THE exit-code table; `error`: typed errors whose kind decides
@@ -26,8 +28,9 @@
 //!   (`--events`).
 //!
 //! Public are only what the binaries and the tests use: [`entry`], [`cli`], [`docs`],
-//! [`exit`], and the scripts with the keys they take (the tests check their SHA1s
-//! against a server's script cache and call a script on its own).
+//! [`exit`], the scripts with the keys and mode they take (the tests check their SHA1s
+//! against a server's script cache and call a script on its own), and the refusal
+//! table (the generated test family asks it).
 
 mod child;
 pub mod cli;
@@ -45,6 +48,7 @@ mod holder;
 pub mod keys;
 mod lease;
 mod metrics;
+pub mod policy;
 mod quorum;
 mod redis;
 mod report;

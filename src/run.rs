@@ -17,8 +17,8 @@ use crate::exit::{self, Code};
 use crate::guard::GroupGuard;
 use crate::history::{self, Ending, RunRecord};
 use crate::holder::{self, Meta};
-use crate::keys::Shape;
 use crate::lease::{Lease, Lost, Release, new_token};
+use crate::policy::Completion;
 use crate::report::{Reporter, human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::{self, Point};
@@ -72,7 +72,7 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     if let Some(code) = interrupted_before_start(&lease, &mut signals, acquired_at, report).await {
         return Ok(code);
     }
-    if config.once_per.is_some() {
+    if config.policy.completion.once_per.is_some() {
         start_in_slot(&lease, acquired_at, report).await?;
     }
     let held = Held {
@@ -94,7 +94,15 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
     {
         Ok(outcome) => outcome,
         Err(e) => {
-            release(&lease, None, acquired_at, None, acquired_at, report).await;
+            release(
+                &lease,
+                Completion::default(),
+                acquired_at,
+                None,
+                acquired_at,
+                report,
+            )
+            .await;
             return Err(e);
         }
     };
@@ -120,13 +128,14 @@ async fn queue_locally(
     signals: &mut Signals,
     report: &Reporter,
 ) -> Result<std::result::Result<Local, u8>> {
-    if !patience.allows_waiting() || config.shape == Shape::Fair || nested(config) {
+    if !patience.allows_waiting() || !config.policy.mode.order.uses_local_queue() || nested(config)
+    {
         return Ok(Ok(Local::Direct));
     }
     let Some(dir) = wait::resolve_dir(&config.local, report)? else {
         return Ok(Ok(Local::Direct));
     };
-    let slots = config.shape.slots();
+    let slots = config.policy.mode.slots();
     let queue = LocalQueue::new(&dir, &config.keys, &config.conn.urls, slots);
     let name = config.keys.display_name();
     let mut progress = Progress::new(report, name.clone(), chatty(config, report));
@@ -161,7 +170,7 @@ fn nested(config: &RunConfig) -> bool {
     let Some(key) = std::env::var_os(env::KEY) else {
         return false;
     };
-    (1..=config.shape.slots()).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
+    (1..=config.policy.mode.slots()).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
 }
 
 /// Whether waiting may be reported off a terminal (see `wait/progress.rs`).
@@ -182,9 +191,9 @@ async fn connect(
         match wait::connect(&config.conn.urls, timeout, patience, signals, report).await? {
             Ok(nodes) => Ok(
                 Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
-                    .once_per(config.once_per)
+                    .once_per(config.policy.completion.once_per)
                     .retain(config.retain)
-                    .shape(config.shape),
+                    .mode(config.policy.mode),
             ),
             Err(sig) => Err(interrupted_while_waiting(sig, report)),
         },
@@ -256,7 +265,7 @@ async fn release_after(
     let run = history::Run {
         meta,
         fence: lease.fence(),
-        once_per: config.once_per,
+        once_per: config.policy.completion.once_per,
         size: config.history,
         start_ms: lease.acquired_ms(),
     };
@@ -266,7 +275,7 @@ async fn release_after(
         let until = lease_end.unwrap_or_else(crate::clock::now);
         let released = release(
             lease,
-            config.hold_min,
+            config.policy.completion,
             acquired_at,
             Some(&ending),
             until,
@@ -355,7 +364,7 @@ fn holder_meta(config: &RunConfig, lease: &Lease) -> Meta {
 fn already_ran(config: &RunConfig, lease: &Lease, slot_ms: u64, record: &[u8], report: &Reporter) {
     let run = RunRecord::parse(record).unwrap_or_default();
     let name = lease.keys().display_name();
-    let period = config.once_per.unwrap_or_default();
+    let period = config.policy.completion.once_per.unwrap_or_default();
     let line = || {
         format!(
             "{name} already ran in this --once-per {} slot (from {}): {}; not running",
@@ -406,7 +415,15 @@ async fn interrupted_before_start(
     while let Ok(sig) = signals.try_recv() {
         if crate::signals::ends_wait(sig) {
             // The command never ran: whatever the release finds, nothing ran unlocked.
-            let _ = release(lease, None, acquired_at, None, acquired_at, report).await;
+            let _ = release(
+                lease,
+                Completion::default(),
+                acquired_at,
+                None,
+                acquired_at,
+                report,
+            )
+            .await;
             report.note(&format!(
                 "interrupted by {sig} before the command started; nothing was run"
             ));
@@ -431,7 +448,15 @@ async fn start_in_slot(lease: &Lease, acquired_at: Point, report: &Reporter) -> 
         ),
         Err(e) => e.context("recording the --once-per start; nothing was run"),
     };
-    let _ = release(lease, None, acquired_at, None, acquired_at, report).await;
+    let _ = release(
+        lease,
+        Completion::default(),
+        acquired_at,
+        None,
+        acquired_at,
+        report,
+    )
+    .await;
     Err(failed)
 }
 
@@ -556,14 +581,14 @@ enum Released {
 /// anyone else's lock or records the run twice.
 async fn release(
     lease: &Lease,
-    hold_min: Option<std::time::Duration>,
+    completion: Completion,
     acquired_at: Point,
     ending: Option<&Ending>,
     until: Point,
     report: &Reporter,
 ) -> Released {
     let held_for = crate::clock::now().saturating_sub(acquired_at);
-    let keep = hold_min.and_then(|h| timing::hold_remaining(h, held_for));
+    let keep = completion.keep_after(held_for);
     let keep_ms = keep.map_or(0, |k| k.as_millis().max(1) as u64);
     let mut result = lease.release_all(keep_ms, ending).await;
     let mut attempt = 0;

@@ -29,13 +29,16 @@ use redis::Value;
 use crate::redis::{Call, Lua};
 
 use super::{CLOCK, Key, Need, bare, invocation, on, splice};
-use crate::keys::{LockKeys, Shape};
+use crate::keys::LockKeys;
+use crate::policy::mode::FIFO_MAX_BEAT;
+use crate::policy::{Holders, Mode, Order};
 use crate::redis::reply::{Held, array, bytes, held, int, string};
 
 /// One try to take a lock.
 pub struct Request<'a> {
     pub keys: &'a LockKeys,
-    pub shape: Shape,
+    /// The name's mode: which script, and what it is told.
+    pub mode: Mode,
     pub token: &'a str,
     pub ttl_ms: u64,
     /// A waiter's heartbeat (ms): it joins the waiters when the lock is busy, and they
@@ -58,14 +61,14 @@ impl Request<'_> {
     /// The call of the acquire script of this request's kind of lock.
     pub fn call(&self) -> Call {
         let k = self.keys;
-        let mut call = match self.shape {
-            Shape::Plain => invocation(
+        let mut call = match (self.mode.holders, self.mode.order) {
+            (Holders::Exclusive, Order::Any) => invocation(
                 &PLAIN,
                 &[
                     &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
                 ],
             ),
-            Shape::Semaphore(limit) => {
+            (Holders::Slots(limit), _) => {
                 let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
                 let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
                 for slot in &slots {
@@ -73,7 +76,7 @@ impl Request<'_> {
                 }
                 invocation(&SEMAPHORE, &keys)
             }
-            Shape::Fair => {
+            (Holders::Exclusive, Order::Fifo) => {
                 let own = k.own_wake(self.token);
                 invocation(
                     &FAIR,
@@ -97,14 +100,11 @@ impl Request<'_> {
             .arg(self.known_holder)
             .arg(self.once_per_ms)
             .arg(self.retain_ms);
-        match self.shape {
-            Shape::Semaphore(limit) => {
-                call.arg(limit);
-            }
-            Shape::Fair => {
-                call.arg(self.who);
-            }
-            Shape::Plain => {}
+        if let Some(limit) = self.mode.holders.slots() {
+            call.arg(limit);
+        }
+        if self.mode.order.records_who_waits() {
+            call.arg(self.who);
         }
         for (field, value) in self.meta {
             call.arg(*field).arg(value);
@@ -298,14 +298,10 @@ fn text(body: &str) -> String {
         &[
             ("CLOCK", CLOCK),
             ("TAKING", TAKING),
-            ("MAX_BEAT", &FAIR_MAX_BEAT.as_millis().to_string()),
+            ("MAX_BEAT", &FIFO_MAX_BEAT.as_millis().to_string()),
         ],
     )
 }
-
-/// The longest heartbeat a fair queue's waiter may claim: the script caps what it is
-/// given, and drops an entry whose deadline lies further than this from now.
-pub const FAIR_MAX_BEAT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, meta field/value pairs.

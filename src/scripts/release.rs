@@ -8,7 +8,8 @@ use redis::Value;
 use crate::redis::{Call, Lua};
 
 use super::{CLOCK, Key, Need, WAKE_TTL_MS, bare, invocation, on, splice};
-use crate::keys::{LockKeys, Shape};
+use crate::keys::LockKeys;
+use crate::policy::Mode;
 use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode. ARGV: token, keep ms (0 = delete),
@@ -203,7 +204,7 @@ pub struct Record<'a> {
 pub struct Request<'a> {
     /// The lock's keys (a semaphore's slot: the slot's keys).
     pub keys: &'a LockKeys,
-    pub shape: Shape,
+    pub mode: Mode,
     pub token: &'a str,
     /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
     pub keep_ms: u64,
@@ -223,7 +224,11 @@ impl Request<'_> {
                 &k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue, &k.mode,
             ],
         );
-        let fair = if self.shape == Shape::Fair { "1" } else { "0" };
+        let fair = if self.mode.order.release_wakes_head() {
+            "1"
+        } else {
+            "0"
+        };
         call.arg(self.token)
             .arg(self.keep_ms)
             .arg(if waking { WAKE_TTL_MS } else { 0 })
@@ -319,18 +324,14 @@ pub const SETTLE_CALLS: &[Need] = &[
     on("del", Key::Mode),
 ];
 
-/// The call settling the name `keys` of kind `shape` (`None` for a plain lock, which
+/// The call settling the name `keys` of mode `mode` (`None` for a plain lock, which
 /// has no mode key).
-pub fn settle(keys: &LockKeys, shape: Shape) -> Option<Call> {
-    let in_use: Vec<Vec<u8>> = match shape {
-        Shape::Plain => return None,
-        Shape::Semaphore(limit) => (1..=limit).map(|i| keys.for_slot(i).lock).collect(),
-        Shape::Fair => vec![keys.lock.clone(), keys.queue.clone()],
-    };
+pub fn settle(keys: &LockKeys, mode: Mode) -> Option<Call> {
+    let in_use = mode.in_use_keys(keys)?;
     let mut all: Vec<&[u8]> = vec![&keys.mode];
     all.extend(in_use.iter().map(Vec::as_slice));
     let mut call = invocation(&SETTLE, &all);
-    call.arg(shape.mode());
+    call.arg(mode.key_text());
     Some(call)
 }
 

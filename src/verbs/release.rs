@@ -13,8 +13,9 @@ use crate::error::{Error, Kind, Result};
 use crate::exit;
 use crate::gone::{Here, Verdict};
 use crate::holder::Holder;
-use crate::keys::{LockKeys, Shape};
+use crate::keys::LockKeys;
 use crate::lease::{Lease, Release, wake_head};
+use crate::policy::Mode;
 use crate::quorum::Nodes;
 use crate::report::printable;
 use crate::report::rfc3339;
@@ -56,10 +57,10 @@ struct Released {
 
 pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    let shape = super::state::shape(&nodes, &config.keys).await;
+    let mode = super::state::mode_of(&nodes, &config.keys).await;
     let target = Target {
         keys: &config.keys,
-        shape,
+        mode,
         slot: config.slot,
     };
     let done = match config.whose {
@@ -89,37 +90,37 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
 /// What a release is aimed at: the name, its kind, and a semaphore's slot if given.
 struct Target<'a> {
     keys: &'a LockKeys,
-    shape: Shape,
+    mode: Mode,
     slot: Option<u32>,
 }
 
 impl Target<'_> {
     /// The slots to look at: the one given, every slot of a semaphore, or the lock.
     fn slots(&self) -> Vec<u32> {
-        match (self.slot, self.shape) {
+        match (self.slot, self.mode.holders.slots()) {
             (Some(slot), _) => vec![slot],
-            (None, Shape::Semaphore(limit)) => (1..=limit).collect(),
-            _ => vec![1],
+            (None, Some(limit)) => (1..=limit).collect(),
+            (None, None) => vec![1],
         }
     }
 
     /// The keys of one slot, or a usage error when a semaphore's slot must be named.
     fn one_slot(&self) -> Result<LockKeys> {
-        match (self.slot, self.shape) {
+        match (self.slot, self.mode.holders.slots()) {
             (Some(slot), _) => Ok(self.keys.for_slot(slot)),
-            (None, Shape::Semaphore(limit)) => Err(Error::usage(format!(
+            (None, Some(limit)) => Err(Error::usage(format!(
                 "{} is a semaphore of {limit} slots; --force removes one holder: say which with --slot N (redlock status {} lists them)",
                 self.keys.display_name(),
                 self.keys.display_name()
             ))),
-            _ => Ok(self.keys.clone()),
+            (None, None) => Ok(self.keys.clone()),
         }
     }
 
     /// A lease on one slot for `token`, of the name's kind (so that a fair queue's head
     /// is woken).
     fn lease(&self, nodes: Nodes, slot: u32, token: String) -> Lease {
-        Lease::new(nodes, self.keys.for_slot(slot), DEFAULT_TTL, token).shape(self.shape)
+        Lease::new(nodes, self.keys.for_slot(slot), DEFAULT_TTL, token).mode(self.mode)
     }
 }
 

@@ -10,7 +10,8 @@ use super::JsonName;
 use crate::error::{Error, Kind, Result};
 use crate::history::RunRecord;
 use crate::holder::{Holder, Who};
-use crate::keys::{LockKeys, Shape};
+use crate::keys::LockKeys;
+use crate::policy::Mode;
 use crate::quorum::Nodes;
 use crate::report::{human, printable, rfc3339};
 use crate::scripts::inspect::{self, Inspected};
@@ -99,18 +100,18 @@ pub struct SlotState {
 /// mode key says `limit L` while one is in use; its first slot's holder stands for it
 /// where one holder is shown).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
-    let shape = mode(nodes, keys)
+    let mode = self::mode(nodes, keys)
         .await
         .as_deref()
-        .and_then(Shape::from_mode);
-    let limit = match shape {
-        Some(Shape::Fair) => {
-            let mut state = read_one(nodes, keys).await?;
-            state.queue = Some(queue(nodes, keys).await);
-            return Ok(state);
-        }
-        Some(Shape::Semaphore(limit)) => limit,
-        _ => return read_one(nodes, keys).await,
+        .and_then(Mode::parse)
+        .unwrap_or_default();
+    if mode.order.is_queue() {
+        let mut state = read_one(nodes, keys).await?;
+        state.queue = Some(queue(nodes, keys).await);
+        return Ok(state);
+    }
+    let Some(limit) = mode.holders.slots() else {
+        return read_one(nodes, keys).await;
     };
     let mut slots = Vec::new();
     let mut first: Option<LockState> = None;
@@ -136,12 +137,12 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     Ok(state)
 }
 
-/// What kind of lock the name is in use as (plain when no mode key says otherwise).
-pub async fn shape(nodes: &Nodes, keys: &LockKeys) -> Shape {
+/// What mode the name is in use as (plain when no mode key says otherwise).
+pub async fn mode_of(nodes: &Nodes, keys: &LockKeys) -> Mode {
     mode(nodes, keys)
         .await
         .as_deref()
-        .and_then(Shape::from_mode)
+        .and_then(Mode::parse)
         .unwrap_or_default()
 }
 

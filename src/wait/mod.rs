@@ -41,11 +41,6 @@ use crate::quorum::Nodes;
 use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
 
-/// The longest a fair queue's waiter blocks between tries: its heartbeat is this plus
-/// the time a try may take, and a waiter that died leaves the line that much after its
-/// last try.
-const FAIR_BEAT: Duration = Duration::from_secs(5);
-
 /// How waiting ended.
 #[derive(Debug)]
 pub enum Waited {
@@ -130,7 +125,8 @@ pub async fn acquire(
     // place in line at once: its arrival is its place; so does a run that waited in its
     // host's local queue (the host's last head has just taken the lock: it is busy).
     let waited_locally = how.head.is_some_and(|h| h.waited);
-    let queue_now = (lease.is_fair() || waited_locally) && patience.allows_waiting();
+    let queue_now =
+        (lease.order().queues_at_arrival() || waited_locally) && patience.allows_waiting();
     let failure = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
@@ -158,7 +154,7 @@ pub async fn acquire(
         // run finds the slot done, and so will the others; a plain run takes the lock).
         Ok(Waited::AlreadyRan { .. }) => lease.hand_on().await,
         _ => {
-            if lease.is_fair() {
+            if lease.order().keeps_place_on_late_grant() {
                 // A late grant kept for the next try (see `Lease::acquire`) is given
                 // back: compare-and-delete, nothing when the lock is not ours.
                 let _ = lease.release_all(0, None).await;
@@ -247,9 +243,9 @@ impl Waiter<'_> {
                 .safety_net(failure.is_some() || self.soon)
                 .min(left)
                 .min(self.registered_nap());
-            if self.lease.is_fair() {
+            if let Some(cap) = self.lease.order().nap_cap() {
                 // A queued waiter comes back within its heartbeat, or loses its place.
-                nap = nap.min(FAIR_BEAT);
+                nap = nap.min(cap);
             }
             if let Some(sig) = self.block(nap, signals).await {
                 return Ok(Waited::Interrupted(sig));
@@ -341,20 +337,15 @@ impl Waiter<'_> {
     /// How long this waiter promises to come back: the longest it blocks, plus the time
     /// a try may take.
     fn heartbeat(&self) -> Duration {
-        let longest = if self.lease.is_fair() {
-            FAIR_BEAT
-        } else {
+        let order = self.lease.order();
+        let longest = order.nap_cap().unwrap_or_else(|| {
             self.last
                 .ttl_left
                 .map_or(Duration::ZERO, |ttl| timing::until_expiry(ttl, 1.0))
                 .max(Duration::from_secs(2))
-        };
+        });
         let beat = longest + self.lease.node_timeout() * 2 + Duration::from_secs(1);
-        if self.lease.is_fair() {
-            beat.min(crate::scripts::acquire::FAIR_MAX_BEAT)
-        } else {
-            beat
-        }
+        order.beat_cap().map_or(beat, |cap| beat.min(cap))
     }
 
     /// The longest this waiter may block after a try and still find its entry in the

@@ -88,3 +88,13 @@ fn the_readme_cron_line_is_silent_on_the_losing_host() {
     let (code, err) = holding.finish();
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn readme_carries_the_refusal_table() {
+    let readme = readme();
+    let table = redlock::policy::refused::markdown();
+    assert!(
+        readme.contains(&table),
+        "README.md must contain the refusal table exactly as src/policy/refused.rs renders it:\n{table}"
+    );
+}

@@ -188,11 +188,17 @@ impl Draw {
         f.into_iter().map(String::from).collect()
     }
 
-    /// A combination the README refuses: `--limit` or `--fair` over Redlock nodes,
-    /// `--once-per` with `--limit`.
+    /// A combination the README refuses, as the tool's own refusal table says
+    /// (`--limit` or `--fair` over Redlock nodes, `--once-per` with `--limit`, …).
     fn is_refused(&self) -> bool {
-        (self.redlock && self.kind != Kind::Plain)
-            || (self.once_per && matches!(self.kind, Kind::Limit(_)))
+        let given = redlock::policy::refused::Given {
+            fair: self.kind == Kind::Fair,
+            limit: self.limit() as u32,
+            nodes: if self.redlock { 3 } else { 1 },
+            once_per: self.once_per,
+            history: 20,
+        };
+        redlock::policy::refused::refusal(&given).is_some()
     }
 
     fn limit(&self) -> usize {

@@ -619,7 +619,7 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
         let head = format!(r#"{{"token":"{token}""#);
         let request = Request {
             keys: &keys,
-            shape: redlock::keys::Shape::Plain,
+            mode: redlock::policy::Mode::PLAIN,
             token,
             keep_ms: 0,
             retain_ms: 60_000,

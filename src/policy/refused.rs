@@ -1,0 +1,173 @@
+//! Every flag combination a run refuses, with its one line: one table ([`RULES`]) that
+//! `Policy::from_flags` applies, that the README carries ([`markdown`], held by a test),
+//! and that the generated test family asks before it draws a trial.
+
+use std::fmt::Write as _;
+
+/// A property of a run's flags that a rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// `--fair`.
+    Fair,
+    /// `--limit N` with N > 1 (`--limit 1` is a plain lock).
+    Limit,
+    /// Several independent `--redis` nodes (Redlock).
+    Redlock,
+    /// `--once-per P`.
+    OncePer,
+    /// `--history 0`.
+    HistoryOff,
+}
+
+impl Flag {
+    /// How the flag is written in the README's table.
+    fn text(self) -> &'static str {
+        match self {
+            Flag::Fair => "`--fair`",
+            Flag::Limit => "`--limit N` (N > 1)",
+            Flag::Redlock => "several `--redis` nodes",
+            Flag::OncePer => "`--once-per P`",
+            Flag::HistoryOff => "`--history 0`",
+        }
+    }
+}
+
+/// What a run's flags are, as far as the rules look at them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Given {
+    pub fair: bool,
+    /// `--limit` (1 when not given).
+    pub limit: u32,
+    /// How many `--redis` nodes.
+    pub nodes: usize,
+    pub once_per: bool,
+    /// `--history`.
+    pub history: u32,
+}
+
+impl Given {
+    fn has(&self, flag: Flag) -> bool {
+        match flag {
+            Flag::Fair => self.fair,
+            Flag::Limit => self.limit > 1,
+            Flag::Redlock => self.nodes > 1,
+            Flag::OncePer => self.once_per,
+            Flag::HistoryOff => self.history == 0,
+        }
+    }
+
+    /// The line of a rule with this run's figures in place of `{limit}` and `{nodes}`.
+    fn fill(&self, line: &str) -> String {
+        line.replace("{limit}", &self.limit.to_string())
+            .replace("{nodes}", &self.nodes.to_string())
+    }
+}
+
+/// A refused combination: a run that has both flags is refused with the line (exit 64,
+/// before anything is written).
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub both: [Flag; 2],
+    /// The line, with `{limit}` and `{nodes}` for the run's figures.
+    pub line: &'static str,
+}
+
+/// Every refused combination, in the order they are checked.
+pub const RULES: &[Rule] = &[
+    Rule {
+        both: [Flag::Fair, Flag::Limit],
+        line: "--fair and --limit {limit} do not combine: a queue of slots is not built; use one or the other",
+    },
+    Rule {
+        both: [Flag::Fair, Flag::Redlock],
+        line: "--fair works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: the queue's order would have to be agreed by a majority of them",
+    },
+    Rule {
+        both: [Flag::Limit, Flag::Redlock],
+        line: "--limit {limit} works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: every node would have to grant the same slot, one Redlock round per slot",
+    },
+    Rule {
+        both: [Flag::OncePer, Flag::HistoryOff],
+        line: "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
+    },
+    Rule {
+        both: [Flag::OncePer, Flag::Limit],
+        line: "--once-per runs a job at most once per slot, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other",
+    },
+];
+
+/// The line of the first rule `given` breaks, if any.
+pub fn refusal(given: &Given) -> Option<String> {
+    RULES
+        .iter()
+        .find(|rule| rule.both.iter().all(|&flag| given.has(flag)))
+        .map(|rule| given.fill(rule.line))
+}
+
+/// The table of refused combinations as the README carries it.
+pub fn markdown() -> String {
+    let mut out = String::from("| refused | because |\n| --- | --- |\n");
+    for rule in RULES {
+        let [a, b] = rule.both;
+        let why = rule.line.replace("{limit}", "N").replace("{nodes}", "K");
+        let _ = writeln!(out, "| {} with {} | {} |", a.text(), b.text(), why);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rule_refuses_its_pair_and_only_it() {
+        let base = Given {
+            limit: 1,
+            nodes: 1,
+            history: 20,
+            ..Given::default()
+        };
+        assert_eq!(refusal(&base), None);
+        let with = |flag: Flag| {
+            let mut g = base;
+            match flag {
+                Flag::Fair => g.fair = true,
+                Flag::Limit => g.limit = 3,
+                Flag::Redlock => g.nodes = 3,
+                Flag::OncePer => g.once_per = true,
+                Flag::HistoryOff => g.history = 0,
+            }
+            g
+        };
+        for rule in RULES {
+            let [a, b] = rule.both;
+            assert_eq!(refusal(&with(a)), None, "{a:?} alone");
+            let mut both = with(a);
+            let other = with(b);
+            both.fair |= other.fair;
+            both.limit = both.limit.max(other.limit);
+            both.nodes = both.nodes.max(other.nodes);
+            both.once_per |= other.once_per;
+            both.history = both.history.min(other.history);
+            let line = refusal(&both).expect("refused");
+            assert!(!line.contains('{'), "{line}");
+        }
+    }
+
+    #[test]
+    fn todays_lines() {
+        let given = Given {
+            limit: 3,
+            nodes: 1,
+            once_per: true,
+            history: 20,
+            ..Given::default()
+        };
+        assert_eq!(
+            refusal(&given).as_deref(),
+            Some(
+                "--once-per runs a job at most once per slot, and --limit 3 lets 3 runs start at once, before any has succeeded; use one or the other"
+            )
+        );
+    }
+}
