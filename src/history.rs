@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit::Code;
 use crate::holder::{Meta, Who};
+use crate::outcome::Outcome;
 use crate::report::{human, rfc3339};
 use crate::scripts::release::Record;
 
@@ -68,15 +69,12 @@ impl RunRecord {
 
     /// How it ended, in a few words: `exit 0`, `exit 3`, `lost the lock, exit 79`.
     pub fn outcome(&self) -> String {
-        if self.running {
-            "started; running, or its end never recorded".to_string()
-        } else if self.status == i64::from(Code::MaxHold.value()) && self.lost {
-            format!("stopped at --max-hold, exit {}", self.status)
-        } else if self.lost {
-            format!("lost the lock, exit {}", self.status)
-        } else {
-            format!("exit {}", self.status)
-        }
+        self.ended().words(self.status)
+    }
+
+    /// Which row of the outcome table the record is.
+    pub fn ended(&self) -> Outcome {
+        Outcome::of_record(self.running, self.lost, self.status)
     }
 
     /// One line: `2026-11-22T06:00:01Z  exit 0  took 12s  ci-7 pid 4242 user deploy

@@ -18,32 +18,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-/// How a run ended, as `redlock_last_outcome{outcome=…}` says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The command ran (whatever its exit status).
-    Ran,
-    /// The lock was busy until `--wait` ran out.
-    Busy,
-    /// `--once-per`: the slot had already run.
-    Skipped,
-    /// The lock was lost while the command ran.
-    Lost,
-    /// The run failed before its command could run (Redis unreachable, a usage error,
-    /// a signal while waiting).
-    Error,
-    /// Given up at `--max-hold`.
-    Timeout,
-}
-
-const OUTCOMES: [(Outcome, &str); 6] = [
-    (Outcome::Ran, "ran"),
-    (Outcome::Busy, "busy"),
-    (Outcome::Skipped, "skipped"),
-    (Outcome::Lost, "lost"),
-    (Outcome::Error, "error"),
-    (Outcome::Timeout, "timeout"),
-];
+use crate::outcome::Outcome;
 
 /// What a run did, gathered from its events.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -74,10 +49,13 @@ impl RunFacts {
     /// How the run ended.
     pub fn outcome(&self, end: &Ending) -> Outcome {
         match (self.acquired_s.is_some(), self.skipped) {
-            (true, _) if self.max_hold => Outcome::Timeout,
+            (true, _) if self.max_hold => Outcome::MaxHold,
             (true, _) if self.lost => Outcome::Lost,
-            (true, _) if self.command_status.is_none() => Outcome::Error,
-            (true, _) => Outcome::Ran,
+            (true, _) => match self.command_status {
+                None => Outcome::Error,
+                Some(0) => Outcome::Ran,
+                Some(_) => Outcome::Failed,
+            },
             (false, true) => Outcome::Skipped,
             (false, false) if end.error || (129..=159).contains(&end.status) => Outcome::Error,
             (false, false) => Outcome::Busy,
@@ -243,12 +221,12 @@ pub fn render(
             "The last run's exit status (the command's, or redlock-run's own code).",
             &one(end.status.to_string()),
         );
-        let rows: Vec<(String, String)> = OUTCOMES
-            .iter()
-            .map(|(o, text)| {
+        let rows: Vec<(String, String)> = crate::outcome::metric_labels()
+            .into_iter()
+            .map(|text| {
                 (
                     format!("{labels},outcome=\"{text}\""),
-                    u8::from(*o == outcome).to_string(),
+                    u8::from(outcome.metric() == Some(text)).to_string(),
                 )
             })
             .collect();
@@ -377,7 +355,7 @@ mod tests {
             max_hold: true,
             ..facts()
         };
-        assert_eq!(timeout.outcome(&end(124)), Outcome::Timeout);
+        assert_eq!(timeout.outcome(&end(124)), Outcome::MaxHold);
         let waited = RunFacts {
             acquired_s: None,
             command_status: None,

@@ -14,47 +14,26 @@ pub struct Style {
     pub color: bool,
 }
 
-/// What a column of a row shows: the worst of the runs in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Mark {
-    Empty,
-    /// A `--once-per` start mark: running, or its end never recorded.
-    Running,
-    Ok,
-    Failed,
-    MaxHold,
-    Lost,
-}
+/// What a column of a row shows: the worst of the runs in it (the outcome table's
+/// mark with the highest rank), or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+struct Cell(u8);
 
-impl Mark {
-    fn of(run: &RunRecord) -> Mark {
-        if run.running {
-            Mark::Running
-        } else if run.lost && run.status == i64::from(crate::exit::Code::MaxHold.value()) {
-            Mark::MaxHold
-        } else if run.lost {
-            Mark::Lost
-        } else if run.status == 0 {
-            Mark::Ok
-        } else {
-            Mark::Failed
-        }
+impl Cell {
+    fn of(run: &RunRecord) -> Cell {
+        Cell(run.ended().row().mark.map_or(0, |m| m.rank))
     }
 
     /// The glyph: coloured blocks on a terminal, letters in a pipe.
     fn draw(self, color: bool) -> &'static str {
-        match (self, color) {
-            (Mark::Empty, _) => " ",
-            (Mark::Running, true) => "\x1b[36m▒\x1b[0m",
-            (Mark::Ok, true) => "\x1b[32m█\x1b[0m",
-            (Mark::Failed, true) => "\x1b[31m█\x1b[0m",
-            (Mark::MaxHold, true) => "\x1b[33m█\x1b[0m",
-            (Mark::Lost, true) => "\x1b[35m█\x1b[0m",
-            (Mark::Running, false) => ":",
-            (Mark::Ok, false) => "#",
-            (Mark::Failed, false) => "x",
-            (Mark::MaxHold, false) => "M",
-            (Mark::Lost, false) => "L",
+        let mark = crate::outcome::ROWS
+            .iter()
+            .filter_map(|r| r.mark)
+            .find(|m| m.rank == self.0);
+        match (mark, color) {
+            (None, _) => " ",
+            (Some(m), true) => m.color,
+            (Some(m), false) => m.letter,
         }
     }
 }
@@ -115,9 +94,9 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         ("|", "+", "+", "-")
     };
     for host in &hosts {
-        let mut row = vec![Mark::Empty; bar_w];
+        let mut row = vec![Cell::default(); bar_w];
         for run in shown.iter().filter(|r| host_of(r) == *host) {
-            let mark = Mark::of(run);
+            let mark = Cell::of(run);
             for cell in &mut row[col_of(run.start_ms)..=col_of(end_of(run, to_ms))] {
                 *cell = (*cell).max(mark);
             }
@@ -163,16 +142,10 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
 
 /// The legend under the pictures.
 pub fn legend(color: bool) -> String {
-    let items = [
-        (Mark::Ok, "exit 0"),
-        (Mark::Failed, "exit non-zero"),
-        (Mark::Lost, "lost the lock"),
-        (Mark::MaxHold, "stopped at --max-hold"),
-        (Mark::Running, "running, or its end never recorded"),
-    ];
-    let parts: Vec<String> = items
+    let parts: Vec<String> = crate::outcome::LEGEND
         .iter()
-        .map(|(m, what)| format!("{} {what}", m.draw(color)))
+        .filter_map(|o| o.row().mark)
+        .map(|m| format!("{} {}", Cell(m.rank).draw(color), m.legend))
         .collect();
     format!("  {}\n", parts.join("   "))
 }

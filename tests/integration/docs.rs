@@ -98,3 +98,13 @@ fn readme_carries_the_refusal_table() {
         "README.md must contain the refusal table exactly as src/policy/refused.rs renders it:\n{table}"
     );
 }
+
+#[test]
+fn readme_carries_the_outcome_table() {
+    let readme = readme();
+    let table = redlock::outcome::markdown();
+    assert!(
+        readme.contains(&table),
+        "README.md must contain the outcome table exactly as src/outcome.rs renders it:\n{table}"
+    );
+}

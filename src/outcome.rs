@@ -1,0 +1,305 @@
+//! THE outcome table: one row per way a run can end, and how each reader says it — the
+//! exit status, the lifecycle event (`--events`), the metric label
+//! (`redlock_last_outcome{outcome=…}`), the words of `history` and `status`, and the
+//! timeline's mark. A new outcome is one row here; the readers follow it.
+
+use std::fmt::Write as _;
+
+use crate::exit::Code;
+
+/// How a run ended (or, for a record without its end, that it is running).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It held the lock and its command exited 0.
+    Ran,
+    /// It held the lock and its command exited non-zero (or was killed).
+    Failed,
+    /// The lock was busy until `--wait` ran out.
+    Busy,
+    /// `--once-per`: the slot had already run.
+    Skipped,
+    /// The lock was lost while the command ran.
+    Lost,
+    /// Given up at `--max-hold`.
+    MaxHold,
+    /// The run failed before its command could run (Redis unreachable, a usage error,
+    /// a signal while waiting).
+    Error,
+    /// A record whose end is not written: running, or its end never recorded.
+    Running,
+}
+
+/// The exit status of an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The command's own status.
+    Command,
+    /// One of the tool's codes.
+    Code(Code),
+    /// The status of the error that ended the run (see the exit-status table).
+    OfError,
+    /// 0.
+    Zero,
+    /// Not ended yet.
+    None,
+}
+
+/// A timeline mark: how bad it is (the worst mark of a column shows), its colour on a
+/// terminal, its letter in a pipe and its words in the legend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub rank: u8,
+    pub color: &'static str,
+    pub letter: &'static str,
+    pub legend: &'static str,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub outcome: Outcome,
+    /// What it means, for the README's table.
+    pub name: &'static str,
+    pub status: Status,
+    /// The lifecycle event that tells it (`--events`), if any.
+    pub event: Option<&'static str>,
+    /// `redlock_last_outcome{outcome=…}`; `None`: not an end (`redlock_running 1`).
+    pub metric: Option<&'static str>,
+    /// How `history` says it, `{status}` standing for the exit status; `None`: the
+    /// history holds no record of it.
+    pub words: Option<&'static str>,
+    /// The timeline's mark (runs in the history only).
+    pub mark: Option<Mark>,
+}
+
+/// Every outcome, in the order the metric labels are written.
+pub const ROWS: &[Row] = &[
+    Row {
+        outcome: Outcome::Ran,
+        name: "ran: the command exited 0",
+        status: Status::Command,
+        event: Some("exited"),
+        metric: Some("ran"),
+        words: Some("exit {status}"),
+        mark: Some(Mark {
+            rank: 2,
+            color: "\x1b[32m█\x1b[0m",
+            letter: "#",
+            legend: "exit 0",
+        }),
+    },
+    Row {
+        outcome: Outcome::Failed,
+        name: "failed: the command exited non-zero",
+        status: Status::Command,
+        event: Some("exited"),
+        metric: Some("ran"),
+        words: Some("exit {status}"),
+        mark: Some(Mark {
+            rank: 3,
+            color: "\x1b[31m█\x1b[0m",
+            letter: "x",
+            legend: "exit non-zero",
+        }),
+    },
+    Row {
+        outcome: Outcome::Busy,
+        name: "busy: the lock was held for all of `--wait`",
+        status: Status::Code(Code::Busy),
+        event: None,
+        metric: Some("busy"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::Skipped,
+        name: "skipped: the `--once-per` slot had run",
+        status: Status::Zero,
+        event: Some("skipped"),
+        metric: Some("skipped"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::Lost,
+        name: "lost: the lock was lost while the command ran",
+        status: Status::Code(Code::Lost),
+        event: Some("lost"),
+        metric: Some("lost"),
+        words: Some("lost the lock, exit {status}"),
+        mark: Some(Mark {
+            rank: 5,
+            color: "\x1b[35m█\x1b[0m",
+            letter: "L",
+            legend: "lost the lock",
+        }),
+    },
+    Row {
+        outcome: Outcome::Error,
+        name: "error: the run failed before its command ran",
+        status: Status::OfError,
+        event: None,
+        metric: Some("error"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::MaxHold,
+        name: "max-hold: given up at `--max-hold`",
+        status: Status::Code(Code::MaxHold),
+        event: Some("lost"),
+        metric: Some("timeout"),
+        words: Some("stopped at --max-hold, exit {status}"),
+        mark: Some(Mark {
+            rank: 4,
+            color: "\x1b[33m█\x1b[0m",
+            letter: "M",
+            legend: "stopped at --max-hold",
+        }),
+    },
+    Row {
+        outcome: Outcome::Running,
+        name: "running: a record with no end yet",
+        status: Status::None,
+        event: Some("acquired"),
+        metric: None,
+        words: Some("started; running, or its end never recorded"),
+        mark: Some(Mark {
+            rank: 1,
+            color: "\x1b[36m▒\x1b[0m",
+            letter: ":",
+            legend: "running, or its end never recorded",
+        }),
+    },
+];
+
+/// The order of the timeline's legend.
+pub const LEGEND: [Outcome; 5] = [
+    Outcome::Ran,
+    Outcome::Failed,
+    Outcome::Lost,
+    Outcome::MaxHold,
+    Outcome::Running,
+];
+
+impl Outcome {
+    /// This outcome's row.
+    pub fn row(self) -> &'static Row {
+        ROWS.iter()
+            .find(|r| r.outcome == self)
+            .expect("every outcome has a row")
+    }
+
+    /// The outcome of a record in the history: still running, lost (at `--max-hold` or
+    /// not), or its command's status.
+    pub fn of_record(running: bool, lost: bool, status: i64) -> Outcome {
+        if running {
+            Outcome::Running
+        } else if lost && status == i64::from(Code::MaxHold.value()) {
+            Outcome::MaxHold
+        } else if lost {
+            Outcome::Lost
+        } else if status == 0 {
+            Outcome::Ran
+        } else {
+            Outcome::Failed
+        }
+    }
+
+    /// How `history` says it, with `status` in place.
+    pub fn words(self, status: i64) -> String {
+        self.row()
+            .words
+            .unwrap_or("")
+            .replace("{status}", &status.to_string())
+    }
+
+    /// The metric label (`None`: not an end).
+    pub fn metric(self) -> Option<&'static str> {
+        self.row().metric
+    }
+}
+
+/// The metric labels in the order they are written, each once.
+pub fn metric_labels() -> Vec<&'static str> {
+    let mut labels: Vec<&'static str> = Vec::new();
+    for label in ROWS.iter().filter_map(|r| r.metric) {
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    labels
+}
+
+/// The table as the README carries it.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "| outcome | exit status | event | `outcome` label | history says | timeline |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let code = |c: Option<&str>| c.map_or("–".to_string(), |c| format!("`{c}`"));
+    for row in ROWS {
+        let status = match row.status {
+            Status::Command => "the command's".to_string(),
+            Status::Code(Code::Busy) => format!("{} (`--busy-exit-code`)", Code::Busy.value()),
+            Status::Code(c) => c.value().to_string(),
+            Status::OfError => "the error's".to_string(),
+            Status::Zero => "0".to_string(),
+            Status::None => "–".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            row.name,
+            status,
+            code(row.event),
+            code(row.metric),
+            row.words
+                .map_or("–".to_string(), |w| w.replace("{status}", "N")),
+            row.mark
+                .map_or("–".to_string(), |m| format!("`{}`", m.letter)),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_has_one_row() {
+        for outcome in [
+            Outcome::Ran,
+            Outcome::Failed,
+            Outcome::Busy,
+            Outcome::Skipped,
+            Outcome::Lost,
+            Outcome::MaxHold,
+            Outcome::Error,
+            Outcome::Running,
+        ] {
+            assert_eq!(ROWS.iter().filter(|r| r.outcome == outcome).count(), 1);
+        }
+    }
+
+    #[test]
+    fn todays_labels_words_and_ranks() {
+        assert_eq!(
+            metric_labels(),
+            ["ran", "busy", "skipped", "lost", "error", "timeout"]
+        );
+        assert_eq!(
+            Outcome::of_record(false, true, 124).words(124),
+            "stopped at --max-hold, exit 124"
+        );
+        assert_eq!(
+            Outcome::of_record(false, true, 79).words(79),
+            "lost the lock, exit 79"
+        );
+        assert_eq!(Outcome::of_record(false, false, 3).words(3), "exit 3");
+        let mut ranks: Vec<u8> = ROWS.iter().filter_map(|r| r.mark).map(|m| m.rank).collect();
+        ranks.sort();
+        ranks.dedup();
+        assert_eq!(ranks.len(), 5, "distinct ranks");
+    }
+}
