@@ -26,7 +26,7 @@ use crate::error::{Error, Kind, Result, most_telling};
 use crate::history::Ending;
 use crate::holder::{Holder, Meta};
 use crate::keys::LockKeys;
-use crate::policy::{Mode, Order};
+use crate::policy::{Completion, Mode, Order};
 use crate::quorum::Nodes;
 use crate::scripts::acquire::{self, Acquired};
 use crate::scripts::release::{self, Outcome};
@@ -44,7 +44,7 @@ pub struct Lease {
     token: String,
     ttl: Duration,
     /// `--once-per`: the period whose slot may run once (ms; 0: none).
-    once_per_ms: u64,
+    completion: Completion,
     /// `--retain`: how long the fence counter and history outlive the last use.
     retain: Duration,
     /// What kind of lock the name is.
@@ -285,7 +285,7 @@ impl Lease {
             keys,
             token,
             ttl,
-            once_per_ms: 0,
+            completion: Completion::default(),
             retain: DEFAULT_RETAIN,
             mode: Mode::PLAIN,
             grant: OnceCell::new(),
@@ -321,10 +321,12 @@ impl Lease {
         self.grant.get().map_or(1, |g| g.slot)
     }
 
-    /// The lease of a `--once-per` run: an acquire in a slot of `period` that already
-    /// had a successful run gives [`Acquire::AlreadyRan`] and takes nothing.
-    pub fn once_per(mut self, period: Option<Duration>) -> Self {
-        self.once_per_ms = period.map_or(0, |p| p.as_millis().max(1) as u64);
+    /// What the run leaves when it ends and finds of earlier runs: with `--once-per`,
+    /// an acquire in a slot that already had a successful run gives
+    /// [`Acquire::AlreadyRan`] and takes nothing; with `--hold-min`, the release keeps
+    /// the lock until then.
+    pub fn completion(mut self, completion: Completion) -> Self {
+        self.completion = completion;
         self
     }
 
@@ -340,7 +342,7 @@ impl Lease {
 
     /// `--once-per`'s period, ms (0: none).
     pub fn once_per_ms(&self) -> u64 {
-        self.once_per_ms
+        self.completion.once_per_ms()
     }
 
     /// The fencing number of this lease's acquisition: larger than every earlier one
@@ -498,7 +500,7 @@ impl Lease {
                 ttl_ms: self.ttl_ms(),
                 heartbeat_ms,
                 known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
-                once_per_ms: self.once_per_ms,
+                once_per_ms: self.once_per_ms(),
                 retain_ms: self.retain_ms(),
                 who: &who,
                 meta: &fields,
@@ -677,7 +679,7 @@ impl Lease {
             token: &self.token,
             keep_ms,
             retain_ms: self.retain_ms(),
-            once_per: self.once_per_ms > 0,
+            once_per: self.once_per_ms() > 0,
             record: ending.map(Ending::record),
         };
         // Only the primary node wakes a waiter (see `Nodes::primary`).
@@ -741,7 +743,7 @@ impl Lease {
     /// A node that does not answer only matters when it could have made the difference.
     /// `key`: the lock key to look at (a semaphore's slot; else the lock's).
     pub async fn held_by(&self, key: &[u8], token: &str) -> Result<bool> {
-        let cmd = redis::cmd("GET").arg(key).clone();
+        let cmd = crate::redis::command::get(key);
         let results = self.nodes.each(|n| n.query::<Value>(&cmd)).await;
         let mut yes = 0;
         let mut errors = Vec::new();

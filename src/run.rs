@@ -191,7 +191,7 @@ async fn connect(
         match wait::connect(&config.conn.urls, timeout, patience, signals, report).await? {
             Ok(nodes) => Ok(
                 Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
-                    .once_per(config.policy.completion.once_per)
+                    .completion(config.policy.completion)
                     .retain(config.retain)
                     .mode(config.policy.mode),
             ),

@@ -18,10 +18,12 @@
 //! - `url.rs`: parse, check and redact URLs (data only);
 //! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
 //! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
+//! - `command.rs`: the plain commands sent outside scripts, each built by name;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
 
+pub(crate) mod command;
 mod connect;
 mod errors;
 mod node;

@@ -26,7 +26,7 @@ use super::{print_json, print_line};
 use crate::config::DoctorConfig;
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::keys::LockKeys;
-use crate::redis::{Lua, Node, RedisUrl, Topology};
+use crate::redis::{Lua, Node, RedisUrl, Topology, command};
 use crate::scripts::acquire;
 use judge::{Acl, Clock, Denied, Facts, Finding, Given, Info, Probe, Server, Severity, Timing};
 use needs::{Key, Need};
@@ -159,7 +159,7 @@ fn failed<T>(command: &'static str, e: Error) -> Probe<T> {
 
 /// INFO and CONFIG GET, per server (a cluster answers INFO from every server).
 async fn servers(node: &Node) -> Vec<(String, Server)> {
-    let info = node.query::<Value>(&redis::cmd("INFO")).await;
+    let info = node.query::<Value>(&command::info()).await;
     let save = config_get(node, "save").await;
     let fsync = config_get(node, "appendfsync").await;
     let pick = |probe: &Probe<Vec<(String, String)>>, address: &str| -> Probe<String> {
@@ -204,10 +204,7 @@ async fn servers(node: &Node) -> Vec<(String, Server)> {
 
 /// `CONFIG GET name`, per server.
 async fn config_get(node: &Node, name: &str) -> Probe<Vec<(String, String)>> {
-    match node
-        .query::<Value>(redis::cmd("CONFIG").arg("GET").arg(name))
-        .await
-    {
+    match node.query::<Value>(&command::config_get(name)).await {
         Ok(value) => Probe::Got(
             per_server(value)
                 .into_iter()
@@ -341,10 +338,7 @@ async fn acl(node: &Node, keys: &LockKeys, prefix: &str, given: Given) -> Acl {
         need.key
             .map(|_| printable_key(&args_of(need, keys, prefix)))
     };
-    let user = node
-        .query::<String>(redis::cmd("ACL").arg("WHOAMI"))
-        .await
-        .ok();
+    let user = node.query::<String>(&command::acl_whoami()).await.ok();
     if let Some(user) = &user
         && let Some(denied) = dryrun(node, user, &needs, keys, prefix).await
     {
@@ -427,11 +421,7 @@ async fn dryrun(
 ) -> Option<Vec<(Need, String)>> {
     let mut denied = Vec::new();
     for need in needs {
-        let mut cmd = redis::cmd("ACL");
-        cmd.arg("DRYRUN").arg(user);
-        for a in args_of(*need, keys, prefix) {
-            cmd.arg(a);
-        }
+        let cmd = command::acl_dryrun(user, args_of(*need, keys, prefix));
         match node.query::<Value>(&cmd).await {
             Ok(Value::Okay) => {}
             Ok(Value::SimpleString(s)) if s == "OK" => {}
@@ -461,7 +451,7 @@ async fn clock(node: &Node) -> Probe<Clock> {
     for _ in 0..TIME_SAMPLES {
         let sent = SystemTime::now();
         let start = Instant::now();
-        let reply = node.query::<(String, String)>(&redis::cmd("TIME")).await;
+        let reply = node.query::<(String, String)>(&command::time()).await;
         let rtt = start.elapsed();
         let (secs, micros) = match reply {
             Ok(pair) => pair,
@@ -486,8 +476,8 @@ async fn clock(node: &Node) -> Probe<Clock> {
 
 /// Round trips of PING (or, when the ACL forbids PING, of EXISTS on the lock key).
 async fn latency(node: &Node, keys: &LockKeys) -> Probe<Vec<Duration>> {
-    let ping = redis::cmd("PING");
-    let exists = redis::cmd("EXISTS").arg(&keys.lock).clone();
+    let ping = command::ping();
+    let exists = command::exists(&keys.lock);
     let mut cmd = &ping;
     let mut rtts = Vec::with_capacity(PINGS);
     while rtts.len() < PINGS {

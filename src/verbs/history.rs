@@ -91,11 +91,7 @@ async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration)
 /// error naming it. Over several nodes, what the answering nodes hold.
 pub async fn read(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<RunRecord>> {
     let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_sub(1);
-    let cmd = redis::cmd("LRANGE")
-        .arg(&keys.history)
-        .arg(0)
-        .arg(last)
-        .clone();
+    let cmd = crate::redis::command::lrange_head(&keys.history, last);
     let results = nodes.each(|n| n.query::<Vec<Vec<u8>>>(&cmd)).await;
     let mut per_node = Vec::new();
     let mut errors = Vec::new();

@@ -13,6 +13,7 @@ use crate::holder::{Holder, Who};
 use crate::keys::LockKeys;
 use crate::policy::Mode;
 use crate::quorum::Nodes;
+use crate::redis::command;
 use crate::report::{human, printable, rfc3339};
 use crate::scripts::inspect::{self, Inspected};
 
@@ -153,7 +154,7 @@ pub async fn holder(nodes: &Nodes, keys: &LockKeys) -> Result<Option<Holder>> {
 
 /// What kind of lock the name is in use as (the mode key: `limit L`, `fair`), if any.
 async fn mode(nodes: &Nodes, keys: &LockKeys) -> Option<String> {
-    let cmd = redis::cmd("GET").arg(&keys.mode).clone();
+    let cmd = command::get(&keys.mode);
     let results = nodes.each(|n| n.query::<Option<String>>(&cmd)).await;
     results.into_iter().flatten().flatten().next()
 }
@@ -164,17 +165,14 @@ async fn queue(nodes: &Nodes, keys: &LockKeys) -> Vec<Waiting> {
     let Some(node) = nodes.primary() else {
         return Vec::new();
     };
-    let order = redis::cmd("ZRANGE").arg(&keys.queue).arg(0).arg(-1).clone();
+    let order = command::zrange_all(&keys.queue);
     let Ok(tokens) = node.query::<Vec<Vec<u8>>>(&order).await else {
         return Vec::new();
     };
     if tokens.is_empty() {
         return Vec::new();
     }
-    let who = redis::cmd("HMGET")
-        .arg(&keys.queue_info)
-        .arg(&tokens)
-        .clone();
+    let who = command::hmget(&keys.queue_info, &tokens);
     let infos: Vec<Option<Vec<u8>>> = node.query(&who).await.unwrap_or_default();
     tokens
         .iter()

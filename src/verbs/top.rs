@@ -87,7 +87,7 @@ async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
     let Some(node) = nodes.primary() else {
         return 0;
     };
-    let cmd = redis::cmd("SCARD").arg(&keys.waiters).clone();
+    let cmd = crate::redis::command::scard(&keys.waiters);
     node.query::<u64>(&cmd).await.unwrap_or(0)
 }
 
