@@ -1,6 +1,7 @@
-//! Acquire: take a plain lock ([`PLAIN`]), a semaphore's slot ([`SEMAPHORE`]) or a fair
-//! queue's turn ([`FAIR`]); one typed [`Request`] builds the call of each, and one
-//! decoder reads their replies ([`Acquired`]).
+//! Acquire: take a plain lock ([`PLAIN`]), a semaphore's slot (`holders::SEMAPHORE`) or
+//! a fair queue's turn (`queue::FAIR`); one typed [`Request`] builds the call of each,
+//! and one decoder reads their replies ([`Acquired`]). The functions every acquire
+//! script shares are here ([`TAKING`]) and, by axis, in `completion` and `waiters`.
 //!
 //! Every acquisition draws the lock's fencing number: larger than the counter's last
 //! number and than the server's time in microseconds (`TIME`), so that it stays
@@ -74,12 +75,12 @@ impl Request<'_> {
                 for slot in &slots {
                     keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
                 }
-                invocation(&SEMAPHORE, &keys)
+                invocation(&super::holders::SEMAPHORE, &keys)
             }
             (Holders::Exclusive, Order::Fifo) => {
                 let own = k.own_wake(self.token);
                 invocation(
-                    &FAIR,
+                    &super::queue::FAIR,
                     &[
                         &k.lock,
                         &k.meta,
@@ -178,7 +179,9 @@ pub fn decode(value: Value) -> Option<Acquired> {
 ///   keeps the counter at the number for `retain` ms; a refusal undoes the SET;
 /// - `refresh(...)`: for a lock already ours, renews it and its metadata (when ours)
 ///   and returns its fencing number;
-/// - `once_per(history, period)`: the `--once-per` check (see the module's doc).
+///
+/// then the completion fragment (`completion::FRAGMENT`: `once_per`, `mark`) and the
+/// waiters' (`waiters::FRAGMENT`: `join`, `leave`, `leave_taken`).
 const TAKING: &str = r#"
 local function foreign(role, key)
   return {-2, role, redis.call('TYPE', key)['ok']}
@@ -222,82 +225,28 @@ local function refresh(lock, meta, ttl)
   end
   return 0
 end
-local function once_per(history, period, lock)
-  if period <= 0 then return nil end
-  local now = now_ms()
-  local slot = now - (now % period)
-  local kind = redis.call('TYPE', history)['ok']
-  if kind == 'list' then
-    for _, record in ipairs(redis.call('LRANGE', history, 0, -1)) do
-      local ok, run = pcall(cjson.decode, record)
-      -- Newest end first: a run that started before the slot may have ended after one
-      -- that started in it, so the scan goes on to the first run that ended before.
-      -- A start mark (see `mark`) of a run that no longer holds the lock and whose
-      -- command started is a run whose end was never recorded: it may have succeeded,
-      -- so it closes its slot. A mark whose command never started (`"started":false`:
-      -- the grant's reply, or the run, was lost before the start) does not, and
-      -- neither does the caller's own (a try after its own ambiguous grant).
-      if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
-        if type(run.end_ms) == 'number' and run.end_ms < slot then break end
-        if run.start_ms >= slot and run.token ~= ARGV[1] then
-          if run.running == true then
-            if run.started ~= false and redis.pcall('GET', lock) ~= run.token then
-              return {-4, slot, record}
-            end
-          elseif run.status == 0 then
-            return {-4, slot, record}
-          end
-        end
-      end
-    end
-  elseif kind ~= 'none' then
-    return {-2, 'history', kind}
-  end
-  return nil
-end
--- A `--once-per` run marks its grant in the history as it takes the lock, says when
--- its command starts (see [`STARTED`]), and its release replaces the mark with the
--- run's record. A started mark left alone (the release never reached Redis) keeps the
--- slot closed; a mark whose command never started does not.
-local function mark(history, period, retain)
-  if period <= 0 then return end
-  local start = '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms()) .. ',"running":true,"started":false}'
-  if type(redis.pcall('LPUSH', history, start)) == 'number' then
-    redis.call('PEXPIRE', history, retain)
-  end
-end
-local function join(waiters, token, heartbeat)
-  if type(redis.pcall('SADD', waiters, token)) ~= 'number' then
-    return foreign('waiters', waiters)
-  end
-  if redis.call('PTTL', waiters) < heartbeat then
-    redis.call('PEXPIRE', waiters, heartbeat)
-  end
-  return nil
-end
--- A wake list is emptied with LTRIM (an empty list is removed), never DEL: a key of
--- another type there is someone else's, and LTRIM on it fails (pcall) and leaves it.
-local function leave(waiters, wake, token)
-  if redis.pcall('SREM', waiters, token) == 1 and redis.call('EXISTS', waiters) == 0 then
-    redis.pcall('LTRIM', wake, 1, 0)
-  end
-end
--- A plain lock has one holder: once it is taken, a wake-up in the list is of use to
--- nobody (whoever pops it finds the lock held), so the taker clears the list whether
--- or not others wait: one DEL, where `leave` spends EXISTS and DEL.
-local function leave_taken(waiters, wake, token)
-  if redis.pcall('SREM', waiters, token) == 1 then
-    redis.pcall('LTRIM', wake, 1, 0)
-  end
-end
 "#;
 
-fn text(body: &str) -> String {
+/// The functions every acquire script defines: [`TAKING`], then the completion and
+/// the waiters' fragments, each joined without the blank first line its raw string
+/// starts with, so that the assembled texts are byte for byte what one block was (the
+/// SHA1 test holds them).
+fn taking() -> String {
+    [
+        TAKING,
+        super::completion::FRAGMENT.trim_start_matches('\n'),
+        super::waiters::FRAGMENT.trim_start_matches('\n'),
+    ]
+    .concat()
+}
+
+/// An acquire script's text: the shared Lua spliced in where the body says so.
+pub(super) fn text(body: &str) -> String {
     splice(
         body,
         &[
             ("CLOCK", CLOCK),
-            ("TAKING", TAKING),
+            ("TAKING", &taking()),
             ("MAX_BEAT", &FIFO_MAX_BEAT.as_millis().to_string()),
         ],
     )
@@ -354,201 +303,8 @@ pub static PLAIN: Lua = Lua::new("ee38de9562eb6ab87875181715b99671744e2569", || 
     PLAIN_TEXT.as_str()
 });
 
-/// A slot of a semaphore (`--limit L`, L > 1). KEYS: mode, waiters, wake, fence,
-/// history, then the lock and metadata key of each slot 1..L. ARGV: token, ttl ms,
-/// heartbeat ms, known holder, once-per ms, retain ms, L, meta field/value pairs.
-/// Busy names the holder of the slot that expires first (the earliest a slot can come
-/// free without a release).
-///
-/// Each slot is an ordinary lock (`SET NX PX`, its own metadata), tried in order; the
-/// first free one is taken. The mode key says `limit L` while any slot is held (kept at
-/// least as long as the holders' ttl here and by their renewals): a run asking another
-/// L, or a plain run, is refused while it is there (`{-6, mode}`, or `{-6, 'plain'}`
-/// when a plain holder has the lock key). Cost: up to L SETs, and on busy L GETs and
-/// PTTLs.
-pub static SEMAPHORE_TEXT: LazyLock<String> = LazyLock::new(|| {
-    text(
-        r#"
---CLOCK--
---TAKING--
-local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local limit = tonumber(ARGV[7])
-local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6])
-if refused then return refused end
-local want = 'limit ' .. limit
-local mode = redis.pcall('GET', KEYS[1])
-if type(mode) == 'table' then return foreign('mode', KEYS[1]) end
-if mode then
-  if mode ~= want then return {-6, mode} end
-elseif redis.call('EXISTS', KEYS[6]) == 1 then
-  return {-6, 'plain'}
-end
-for i = 1, limit do
-  local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-    local fence, refused = stamp(lock, meta, KEYS[4], ttl, ARGV[6], {'slot', i}, 8)
-    if refused then return refused end
-    if redis.call('PTTL', KEYS[1]) < ttl then
-      redis.call('SET', KEYS[1], want, 'PX', ttl)
-    end
-    if heartbeat > 0 then leave(KEYS[2], KEYS[3], token) end
-    return {1, fence, now_ms(), i}
-  end
-end
-local first, first_pttl = 0, -1
-for i = 1, limit do
-  local lock, meta = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-  local holder = redis.pcall('GET', lock)
-  if type(holder) ~= 'string' then return foreign(i == 1 and 'lock' or 'slot', lock) end
-  if holder == token then
-    return {2, refresh(lock, meta, ttl), now_ms(), i}
-  end
-  local pttl = redis.call('PTTL', lock)
-  if first == 0 or (pttl >= 0 and (first_pttl < 0 or pttl < first_pttl)) then
-    first, first_pttl = i, pttl
-  end
-end
-if heartbeat > 0 then
-  local refused = join(KEYS[2], token, heartbeat)
-  if refused then return refused end
-end
-local lock, meta = KEYS[4 + 2 * first], KEYS[5 + 2 * first]
-local holder = redis.call('GET', lock)
-local meta_pairs = {}
-if holder ~= ARGV[4] and redis.call('TYPE', meta)['ok'] == 'hash' then
-  meta_pairs = redis.call('HGETALL', meta)
-end
-return {0, holder, first_pttl, meta_pairs}
-"#,
-    )
-});
-pub static SEMAPHORE: Lua = Lua::new("30766eeb2fbcc7502ecda7e5cf024af1fb7ad60f", || {
-    SEMAPHORE_TEXT.as_str()
-});
-
-/// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,
-/// beats, fence, history, mode, queue info, this waiter's wake list. ARGV: token, ttl
-/// ms, heartbeat ms (0: try without joining the queue), known holder, once-per ms,
-/// retain ms, who this waiter is (JSON for `status`), meta field/value pairs. Busy adds
-/// this waiter's place, the queue's length and the head to wake (`{0, holder, pttl,
-/// meta, place, waiting, head}`; place 0: not in the queue; holder '' when the lock is
-/// free but promised to the head, with the time until the head's heartbeat runs out as
-/// pttl; head '' when nobody is to be woken).
-///
-/// The queue is a sorted set of tokens by ticket (tickets are drawn like fencing
-/// numbers, which only grow, so arrival order is the ticket order), with each waiter's
-/// heartbeat deadline (server time) in a second sorted set: every try drops the waiters
-/// whose heartbeat ran out, so a dead waiter holds the line for at most its heartbeat;
-/// when that makes a new head while the lock is free, the head is returned to be woken
-/// (its wake list is not one of this script's KEYS). Only the head may take a free
-/// lock. The mode key says `fair` while the lock is held or anyone waits; a plain run
-/// or a semaphore is refused meanwhile, and a fair run is refused beside a plain
-/// holder. Cost: TIME, GET, ZRANGEBYSCORE, ZRANGE, then SET … (taken) or ZSCORE, ZADD,
-/// PTTLs, ZRANK, ZCARD (waiting); O(1) in the number of waiters but for the dead ones
-/// dropped.
-pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
-    text(
-        r#"
---CLOCK--
---TAKING--
-local token, ttl = ARGV[1], tonumber(ARGV[2])
-local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1])
-if refused then return refused end
-local now = now_ms()
-local mode = redis.pcall('GET', KEYS[7])
-if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
-if mode then
-  if mode ~= 'fair' then return {-6, mode} end
-elseif redis.call('EXISTS', KEYS[1]) == 1 then
-  return {-6, 'plain'}
-end
--- Gone: a heartbeat that ran out, or a deadline no waiter can claim (further than the
--- longest heartbeat from now: written by hand, or by a broken clock).
-local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
-for _, far in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. int(now + --MAX_BEAT--), '+inf')) do
-  table.insert(dead, far)
-end
-local function drop(gone)
-  redis.call('ZREM', KEYS[3], gone)
-  redis.call('ZREM', KEYS[4], gone)
-  redis.pcall('HDEL', KEYS[8], gone)
-end
-for _, gone in ipairs(dead) do drop(gone) end
-local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
--- A head without a heartbeat entry would hold the line for good.
-while head and head ~= token and not redis.call('ZSCORE', KEYS[4], head) do
-  drop(head)
-  table.insert(dead, head)
-  head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-end
-if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 8)
-  if refused then return refused end
-  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
-  if head then
-    redis.call('ZREM', KEYS[3], token)
-    redis.call('ZREM', KEYS[4], token)
-    redis.call('HDEL', KEYS[8], token)
-    redis.pcall('LTRIM', KEYS[9], 1, 0)
-  end
-  if redis.call('PTTL', KEYS[7]) < ttl then
-    redis.call('SET', KEYS[7], 'fair', 'PX', ttl)
-  end
-  return {1, fence, now, 1}
-end
-local holder = redis.pcall('GET', KEYS[1])
-if type(holder) == 'table' then return foreign('lock', KEYS[1]) end
-if holder == token then
-  return {2, refresh(KEYS[1], KEYS[2], ttl), now, 1}
-end
-if heartbeat > 0 then
-  if not redis.call('ZSCORE', KEYS[3], token) then
-    local ticket, refused = draw(KEYS[5])
-    if refused then return refused end
-    redis.call('SET', KEYS[5], int(ticket), 'PX', ARGV[6])
-    redis.call('ZADD', KEYS[3], ticket, token)
-    redis.call('HSET', KEYS[8], token, ARGV[7])
-  end
-  redis.call('ZADD', KEYS[4], now + heartbeat, token)
-  local keep = math.max(heartbeat, ttl)
-  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[8]}) do
-    if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, keep) end
-  end
-  if redis.call('PTTL', KEYS[7]) < keep then
-    redis.call('SET', KEYS[7], 'fair', 'PX', keep)
-  end
-end
-head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-local pttl
-local wake = ''
-if holder then
-  pttl = redis.call('PTTL', KEYS[1])
-else
-  holder = ''
-  pttl = 0
-  if head then
-    pttl = math.max(0, (tonumber(redis.call('ZSCORE', KEYS[4], head)) or now) - now)
-    -- A new head may be asleep: its turn has come.
-    if #dead > 0 and head ~= token then wake = head end
-  end
-end
-local meta = {}
-if holder ~= '' and holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
-  meta = redis.call('HGETALL', KEYS[2])
-end
-local place = redis.call('ZRANK', KEYS[3], token)
-place = place and place + 1 or 0
-return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
-"#,
-    )
-});
-pub static FAIR: Lua = Lua::new("ed06c32d3de5a91c033e0b273461002a44bcd744", || {
-    FAIR_TEXT.as_str()
-});
-
 /// The calls every acquire script shares (the `TAKING` functions and the clock).
-macro_rules! taking {
+macro_rules! taking_calls {
     ($($extra:expr),* $(,)?) => {
         &[
             bare("time"),
@@ -577,49 +333,13 @@ macro_rules! taking {
     };
 }
 
-pub const PLAIN_CALLS: &[Need] = taking![
+pub(super) use taking_calls;
+
+pub const PLAIN_CALLS: &[Need] = taking_calls![
     on("set", Key::Lock),
     on("type", Key::Meta),
     on("hgetall", Key::Meta),
     on("pttl", Key::Lock),
-];
-
-pub const SEMAPHORE_CALLS: &[Need] = taking![
-    on("exists", Key::Lock),
-    on("set", Key::Slot),
-    on("del", Key::Slot),
-    on("pttl", Key::Mode),
-    on("set", Key::Mode),
-    on("get", Key::Slot),
-    on("pttl", Key::Slot),
-    on("pexpire", Key::Slot),
-    on("type", Key::Meta),
-    on("hgetall", Key::Meta),
-];
-
-pub const FAIR_CALLS: &[Need] = taking![
-    on("exists", Key::Lock),
-    on("zrangebyscore", Key::Beats),
-    on("zrem", Key::Queue),
-    on("zrem", Key::Beats),
-    on("hdel", Key::QueueInfo),
-    on("zrange", Key::Queue),
-    on("set", Key::Lock),
-    on("ltrim", Key::OwnWake),
-    on("pttl", Key::Mode),
-    on("set", Key::Mode),
-    on("zscore", Key::Queue),
-    on("zadd", Key::Queue),
-    on("hset", Key::QueueInfo),
-    on("zadd", Key::Beats),
-    on("pttl", Key::Queue),
-    on("pexpire", Key::Queue),
-    on("pttl", Key::Lock),
-    on("zscore", Key::Beats),
-    on("type", Key::Meta),
-    on("hgetall", Key::Meta),
-    on("zrank", Key::Queue),
-    on("zcard", Key::Queue),
 ];
 
 #[cfg(test)]
@@ -631,8 +351,14 @@ mod tests {
     fn calls_match_the_lua() {
         for (text, calls) in [
             (&*PLAIN_TEXT, PLAIN_CALLS),
-            (&*SEMAPHORE_TEXT, SEMAPHORE_CALLS),
-            (&*FAIR_TEXT, FAIR_CALLS),
+            (
+                &*super::super::holders::SEMAPHORE_TEXT,
+                super::super::holders::SEMAPHORE_CALLS,
+            ),
+            (
+                &*super::super::queue::FAIR_TEXT,
+                super::super::queue::FAIR_CALLS,
+            ),
         ] {
             assert_calls_match(text, calls);
             assert_keys_declared(text);

@@ -38,10 +38,13 @@
 //! by EVAL with the text ([`crate::redis::Lua`]).
 
 pub mod acquire;
+mod completion;
 pub mod fence;
 pub mod force;
 pub mod forget;
+pub mod holders;
 pub mod inspect;
+pub mod queue;
 pub mod release;
 pub mod renew;
 pub mod started;
@@ -172,8 +175,8 @@ impl Which {
     pub fn calls(self) -> &'static [Need] {
         match self {
             Which::Acquire => acquire::PLAIN_CALLS,
-            Which::SemAcquire => acquire::SEMAPHORE_CALLS,
-            Which::FairAcquire => acquire::FAIR_CALLS,
+            Which::SemAcquire => holders::SEMAPHORE_CALLS,
+            Which::FairAcquire => queue::FAIR_CALLS,
             Which::RaiseFence => fence::CALLS,
             Which::Renew => renew::CALLS,
             Which::Release => release::CALLS,
@@ -195,8 +198,8 @@ impl Which {
     pub fn script(self) -> &'static Lua {
         match self {
             Which::Acquire => &acquire::PLAIN,
-            Which::SemAcquire => &acquire::SEMAPHORE,
-            Which::FairAcquire => &acquire::FAIR,
+            Which::SemAcquire => &holders::SEMAPHORE,
+            Which::FairAcquire => &queue::FAIR,
             Which::RaiseFence => &fence::RAISE,
             Which::Renew => &renew::RENEW,
             Which::Release => &release::RELEASE,

@@ -1,7 +1,8 @@
 //! The waiters: join without acquiring (`redlock wait`: [`WATCH`]; a Redlock waiter on
 //! the primary node: [`JOIN`]), leave ([`LEAVE`]),
 //! leave handing a wake-up on ([`HAND_ON`]), leave a fair queue ([`FAIR_LEAVE`]).
-//! Waiters join when an acquire finds the lock busy (see `acquire`).
+//! Waiters join when an acquire finds the lock busy (see `acquire`), through the
+//! functions of [`FRAGMENT`], which every acquire script defines.
 
 use redis::Value;
 
@@ -10,6 +11,39 @@ use crate::redis::{Call, Lua};
 use super::{Key, Need, WAKE_TTL_MS, invocation, on};
 use crate::keys::LockKeys;
 use crate::redis::reply::{array, int, string};
+
+/// The waiters' functions every acquire script defines (spliced by `acquire::text`):
+/// - `join(waiters, token, heartbeat)`: joins the waiters set, keeping it a heartbeat;
+/// - `leave(waiters, wake, token)`: leaves it, emptying the wake list after the last;
+/// - `leave_taken(waiters, wake, token)`: leaves it having taken a plain lock.
+///
+/// Their commands are in every acquire script's CALLS (`acquire::taking_calls`).
+pub(super) const FRAGMENT: &str = r#"
+local function join(waiters, token, heartbeat)
+  if type(redis.pcall('SADD', waiters, token)) ~= 'number' then
+    return foreign('waiters', waiters)
+  end
+  if redis.call('PTTL', waiters) < heartbeat then
+    redis.call('PEXPIRE', waiters, heartbeat)
+  end
+  return nil
+end
+-- A wake list is emptied with LTRIM (an empty list is removed), never DEL: a key of
+-- another type there is someone else's, and LTRIM on it fails (pcall) and leaves it.
+local function leave(waiters, wake, token)
+  if redis.pcall('SREM', waiters, token) == 1 and redis.call('EXISTS', waiters) == 0 then
+    redis.pcall('LTRIM', wake, 1, 0)
+  end
+end
+-- A plain lock has one holder: once it is taken, a wake-up in the list is of use to
+-- nobody (whoever pops it finds the lock held), so the taker clears the list whether
+-- or not others wait: one DEL, where `leave` spends EXISTS and DEL.
+local function leave_taken(waiters, wake, token)
+  if redis.pcall('SREM', waiters, token) == 1 then
+    redis.pcall('LTRIM', wake, 1, 0)
+  end
+end
+"#;
 
 /// Join the waiters without trying to acquire. KEYS: lock, waiters. ARGV: token,
 /// heartbeat ms. Returns `{0}` free, `{-1, type}` not a lock, `{1, pttl}` held (and
