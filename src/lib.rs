@@ -3,9 +3,9 @@
 //!
 //! Module map, top down (each layer imports only from below it):
 //! - [`entry`]: the entry points both binaries call: arguments in, exit status out;
-//! - `run`: the wrapper end to end; `verbs/`: status, list, release, acquire, extend,
-//!   wait, history, doctor (with `doctor/judge` and `doctor/needs`); [`docs`]: man
-//!   pages and completions;
+//! - `run/`: the wrapper end to end, as named stages (one term: take, run, release);
+//!   `verbs/`: status, list, release, acquire, extend, wait, history, doctor (with
+//!   `doctor/judge` and `doctor/needs`); [`docs`]: man pages and completions;
 //! - `supervise`: the one supervisor loop; `wait/`: waiting for a busy lock (woken
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard

@@ -9,7 +9,7 @@ use crate::exit;
 use crate::holder::{Meta, PidFrom};
 use crate::lease::{Lease, new_token};
 use crate::report::Reporter;
-use crate::wait::{self, Patience, Waited, busy_note};
+use crate::wait::{self, Connected, Patience, Waited, busy_note};
 
 pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
     let mut signals = crate::signals::listen()
@@ -22,8 +22,8 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
     let timeout = config.conn.timeout_for(config.ttl);
     let nodes =
         match wait::connect(&config.conn.urls, timeout, &patience, &mut signals, &report).await? {
-            Ok(nodes) => nodes,
-            Err(sig) => return Ok(exit::from_signal(sig as i32)),
+            Connected::Up(nodes) => nodes,
+            Connected::Interrupted(sig) => return Ok(exit::from_signal(sig as i32)),
         };
     let lease = Lease::new(nodes, config.keys, config.ttl, new_token()).retain(config.retain);
     // The lock belongs to the script that called us, not to this short-lived process

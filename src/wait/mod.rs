@@ -57,19 +57,26 @@ pub enum Waited {
     },
 }
 
+/// How connecting ended, short of an error.
+pub enum Connected {
+    Up(Nodes),
+    /// A signal ended the wait for Redis.
+    Interrupted(Signal),
+}
+
 /// Connects to the nodes of `urls`; while `patience` lasts, an unreachable Redis is tried
-/// again with backoff. `Ok(Err(signal))` when a signal ended the wait.
+/// again with backoff.
 pub async fn connect(
     urls: &[crate::redis::RedisUrl],
     timeout: Duration,
     patience: &Patience,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
-) -> Result<std::result::Result<Nodes, Signal>> {
+) -> Result<Connected> {
     let mut attempt: u32 = 0;
     loop {
         let err = match Nodes::connect(urls, timeout).await {
-            Ok(nodes) => return Ok(Ok(nodes)),
+            Ok(nodes) => return Ok(Connected::Up(nodes)),
             Err(e) if e.is_transient() && patience.allows_waiting() => e,
             Err(e) => return Err(e),
         };
@@ -83,7 +90,7 @@ pub async fn connect(
             _ = tokio::time::sleep(nap) => {}
             Some(sig) = signals.recv() => {
                 if crate::signals::ends_wait(sig) {
-                    return Ok(Err(sig));
+                    return Ok(Connected::Interrupted(sig));
                 }
             }
         }

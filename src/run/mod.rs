@@ -1,0 +1,175 @@
+//! `redlock-run` / `redlock run` from a checked configuration to an exit status, as
+//! named stages that read top to bottom ([`stages`]): find the command and take over
+//! the signals, queue on this host, connect, run at once when nested in a holder of the
+//! lock, then one term (`term.rs`: take the lock, run the command under the supervisor,
+//! release, report). Each stage returns a [`Step`]: what the next stage needs, or the
+//! [`End`] of the run. A run that does not start its command leaves no lock behind.
+//!
+//! - `term.rs`: one term: take, start, supervise, finish (what `--elect` will repeat);
+//! - `command.rs`: the command's start under the lock's environment and its supervision;
+//! - `nested.rs`: a run inside a holder of its own lock;
+//! - `release.rs`: the release with retries, the status it makes, the `released` event.
+
+mod command;
+mod nested;
+mod release;
+mod term;
+
+use std::path::PathBuf;
+
+use nix::sys::signal::Signal;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::child;
+use crate::config::{RunConfig, Wait};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::lease::{Lease, new_token};
+use crate::report::Reporter;
+use crate::wait::{self, Connected, Entered, Head, LocalQueue, Patience, Progress};
+
+type Signals = UnboundedReceiver<Signal>;
+
+/// How a run ends before its last stage: with this exit status (busy, interrupted, a
+/// nested run's command), or with an error (its kind decides the status).
+pub enum End {
+    Status(u8),
+    Failed(Error),
+}
+
+impl From<Error> for End {
+    fn from(e: Error) -> End {
+        End::Failed(e)
+    }
+}
+
+/// What a stage hands to the next, or how the run ends there.
+type Step<T> = std::result::Result<T, End>;
+
+/// What every stage of a run shares.
+struct Run<'r> {
+    config: RunConfig,
+    /// The command's program, found before anything is asked of Redis.
+    program: PathBuf,
+    signals: Signals,
+    patience: Patience,
+    report: &'r Reporter,
+}
+
+/// Runs the wrapper; returns the exit status.
+pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
+    match stages(config, report).await {
+        Ok(status) | Err(End::Status(status)) => Ok(status),
+        Err(End::Failed(e)) => Err(e),
+    }
+}
+
+/// The run, stage by stage.
+async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
+    let mut run = Run::start(config, report)?;
+    let head = run.queue_locally().await?;
+    let lease = run.connect().await?;
+    nested::run_if_nested(&mut run, &lease).await?;
+    term::term(&mut run, &lease, head).await
+}
+
+impl<'r> Run<'r> {
+    /// Finds the command, takes over the forwarded signals and makes the wrapper the
+    /// subreaper of what the command leaves behind.
+    fn start(config: RunConfig, report: &'r Reporter) -> Result<Run<'r>> {
+        let program = child::resolve(&config.command[0])?;
+        let signals = crate::signals::listen()
+            .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+        Ok(Run {
+            patience: Patience::new(config.wait),
+            config,
+            program,
+            signals,
+            report,
+        })
+    }
+
+    /// Waits in this host's local queue until this run is the host's head (the one
+    /// that contends in Redis); `None`: it goes to Redis directly (no local queue for
+    /// `--wait 0`, `--fair`, a nested run, `--no-local-queue` or no usable directory, or
+    /// a head that does not progress). A wait that ran out there leaves one Redis try.
+    async fn queue_locally(&mut self) -> Step<Option<Head>> {
+        let (config, report) = (&self.config, self.report);
+        let uses = config.policy.mode.order.uses_local_queue();
+        if !self.patience.allows_waiting() || !uses || nested::is_nested(config) {
+            return Ok(None);
+        }
+        let Some(dir) = wait::resolve_dir(&config.local, report)? else {
+            return Ok(None);
+        };
+        let slots = config.policy.mode.slots();
+        let queue = LocalQueue::new(&dir, &config.keys, &config.conn.urls, slots);
+        let name = config.keys.display_name();
+        let mut progress = Progress::new(report, name.clone(), self.chatty());
+        let entered = queue.enter(&self.patience, &mut progress, &mut self.signals);
+        let entered = entered.await?;
+        progress.ended();
+        match entered {
+            Entered::Head(head) => {
+                if head.waited {
+                    report.verbose(|| format!("first of this host for {name}; trying Redis"));
+                }
+                Ok(Some(head))
+            }
+            Entered::Unavailable(why) => {
+                report.verbose(|| format!("not queueing on this host: {why}"));
+                Ok(None)
+            }
+            // One Redis try decides, and its busy line names the holder as it is now.
+            Entered::TimedOut => {
+                self.patience = Patience::new(Wait::For(std::time::Duration::ZERO));
+                Ok(None)
+            }
+            Entered::HeadStalled(why) => {
+                report.verbose(|| format!("{why}; waiting in Redis directly"));
+                Ok(None)
+            }
+            Entered::Interrupted(sig) => Err(self.interrupted_while_waiting(sig)),
+        }
+    }
+
+    /// Connects to the nodes (retried within `--wait`) and builds the lease over them.
+    async fn connect(&mut self) -> Step<Lease> {
+        let config = &self.config;
+        let timeout = config.budget.node_timeout;
+        let urls = &config.conn.urls;
+        let connected = wait::connect(
+            urls,
+            timeout,
+            &self.patience,
+            &mut self.signals,
+            self.report,
+        );
+        match connected.await? {
+            Connected::Up(nodes) => {
+                Ok(
+                    Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
+                        .completion(config.policy.completion)
+                        .retain(config.retain)
+                        .mode(config.policy.mode),
+                )
+            }
+            Connected::Interrupted(sig) => Err(self.interrupted_while_waiting(sig)),
+        }
+    }
+
+    /// Whether waiting may be reported off a terminal (see `wait/progress.rs`).
+    fn chatty(&self) -> bool {
+        self.config.busy_code != 0 || self.report.verbose
+    }
+
+    /// A signal ended the wait: nothing was run; the status is 128+N.
+    fn interrupted_while_waiting(&self, sig: Signal) -> End {
+        self.report.note(&format!(
+            "interrupted by {sig} while waiting; nothing was run"
+        ));
+        End::Status(exit::from_signal(sig as i32))
+    }
+}

@@ -1,0 +1,242 @@
+//! One term: take the lock (waiting as configured), say so, start the command under
+//! the supervisor, release and report. What `--elect` repeats; a run is one term.
+
+use super::release::{self, give_back};
+use super::{End, Run, Step, command};
+use crate::child;
+use crate::error::{Error, Kind};
+use crate::exit;
+use crate::guard::GroupGuard;
+use crate::history::RunRecord;
+use crate::holder::{self, Meta};
+use crate::lease::Lease;
+use crate::report::{human, rfc3339};
+use crate::supervise::{self, Held};
+use crate::timing::Point;
+use crate::wait::{self, Head, WaitAs, Waited};
+
+/// The term, stage by stage; its exit status.
+pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<u8> {
+    let meta = holder_meta(run, lease);
+    let (t_sent, guard) = take(run, lease, &meta, head).await?;
+    let acquired_at = crate::clock::now();
+    announce(run, lease);
+    interrupted_before_start(run, lease, acquired_at).await?;
+    if run.config.policy.completion.once_per.is_some() {
+        start_in_slot(run, lease, acquired_at).await?;
+    }
+    let held = Held {
+        lease,
+        budget: run.config.budget,
+        on_lost: run.config.on_lost,
+        t_sent,
+        give_up_at: run.config.max_hold.map(|d| t_sent + d),
+    };
+    let outcome = match command::run_command(run, Some(held), guard).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            give_back(lease, acquired_at, run.report).await;
+            return Err(e.into());
+        }
+    };
+    Ok(finish(run, lease, &meta, outcome, acquired_at).await)
+}
+
+/// The holder metadata this run records: who runs what.
+fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
+    let config = &run.config;
+    let argv: Vec<String> = config
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cmdline = match &config.label {
+        Some(label) => crate::error::one_line(label).chars().take(256).collect(),
+        None => holder::recorded_command(&argv, config.hide_args),
+    };
+    Meta::local(lease.token(), &cmdline, config.budget.ttl)
+}
+
+/// Takes the lock, waiting as configured: when it was sent for (the lease's clock
+/// starts there) and the command's group guard when one was forked while waiting (so
+/// that a hand-over only has to start the command). The host's local queue is left
+/// (`head` dropped) as soon as the lock is held or given up: the next run of this host
+/// contends in Redis from then on.
+async fn take(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    meta: &Meta,
+    head: Option<Head>,
+) -> Step<(Point, Option<GroupGuard>)> {
+    let how = WaitAs {
+        chatty: run.chatty(),
+        head: head.as_ref(),
+    };
+    let (config, report) = (&run.config, run.report);
+    let mut guard = None;
+    let waited = wait::acquire(
+        lease,
+        meta,
+        &run.patience,
+        how,
+        &mut run.signals,
+        report,
+        || guard = GroupGuard::fork(),
+    );
+    let waited = waited.await;
+    drop(head);
+    match waited? {
+        Waited::Acquired { t_sent } => Ok((t_sent, guard)),
+        Waited::Busy(holder) => {
+            let name = lease.keys().display_name();
+            wait::busy_note(&name, lease.limit(), &holder, config.busy_code, report);
+            Err(End::Status(config.busy_code))
+        }
+        Waited::Interrupted(sig) => Err(run.interrupted_while_waiting(sig)),
+        Waited::AlreadyRan { slot_ms, record } => {
+            already_ran(run, lease, slot_ms, &record);
+            Err(End::Status(run.config.busy_code))
+        }
+    }
+}
+
+/// Says the lock is taken: the `acquired` event, and a line with `--verbose`.
+fn announce(run: &Run<'_>, lease: &Lease) {
+    let (ttl, report) = (run.config.budget.ttl, run.report);
+    let name = lease.keys().display_name();
+    report.event(
+        "acquired",
+        &name,
+        serde_json::json!({
+            "token": &lease.token()[..8],
+            "fence": lease.fence(),
+            "slot": lease.is_semaphore().then(|| lease.slot()),
+            "waited_ms": run.patience.waited().as_millis() as u64,
+            "ttl_ms": ttl.as_millis() as u64,
+        }),
+    );
+    report.verbose(|| {
+        format!(
+            "acquired {name} (token {}, ttl {})",
+            &lease.token()[..8],
+            human(ttl)
+        )
+    });
+}
+
+/// `--once-per`: this slot already had a successful run; nothing runs. Said with
+/// `--verbose` only (a cron line every minute for a daily job would say it 1439 times a
+/// day), and as a `skipped` event. A slot closed by a run whose end was never recorded
+/// (it started, then its wrapper died or its release was lost: it may have succeeded)
+/// is said as a note too, with the reason `unfinished_run`: a slot that may have lost
+/// its run must not be skipped silently.
+fn already_ran(run: &Run<'_>, lease: &Lease, slot_ms: u64, record: &[u8]) {
+    let report = run.report;
+    let last = RunRecord::parse(record).unwrap_or_default();
+    let name = lease.keys().display_name();
+    let period = run.config.policy.completion.once_per.unwrap_or_default();
+    let line = || {
+        format!(
+            "{name} already ran in this --once-per {} slot (from {}): {}; not running",
+            human(period),
+            rfc3339(slot_ms),
+            last.describe()
+        )
+    };
+    let reason = if last.running {
+        report.note(&format!(
+            "{}; that run started at {} and its end was never recorded (its host may have died): check whether it did its work",
+            line(),
+            rfc3339(last.start_ms)
+        ));
+        "unfinished_run"
+    } else {
+        report.verbose(line);
+        "already_ran"
+    };
+    report.event(
+        "skipped",
+        &name,
+        serde_json::json!({
+            "reason": reason,
+            "slot_start_ms": slot_ms,
+            "once_per_ms": period.as_millis() as u64,
+            "last_run": last,
+        }),
+    );
+}
+
+/// A signal that arrived while connecting or during the last acquire round ends the
+/// run before the command starts, as it would have ended the wait.
+async fn interrupted_before_start(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    acquired_at: Point,
+) -> Step<()> {
+    while let Ok(sig) = run.signals.try_recv() {
+        if crate::signals::ends_wait(sig) {
+            // The command never ran: whatever the release finds, nothing ran unlocked.
+            give_back(lease, acquired_at, run.report).await;
+            run.report.note(&format!(
+                "interrupted by {sig} before the command started; nothing was run"
+            ));
+            return Err(End::Status(exit::from_signal(sig as i32)));
+        }
+    }
+    Ok(())
+}
+
+/// `--once-per`: records that the command starts, so that the slot is closed by this
+/// run even if it dies; a lock found gone, or a start that cannot be recorded, ends the
+/// run before the command starts (released, nothing run).
+async fn start_in_slot(run: &Run<'_>, lease: &Lease, acquired_at: Point) -> Step<()> {
+    let failed = match lease.mark_started().await {
+        Ok(true) => return Ok(()),
+        Ok(false) => Error::new(
+            Kind::Lost,
+            format!(
+                "lock {} lost before the command started; nothing was run",
+                lease.keys().display_name()
+            ),
+        ),
+        Err(e) => e.context("recording the --once-per start; nothing was run"),
+    };
+    give_back(lease, acquired_at, run.report).await;
+    Err(failed.into())
+}
+
+/// After the command: releases (with the run's record), says so in the `exited` event
+/// and returns the run's exit status: the command's, or the lost-lock (79) or
+/// `--max-hold` (124) code when the lock was lost while it ran or found lost at the
+/// release.
+async fn finish(
+    run: &Run<'_>,
+    lease: &Lease,
+    meta: &Meta,
+    outcome: supervise::Outcome,
+    acquired_at: Point,
+) -> u8 {
+    let code = child::exit_code(outcome.status);
+    let ended = (outcome.lost, outcome.lease_end);
+    let status = release::release_after(
+        &run.config,
+        lease,
+        meta,
+        ended,
+        code,
+        acquired_at,
+        run.report,
+    );
+    let status = status.await;
+    run.report.event(
+        "exited",
+        &lease.keys().display_name(),
+        serde_json::json!({
+            "command_status": code,
+            "status": status,
+            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
+            "fence": lease.fence(),
+        }),
+    );
+    status
+}
