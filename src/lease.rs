@@ -412,20 +412,33 @@ impl Lease {
             return Ok(Acquire::AlreadyRan { slot_ms, record });
         }
         if votes.yes >= self.nodes.quorum() && timing::validity(self.ttl, elapsed).is_some() {
-            if self.nodes.given() > 1 && !self.raise_fence(votes.fence).await {
-                let _ = self.release_all(0, None).await;
-                return Err(Error::unreachable(
-                    "could not record the fencing number on a quorum of nodes; trying again",
-                ));
-            }
-            let _ = self.grant.set(Grant {
-                fence: votes.fence,
-                server_ms: votes.now_ms,
-                slot: votes.slot.max(1),
-                keys: self.keys.for_slot(votes.slot.max(1)),
-            });
+            self.granted(&votes).await?;
             return Ok(Acquire::Acquired { t_sent });
         }
+        self.not_granted(votes, waiter).await
+    }
+
+    /// A quorum granted the lock in time: over several nodes its fencing number is
+    /// raised on a quorum first (or the grant is given back), then the grant is kept.
+    async fn granted(&self, votes: &Votes) -> Result<()> {
+        if self.nodes.given() > 1 && !self.raise_fence(votes.fence).await {
+            let _ = self.release_all(0, None).await;
+            return Err(Error::unreachable(
+                "could not record the fencing number on a quorum of nodes; trying again",
+            ));
+        }
+        let _ = self.grant.set(Grant {
+            fence: votes.fence,
+            server_ms: votes.now_ms,
+            slot: votes.slot.max(1),
+            keys: self.keys.for_slot(votes.slot.max(1)),
+        });
+        Ok(())
+    }
+
+    /// A round without a timely quorum: busy (the holder), or the most telling error;
+    /// whatever may have landed is taken back, but a queue's late grant.
+    async fn not_granted(&self, votes: Votes, waiter: Option<&Waiter>) -> Result<Acquire> {
         let keeps_place =
             self.mode.order.keeps_place_on_late_grant() && waiter.is_some() && votes.yes == 0;
         if (votes.yes > 0 || !votes.errors.is_empty()) && !keeps_place {

@@ -160,6 +160,30 @@ fn now_s() -> f64 {
     crate::clock::wall_ms() as f64 / 1e3
 }
 
+/// The text format being written: gauges under one set of labels.
+struct Text {
+    out: String,
+    labels: String,
+}
+
+impl Text {
+    /// A gauge with its HELP and TYPE lines and one row per (labels, value).
+    fn gauge(&mut self, metric: &str, help: &str, rows: &[(String, String)]) {
+        self.out
+            .push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
+        for (labels, value) in rows {
+            self.out
+                .push_str(&format!("{metric}{{{labels}}} {value}\n"));
+        }
+    }
+
+    /// A gauge with one row, under the run's labels.
+    fn one(&mut self, metric: &str, help: &str, value: String) {
+        let rows = [(self.labels.clone(), value)];
+        self.gauge(metric, help, &rows);
+    }
+}
+
 /// The file's text: at the start (`end` None) or the end of a run. `previous_success`:
 /// what the file said before; a success now replaces it.
 pub fn render(
@@ -172,81 +196,80 @@ pub fn render(
     if let Some(slot) = facts.slot {
         labels.push_str(&format!(",slot=\"{slot}\""));
     }
-    let mut out = String::new();
-    let mut gauge = |metric: &str, help: &str, rows: &[(String, String)]| {
-        out.push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
-        for (labels, value) in rows {
-            out.push_str(&format!("{metric}{{{labels}}} {value}\n"));
-        }
+    let mut text = Text {
+        out: String::new(),
+        labels,
     };
-    let one = |value: String| vec![(labels.clone(), value)];
-    gauge(
+    text.one(
         "redlock_running",
         "1 while the run holds the lock and its command runs, 0 after.",
-        &one(if end.is_some() { "0" } else { "1" }.into()),
+        if end.is_some() { "0" } else { "1" }.into(),
     );
-    gauge(
+    text.one(
         "redlock_last_run_start_timestamp_seconds",
         "When the last run started (Unix seconds).",
-        &one(seconds(facts.start_s)),
+        seconds(facts.start_s),
     );
-    gauge(
+    text.one(
         "redlock_last_run_waited_seconds",
         "How long the last run waited for the lock.",
-        &one(seconds(facts.waited_s)),
+        seconds(facts.waited_s),
     );
     if let Some(fence) = facts.fence {
-        gauge(
+        text.one(
             "redlock_fence",
             "The fencing number of the last run's acquisition.",
-            &one(fence.to_string()),
+            fence.to_string(),
         );
     }
     let mut success = previous_success;
     if let Some(end) = end {
-        let outcome = facts.outcome(end);
-        let held = facts.acquired_s.map_or(0.0, |a| (end.end_s - a).max(0.0));
-        gauge(
-            "redlock_last_run_end_timestamp_seconds",
-            "When the last run ended (Unix seconds).",
-            &one(seconds(end.end_s)),
-        );
-        gauge(
-            "redlock_last_run_duration_seconds",
-            "How long the last run held the lock (0 when it did not get it).",
-            &one(seconds(held)),
-        );
-        gauge(
-            "redlock_last_run_exit_status",
-            "The last run's exit status (the command's, or redlock-run's own code).",
-            &one(end.status.to_string()),
-        );
-        let rows: Vec<(String, String)> = crate::outcome::metric_labels()
-            .into_iter()
-            .map(|text| {
-                (
-                    format!("{labels},outcome=\"{text}\""),
-                    u8::from(outcome.metric() == Some(text)).to_string(),
-                )
-            })
-            .collect();
-        gauge(
-            "redlock_last_outcome",
-            "How the last run ended: 1 for its outcome, 0 for the others.",
-            &rows,
-        );
-        if outcome == Outcome::Ran && end.status == 0 {
-            success = Some(end.end_s);
-        }
+        success = render_end(&mut text, facts, end).or(success);
     }
     if let Some(success) = success {
-        gauge(
+        text.one(
             "redlock_last_success_timestamp_seconds",
             "When a run last ended with its command exiting 0 (kept across runs that did not).",
-            &one(seconds(success)),
+            seconds(success),
         );
     }
-    out
+    text.out
+}
+
+/// The gauges of a run's end; when it was a success, its time.
+fn render_end(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
+    let outcome = facts.outcome(end);
+    let held = facts.acquired_s.map_or(0.0, |a| (end.end_s - a).max(0.0));
+    text.one(
+        "redlock_last_run_end_timestamp_seconds",
+        "When the last run ended (Unix seconds).",
+        seconds(end.end_s),
+    );
+    text.one(
+        "redlock_last_run_duration_seconds",
+        "How long the last run held the lock (0 when it did not get it).",
+        seconds(held),
+    );
+    text.one(
+        "redlock_last_run_exit_status",
+        "The last run's exit status (the command's, or redlock-run's own code).",
+        end.status.to_string(),
+    );
+    let rows: Vec<(String, String)> = crate::outcome::metric_labels()
+        .into_iter()
+        .map(|label| {
+            (
+                format!("{},outcome=\"{label}\"", text.labels),
+                u8::from(outcome.metric() == Some(label)).to_string(),
+            )
+        })
+        .collect();
+    text.gauge(
+        "redlock_last_outcome",
+        "How the last run ended: 1 for its outcome, 0 for the others.",
+        &rows,
+    );
+    (outcome == Outcome::Ran && end.status == 0).then_some(end.end_s)
 }
 
 /// Seconds with millisecond precision.

@@ -25,17 +25,9 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Connected::Up(nodes) => nodes,
             Connected::Interrupted(sig) => return Ok(exit::from_signal(sig as i32)),
         };
-    let lease = Lease::new(nodes, config.keys, config.ttl, new_token()).retain(config.retain);
-    // The lock belongs to the script that called us, not to this short-lived process
-    // (nor to a subshell or `timeout` between the two).
-    // With --holder-pid the script says which process uses the lock; without, the
-    // caller is a guess from the process tree (shown by `status`, never proof for
-    // `release --if-dead`).
-    let (caller, from) = match config.holder_pid {
-        Some(pid) => (pid, PidFrom::Given),
-        None => (crate::holder::lasting_caller(), PidFrom::Guessed),
-    };
-    let meta = Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller, from);
+    let lease =
+        Lease::new(nodes, config.keys.clone(), config.ttl, new_token()).retain(config.retain);
+    let meta = callers_meta(&config, &lease);
     let chatty = config.busy_code != 0;
     match wait::acquire(
         &lease,
@@ -72,4 +64,16 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             "acquire found a --once-per slot it did not ask about",
         )),
     }
+}
+
+/// The metadata of a lock that belongs to the script that called us, not to this
+/// short-lived process (nor to a subshell or `timeout` between the two). With
+/// `--holder-pid` the script says which process uses the lock; without, the caller is a
+/// guess from the process tree (shown by `status`, never proof for `release --if-dead`).
+fn callers_meta(config: &AcquireConfig, lease: &Lease) -> Meta {
+    let (caller, from) = match config.holder_pid {
+        Some(pid) => (pid, PidFrom::Given),
+        None => (crate::holder::lasting_caller(), PidFrom::Guessed),
+    };
+    Meta::local(lease.token(), "redlock acquire", config.ttl).on_behalf_of(caller, from)
 }

@@ -56,6 +56,94 @@ const TICKS: [(u64, bool); 14] = [
     (7 * 86_400_000, true),
 ];
 
+/// Where a picture's columns fall: its window, the width of its bars and labels.
+struct Frame {
+    from_ms: u64,
+    to_ms: u64,
+    span: u64,
+    bar_w: usize,
+    label_w: usize,
+    color: bool,
+}
+
+impl Frame {
+    /// The column a time falls in.
+    fn col_of(&self, t: u64) -> usize {
+        let t = t.clamp(self.from_ms, self.to_ms) - self.from_ms;
+        ((u128::from(t) * self.bar_w as u128 / u128::from(self.span)) as usize).min(self.bar_w - 1)
+    }
+
+    /// The frame's glyphs: bar, left and right corner, rule, tick.
+    fn glyphs(&self) -> [&'static str; 5] {
+        if self.color {
+            ["│", "└", "┘", "─", "┬"]
+        } else {
+            ["|", "+", "+", "-", "+"]
+        }
+    }
+
+    /// One host's row: the worst mark of its runs in each column.
+    fn row(&self, host: &str, runs: &[&RunRecord]) -> String {
+        let mut row = vec![Cell::default(); self.bar_w];
+        for run in runs.iter().filter(|r| host_of(r) == host) {
+            let mark = Cell::of(run);
+            let (first, last) = (
+                self.col_of(run.start_ms),
+                self.col_of(end_of(run, self.to_ms)),
+            );
+            for cell in &mut row[first..=last] {
+                *cell = (*cell).max(mark);
+            }
+        }
+        let [bar, ..] = self.glyphs();
+        let label: String = host.chars().take(self.label_w).collect();
+        let mut out = format!("  {label:>w$} {bar}", w = self.label_w);
+        for mark in row {
+            out.push_str(mark.draw(self.color));
+        }
+        out.push_str(bar);
+        out.push('\n');
+        out
+    }
+
+    /// The time axis under the rows: ticks at a spacing that leaves room for their
+    /// labels, and the labels.
+    fn axis(&self) -> String {
+        let (from_ms, to_ms, bar_w) = (self.from_ms, self.to_ms, self.bar_w);
+        let [_, corner_l, corner_r, rule, tick_mark] = self.glyphs();
+        let (every, dated) = TICKS
+            .iter()
+            .copied()
+            .find(|(every, _)| (*every as u128 * bar_w as u128 / self.span as u128) >= 8)
+            .unwrap_or(TICKS[TICKS.len() - 1]);
+        let mut axis = vec![rule; bar_w];
+        let mut labels = vec![' '; bar_w + 1];
+        let mut tick = from_ms.div_ceil(every) * every;
+        while tick <= to_ms {
+            let col = self.col_of(tick);
+            axis[col] = tick_mark;
+            let text = stamp(tick, dated);
+            let text = if dated { &text[5..10] } else { &text[11..16] };
+            // A label that would run past the frame is left out (its tick stays).
+            if col + text.len() <= bar_w + 1 {
+                for (i, c) in text.chars().enumerate() {
+                    labels[col + i] = c;
+                }
+            }
+            tick += every;
+        }
+        let labels: String = labels.into_iter().collect();
+        format!(
+            "  {:w$} {corner_l}{}{corner_r}\n  {:w$}  {}\n",
+            "",
+            axis.concat(),
+            "",
+            labels.trim_end(),
+            w = self.label_w
+        )
+    }
+}
+
 /// The picture of one lock's `runs` between `from_ms` and `to_ms`.
 pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: Style) -> String {
     let span = to_ms.saturating_sub(from_ms).max(1);
@@ -74,9 +162,13 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         .clamp(4, 20);
     // "  host │bars│": the bars take what the label and the frame leave.
     let bar_w = style.width.saturating_sub(label_w + 5).max(10);
-    let col_of = |t: u64| -> usize {
-        let t = t.clamp(from_ms, to_ms) - from_ms;
-        ((u128::from(t) * bar_w as u128 / u128::from(span)) as usize).min(bar_w - 1)
+    let frame = Frame {
+        from_ms,
+        to_ms,
+        span,
+        bar_w,
+        label_w,
+        color: style.color,
     };
     let mut out = format!(
         "{name}: {} to {} UTC, one column {}\n",
@@ -88,55 +180,10 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         out.push_str("  no runs in this window\n");
         return out;
     }
-    let (bar, corner_l, corner_r, rule) = if style.color {
-        ("│", "└", "┘", "─")
-    } else {
-        ("|", "+", "+", "-")
-    };
     for host in &hosts {
-        let mut row = vec![Cell::default(); bar_w];
-        for run in shown.iter().filter(|r| host_of(r) == *host) {
-            let mark = Cell::of(run);
-            for cell in &mut row[col_of(run.start_ms)..=col_of(end_of(run, to_ms))] {
-                *cell = (*cell).max(mark);
-            }
-        }
-        let label: String = host.chars().take(label_w).collect();
-        out.push_str(&format!("  {label:>label_w$} {bar}"));
-        for mark in row {
-            out.push_str(mark.draw(style.color));
-        }
-        out.push_str(bar);
-        out.push('\n');
+        out.push_str(&frame.row(host, &shown));
     }
-    let (every, dated) = TICKS
-        .iter()
-        .copied()
-        .find(|(every, _)| (*every as u128 * bar_w as u128 / span as u128) >= 8)
-        .unwrap_or(TICKS[TICKS.len() - 1]);
-    let mut axis = vec![rule; bar_w];
-    let mut labels = vec![' '; bar_w + 1];
-    let mut tick = from_ms.div_ceil(every) * every;
-    while tick <= to_ms {
-        let col = col_of(tick);
-        axis[col] = if style.color { "┬" } else { "+" };
-        let text = stamp(tick, dated);
-        let text = if dated { &text[5..10] } else { &text[11..16] };
-        // A label that would run past the frame is left out (its tick stays).
-        if col + text.len() <= bar_w + 1 {
-            for (i, c) in text.chars().enumerate() {
-                labels[col + i] = c;
-            }
-        }
-        tick += every;
-    }
-    out.push_str(&format!(
-        "  {:label_w$} {corner_l}{}{corner_r}\n",
-        "",
-        axis.concat()
-    ));
-    let labels: String = labels.into_iter().collect();
-    out.push_str(&format!("  {:label_w$}  {}\n", "", labels.trim_end()));
+    out.push_str(&frame.axis());
     out
 }
 

@@ -290,18 +290,14 @@ fn unavailable(path: &Path, e: std::io::Error) -> Entered {
     Entered::Unavailable(format!("{}: {e}", path.display()))
 }
 
-/// Blocks in `flock` on a thread of its own (a blocked `flock` cannot be cancelled; the
-/// thread is left behind when the wait ends otherwise, and the process exits soon after,
-/// closing the file), while this thread shows the wait and listens for signals.
-async fn wait_in_kernel(
-    file: File,
-    mut watch: Watch,
-    patience: &Patience,
-    progress: &mut Progress<'_>,
-    signals: &mut UnboundedReceiver<Signal>,
-) -> Result<Entered> {
+/// What the `flock` thread answers: the lock, or why it could not be taken.
+type Locked = std::result::Result<Flock<File>, (File, nix::errno::Errno)>;
+
+/// Starts a thread that blocks in `flock` on `file` (retried on EINTR) and sends the
+/// lock when it has it.
+fn lock_on_a_thread(file: File) -> std::io::Result<tokio::sync::oneshot::Receiver<Locked>> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("local-queue".into())
         .stack_size(64 * 1024)
         .spawn(move || {
@@ -313,10 +309,24 @@ async fn wait_in_kernel(
                 }
             };
             let _ = tx.send(locked);
-        });
-    if let Err(e) = spawned {
-        return Ok(unavailable(&watch.path, e));
-    }
+        })?;
+    Ok(rx)
+}
+
+/// Blocks in `flock` on a thread of its own (a blocked `flock` cannot be cancelled; the
+/// thread is left behind when the wait ends otherwise, and the process exits soon after,
+/// closing the file), while this thread shows the wait and listens for signals.
+async fn wait_in_kernel(
+    file: File,
+    mut watch: Watch,
+    patience: &Patience,
+    progress: &mut Progress<'_>,
+    signals: &mut UnboundedReceiver<Signal>,
+) -> Result<Entered> {
+    let rx = match lock_on_a_thread(file) {
+        Ok(rx) => rx,
+        Err(e) => return Ok(unavailable(&watch.path, e)),
+    };
     tokio::pin!(rx);
     watch.look(patience, progress, true);
     let mut looked = crate::clock::now();

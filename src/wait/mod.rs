@@ -111,22 +111,7 @@ pub async fn acquire(
     report: &Reporter,
     before_waiting: impl FnOnce(),
 ) -> Result<Waited> {
-    let mut progress = Progress::new(report, lease.keys().display_name(), how.chatty);
-    if how.head.is_some_and(|h| h.waited) {
-        progress = progress.continuing();
-    }
-    let mut waiter = Waiter {
-        lease,
-        meta,
-        report,
-        patience: *patience,
-        progress,
-        head: how.head,
-        last: Holder::default(),
-        attempt: 0,
-        registered: Duration::MAX,
-        soon: false,
-    };
+    let mut waiter = Waiter::new(lease, meta, patience, how, report);
     // The first try, as no waiter yet: the common, uncontended case costs one round
     // trip and leaves nothing behind. In a fair queue a run that may wait takes its
     // place in line at once: its arrival is its place; so does a run that waited in its
@@ -155,6 +140,14 @@ pub async fn acquire(
     let joined = queue_now && failure.is_none();
     let waited = waiter.wait(signals, joined).await;
     waiter.progress.ended();
+    after_waiting(lease, &waited).await;
+    waited
+}
+
+/// What a wait leaves behind once it ended: the blocking connection of a run that took
+/// the lock is closed, a wake-up of no use to this run is handed on, and a run that
+/// gave up leaves the waiters.
+async fn after_waiting(lease: &Lease, waited: &Result<Waited>) {
     match waited {
         Ok(Waited::Acquired { .. }) => lease.nodes().iter().for_each(|n| n.close_blocking()),
         // The wake-up that brought it here is of use to the next waiter (a --once-per
@@ -169,7 +162,6 @@ pub async fn acquire(
             lease.leave().await
         }
     }
-    waited
 }
 
 /// How a run waits: whether it may say so off a terminal (see `progress.rs`), and
@@ -212,7 +204,32 @@ enum Tried {
     Failed(Error),
 }
 
-impl Waiter<'_> {
+impl<'a> Waiter<'a> {
+    fn new(
+        lease: &'a Lease,
+        meta: &'a Meta,
+        patience: &Patience,
+        how: WaitAs<'a>,
+        report: &'a Reporter,
+    ) -> Waiter<'a> {
+        let mut progress = Progress::new(report, lease.keys().display_name(), how.chatty);
+        if how.head.is_some_and(|h| h.waited) {
+            progress = progress.continuing();
+        }
+        Waiter {
+            lease,
+            meta,
+            report,
+            patience: *patience,
+            progress,
+            head: how.head,
+            last: Holder::default(),
+            attempt: 0,
+            registered: Duration::MAX,
+            soon: false,
+        }
+    }
+
     /// Tries, then blocks until a release wakes this waiter (one waiter per release),
     /// the holder's key can have expired (the safety net for a holder that died or a
     /// client that does not wake anyone), the wait ends or a signal ends it. Each try
