@@ -40,6 +40,10 @@ pub mod env {
     pub const FENCE: &str = "REDLOCK_FENCE";
     /// The semaphore slot held (`--limit`).
     pub const SLOT: &str = "REDLOCK_SLOT";
+    /// `--once-per`: the start of this run's slot (Unix ms, the server's clock).
+    pub const SLOT_START: &str = "REDLOCK_SLOT_START";
+    /// `--once-per`: this run's attempt in its slot (1 for the first start).
+    pub const ATTEMPT: &str = "REDLOCK_ATTEMPT";
 }
 
 /// Finds the program before any lock is taken, like the shell: a name with a slash is a

@@ -192,13 +192,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", env = "REDLOCK_METRICS", value_hint = ValueHint::FilePath)]
     pub metrics: Option<PathBuf>,
 
-    /// Run at most once per slot of this period (1s to 365 days, e.g. 1h, 1d): the slot
-    /// is the Redis server's time rounded down to a multiple of PERIOD from the Unix
-    /// epoch (UTC), whatever the host clocks say. A slot that already had a run exiting
-    /// 0 is not run again: busy exit status (said with --verbose); a failed run leaves
-    /// the slot open for the next try.
+    /// Run once per slot of this period (1s to 365 days, e.g. 1m, 1h, 1d) across all
+    /// hosts: the slot is the Redis server's time rounded down to a multiple of PERIOD
+    /// from the Unix epoch (UTC), whatever the host clocks say. A try whose slot already
+    /// had a run exiting 0, or whose slot's run is in progress, is skipped: busy exit
+    /// status, silent (said with --verbose); a failed run leaves the slot open for the
+    /// next try.
     #[arg(long, value_name = "PERIOD", allow_hyphen_values = true)]
     pub once_per: Option<String>,
+
+    /// With --once-per: what a slot does when its run vanished (started, then its host
+    /// or wrapper died, so its end was never recorded). skip: the slot stays closed (it
+    /// may have succeeded; at most once). rerun: the slot is open again and the next
+    /// try on any host runs it (a waiting host as soon as the vanished run's lease
+    /// ends), up to --max-attempts starts per slot.
+    #[arg(long, value_name = "WHAT", value_enum)]
+    pub if_vanished: Option<crate::policy::Vanished>,
+
+    /// With --once-per: the most runs that may start in one slot (failed and vanished
+    /// ones count); the next try is skipped with the reason attempts_exhausted. Default:
+    /// 3 with --if-vanished rerun, no limit otherwise.
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<String>,
 
     /// Wait in a first-come, first-served queue: the lock goes to the longest waiter,
     /// and the waiting line says your place ("you are #2 of 4"). Every run on the name

@@ -223,6 +223,23 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
 /// The most `--limit` accepts: a busy try of a semaphore looks at every slot.
 pub const MAX_LIMIT: u32 = 100;
 
+/// `--max-attempts`: 1 or more.
+fn max_attempts(raw: Option<&str>) -> Result<Option<u32>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    raw.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=1000).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--max-attempts {raw:?} is not a number of runs (1-1000)"
+            ))
+        })
+}
+
 /// `--limit`: how many runs may hold the name at once (1 when not given).
 fn limit(raw: Option<&str>) -> Result<u32> {
     let Some(raw) = raw else {
@@ -403,14 +420,24 @@ impl RunConfig {
         let hold_min = bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero());
         let history = history_size(args.history.as_deref())?;
         let once_per = bounded_opt(ONCE_PER, args.once_per.as_deref())?;
+        let max_attempts = max_attempts(args.max_attempts.as_deref())?;
         let given = Given {
             fair: args.fair,
             limit: limit(args.limit.as_deref())?,
             nodes: conn.urls.len(),
             once_per: once_per.is_some(),
             history,
+            if_vanished: args.if_vanished.is_some(),
+            max_attempts: max_attempts.is_some(),
         };
-        let policy = Policy::from_flags(given, Completion { hold_min, once_per })?;
+        let completion = Completion {
+            hold_min,
+            once_per,
+            vanished: args.if_vanished.unwrap_or_default(),
+            max_attempts,
+            may_wait: wait(&args.waiting.wait)? != Wait::For(Duration::ZERO),
+        };
+        let policy = Policy::from_flags(given, completion)?;
         Ok(RunConfig {
             conn,
             keys,

@@ -59,6 +59,13 @@ pub struct RunRecord {
     /// on marks written before the field existed (those count as started).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<bool>,
+    /// A `--once-per` run's attempt in its slot (1 for the first start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The vanished run of the same slot this one reruns (its token's first 8
+    /// characters; `--if-vanished rerun`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
 }
 
 impl RunRecord {
@@ -89,6 +96,12 @@ impl RunRecord {
         );
         if let Some(fence) = self.fence {
             out.push_str(&format!("  fence {fence}"));
+        }
+        if let Some(attempt) = self.attempt.filter(|n| *n > 1) {
+            out.push_str(&format!("  attempt {attempt}"));
+        }
+        if let Some(of) = self.rerun_of.as_deref().filter(|of| !of.is_empty()) {
+            out.push_str(&format!("  rerun of {}", crate::report::shown(of)));
         }
         if self.who.cmd.is_some() {
             out.push_str(&format!("  {}", self.who.cmd_text()));
@@ -141,6 +154,10 @@ struct Head<'a> {
     who: Who,
     fence: u64,
     once_per_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerun_of: Option<&'a str>,
     duration_ms: u64,
     command_status: u8,
 }
@@ -152,6 +169,8 @@ pub struct Run<'a> {
     pub once_per: Option<Duration>,
     pub size: u32,
     pub start_ms: u64,
+    /// `--once-per`: the run's attempt in its slot, and the vanished run it reruns ('').
+    pub attempt: Option<(u32, &'a str)>,
 }
 
 impl Ending {
@@ -164,6 +183,8 @@ impl Ending {
             who: run.meta.who(),
             fence: run.fence,
             once_per_ms: run.once_per.map(|p| p.as_millis() as u64),
+            attempt: run.attempt.map(|(n, _)| n),
+            rerun_of: run.attempt.map(|(_, of)| of).filter(|of| !of.is_empty()),
             duration_ms: held_ms,
             command_status,
         };
@@ -244,6 +265,7 @@ mod tests {
             once_per: Some(Duration::from_secs(3600)),
             size: 20,
             start_ms: 0,
+            attempt: None,
         };
         let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
         // What the release script appends.

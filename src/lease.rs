@@ -29,6 +29,7 @@ use crate::keys::LockKeys;
 use crate::policy::{Completion, Mode, Order};
 use crate::quorum::Nodes;
 use crate::scripts::acquire::{self, Acquired};
+pub use crate::scripts::acquire::{Closed, Skip};
 use crate::scripts::release::{self, Outcome};
 use crate::scripts::{Key, fence, renew, waiters};
 use crate::timing::{self, Point};
@@ -66,6 +67,10 @@ pub struct Grant {
     pub slot: u32,
     /// The slot's keys (the name's own for slot 1).
     pub keys: LockKeys,
+    /// `--once-per`: this run's attempt in its slot (0: not a once-per run), and the
+    /// vanished run it reruns (a token prefix; '' for none).
+    pub attempt: u32,
+    pub rerun_of: String,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
@@ -131,9 +136,9 @@ pub enum Acquire {
     Acquired { t_sent: Point },
     /// Someone else holds it (on enough nodes to deny a quorum).
     Busy(Holder),
-    /// `--once-per`: the slot starting at `slot_ms` (server time) already had a
-    /// successful run, recorded as `record` (JSON, see `history::RunRecord`).
-    AlreadyRan { slot_ms: u64, record: Vec<u8> },
+    /// `--once-per`: the slot is closed for this try (it ran, its run is in progress,
+    /// or its attempts are spent).
+    Skipped(Skip),
 }
 
 /// What a renewal round gave.
@@ -233,8 +238,10 @@ pub struct Votes {
     pub foreign: Option<(Key, String)>,
     /// The server time of the yes votes (the largest).
     pub now_ms: u64,
-    /// A node's history says the `--once-per` slot already ran: (slot, record).
-    pub already_ran: Option<(u64, Vec<u8>)>,
+    /// A node's history says the `--once-per` slot is closed for this try.
+    pub skipped: Option<Skip>,
+    /// `--once-per`: this run's attempt in its slot, and the vanished run it reruns.
+    pub attempt: (u32, String),
     /// The semaphore slot taken (single node).
     pub slot: u32,
     /// The name is in use as another kind of lock (the mode key's value).
@@ -255,15 +262,18 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 fence,
                 now_ms,
                 slot,
+                attempt,
+                rerun_of,
             }) => {
                 votes.yes += 1;
                 votes.slot = slot;
+                if attempt > votes.attempt.0 {
+                    votes.attempt = (attempt, rerun_of);
+                }
                 votes.fence = votes.fence.max(fence);
                 votes.now_ms = votes.now_ms.max(now_ms);
             }
-            Ok(Acquired::AlreadyRan { slot_ms, record }) => {
-                votes.already_ran = Some((slot_ms, record));
-            }
+            Ok(Acquired::Skipped(skip)) => votes.skipped = Some(skip),
             Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
             Ok(Acquired::Busy { held, place, wake }) => {
                 votes.busy.get_or_insert_with(|| Holder::from_held(&held));
@@ -319,6 +329,16 @@ impl Lease {
     /// The semaphore slot held (1-based; 1 for a plain lock).
     pub fn slot(&self) -> u32 {
         self.grant.get().map_or(1, |g| g.slot)
+    }
+
+    /// `--once-per`: this run's attempt in its slot (1 for the first start), the start
+    /// of its slot (server time, ms), and the vanished run it reruns ('' for none);
+    /// `None` for a run without `--once-per`, or before the acquisition.
+    pub fn slot_attempt(&self) -> Option<(u32, u64, &str)> {
+        let period = self.completion.once_per_ms();
+        let grant = self.grant.get().filter(|g| g.attempt > 0 && period > 0)?;
+        let slot_ms = grant.server_ms - grant.server_ms % period;
+        Some((grant.attempt, slot_ms, grant.rerun_of.as_str()))
     }
 
     /// What the run leaves when it ends and finds of earlier runs: with `--once-per`,
@@ -405,11 +425,11 @@ impl Lease {
         if let Some(mode) = votes.other_kind {
             return Err(other_kind(self.mode, &self.keys, &mode));
         }
-        if let Some((slot_ms, record)) = votes.already_ran {
+        if let Some(skip) = votes.skipped {
             if votes.yes > 0 {
                 let _ = self.release_all(0, None).await;
             }
-            return Ok(Acquire::AlreadyRan { slot_ms, record });
+            return Ok(Acquire::Skipped(skip));
         }
         if votes.yes >= self.nodes.quorum() && timing::validity(self.ttl, elapsed).is_some() {
             self.granted(&votes).await?;
@@ -432,6 +452,8 @@ impl Lease {
             server_ms: votes.now_ms,
             slot: votes.slot.max(1),
             keys: self.keys.for_slot(votes.slot.max(1)),
+            attempt: votes.attempt.0,
+            rerun_of: votes.attempt.1.chars().take(8).collect(),
         });
         Ok(())
     }
@@ -514,6 +536,8 @@ impl Lease {
                 heartbeat_ms,
                 known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
                 once_per_ms: self.once_per_ms(),
+                max_attempts: self.completion.attempts(),
+                rerun: self.completion.rerun_arg(),
                 retain_ms: self.retain_ms(),
                 who: &who,
                 meta: &fields,
@@ -784,6 +808,8 @@ mod tests {
             fence,
             now_ms,
             slot: 1,
+            attempt: 0,
+            rerun_of: String::new(),
         })
     }
 

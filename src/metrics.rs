@@ -33,6 +33,8 @@ pub struct RunFacts {
     pub lost: bool,
     pub max_hold: bool,
     pub skipped: bool,
+    /// Skipped because the slot's attempts are spent.
+    pub exhausted: bool,
     /// The command's own exit status.
     pub command_status: Option<u8>,
 }
@@ -56,6 +58,7 @@ impl RunFacts {
                 Some(0) => Outcome::Ran,
                 Some(_) => Outcome::Failed,
             },
+            (false, true) if self.exhausted => Outcome::Exhausted,
             (false, true) => Outcome::Skipped,
             (false, false) if end.error || (129..=159).contains(&end.status) => Outcome::Error,
             (false, false) => Outcome::Busy,
@@ -115,7 +118,10 @@ impl Metrics {
                 facts.lost = true;
                 facts.max_hold = fields["max_hold"].as_bool().unwrap_or(false);
             }
-            "skipped" => facts.skipped = true,
+            "skipped" => {
+                facts.skipped = true;
+                facts.exhausted = fields["reason"] == "attempts_exhausted";
+            }
             "exited" => facts.command_status = fields["command_status"].as_u64().map(|c| c as u8),
             _ => {}
         }

@@ -16,8 +16,10 @@ pub enum Outcome {
     Failed,
     /// The lock was busy until `--wait` ran out.
     Busy,
-    /// `--once-per`: the slot had already run.
+    /// `--once-per`: the slot had already run, or its run is in progress.
     Skipped,
+    /// `--once-per`: `--max-attempts` runs started in the slot and none succeeded.
+    Exhausted,
     /// The lock was lost while the command ran.
     Lost,
     /// Given up at `--max-hold`.
@@ -38,8 +40,7 @@ pub enum Status {
     Code(Code),
     /// The status of the error that ended the run (see the exit-status table).
     OfError,
-    /// 0.
-    Zero,
+
     /// Not ended yet.
     None,
 }
@@ -113,10 +114,19 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Skipped,
-        name: "skipped: the `--once-per` slot had run",
-        status: Status::Zero,
+        name: "skipped: the `--once-per` slot had run, or its run is in progress",
+        status: Status::Code(Code::Busy),
         event: Some("skipped"),
         metric: Some("skipped"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::Exhausted,
+        name: "attempts exhausted: `--max-attempts` runs started in the slot, none succeeded",
+        status: Status::Code(Code::Busy),
+        event: Some("skipped"),
+        metric: Some("attempts_exhausted"),
         words: None,
         mark: None,
     },
@@ -243,7 +253,6 @@ pub fn markdown() -> String {
             Status::Code(Code::Busy) => format!("{} (`--busy-exit-code`)", Code::Busy.value()),
             Status::Code(c) => c.value().to_string(),
             Status::OfError => "the error's".to_string(),
-            Status::Zero => "0".to_string(),
             Status::None => "–".to_string(),
         };
         let _ = writeln!(
@@ -273,6 +282,7 @@ mod tests {
             Outcome::Failed,
             Outcome::Busy,
             Outcome::Skipped,
+            Outcome::Exhausted,
             Outcome::Lost,
             Outcome::MaxHold,
             Outcome::Error,
@@ -286,7 +296,15 @@ mod tests {
     fn todays_labels_words_and_ranks() {
         assert_eq!(
             metric_labels(),
-            ["ran", "busy", "skipped", "lost", "error", "timeout"]
+            [
+                "ran",
+                "busy",
+                "skipped",
+                "attempts_exhausted",
+                "lost",
+                "error",
+                "timeout"
+            ]
         );
         assert_eq!(
             Outcome::of_record(false, true, 124).words(124),

@@ -12,6 +12,21 @@ use crate::error::{Error, Result};
 pub use mode::{Holders, Mode, Order};
 use refused::Given;
 
+/// What a `--once-per` slot does with a run that vanished (started, then its wrapper
+/// died or its release was lost, so its end was never recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Vanished {
+    /// It may have succeeded: the slot stays closed (at most once).
+    #[default]
+    Skip,
+    /// The slot is open again: the next try on any host runs it (at least once, up to
+    /// `--max-attempts` starts).
+    Rerun,
+}
+
+/// The default `--max-attempts` with `--if-vanished rerun`.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
 /// What a run leaves behind when it ends, and what it finds of earlier runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Completion {
@@ -20,12 +35,39 @@ pub struct Completion {
     /// `--once-per`: the period whose slots run once (a start mark and a success record
     /// in the history close the slot).
     pub once_per: Option<Duration>,
+    /// `--if-vanished`.
+    pub vanished: Vanished,
+    /// `--max-attempts`: starts in a slot that close it (`None`: no limit, or
+    /// [`DEFAULT_MAX_ATTEMPTS`] with `--if-vanished rerun`).
+    pub max_attempts: Option<u32>,
+    /// The run may wait (`--wait`): it waits for its slot's run in progress (to skip
+    /// the slot if that run succeeds, to run it if it fails, or vanishes with
+    /// `--if-vanished rerun`); a run that may not wait skips that slot.
+    pub may_wait: bool,
 }
 
 impl Completion {
     /// The `--once-per` period in ms (0: none), as the scripts take it.
     pub fn once_per_ms(&self) -> u64 {
         self.once_per.map_or(0, |p| p.as_millis().max(1) as u64)
+    }
+
+    /// The starts in a slot that close it (0: no limit): `--max-attempts`, else
+    /// [`DEFAULT_MAX_ATTEMPTS`] when vanished runs are rerun (a job that kills its host
+    /// must not crash-loop the fleet).
+    pub fn attempts(&self) -> u32 {
+        match (self.max_attempts, self.vanished) {
+            (Some(n), _) => n,
+            (None, Vanished::Rerun) => DEFAULT_MAX_ATTEMPTS,
+            (None, Vanished::Skip) => 0,
+        }
+    }
+
+    /// What the acquire scripts are told (one number, two bits): 1, a vanished run
+    /// opens its slot again (else it closes it); 2, a run that may wait waits for its
+    /// slot's run in progress (else it is skipped).
+    pub fn rerun_arg(&self) -> u8 {
+        u8::from(self.vanished == Vanished::Rerun) + 2 * u8::from(self.may_wait)
     }
 
     /// How long the lock is still kept after a run that held it for `held_for` (`None`:

@@ -17,6 +17,12 @@ pub enum Flag {
     OncePer,
     /// `--history 0`.
     HistoryOff,
+    /// No `--once-per`.
+    NoOncePer,
+    /// `--if-vanished`.
+    IfVanished,
+    /// `--max-attempts`.
+    MaxAttempts,
 }
 
 impl Flag {
@@ -28,6 +34,9 @@ impl Flag {
             Flag::Redlock => "several `--redis` nodes",
             Flag::OncePer => "`--once-per P`",
             Flag::HistoryOff => "`--history 0`",
+            Flag::NoOncePer => "no `--once-per`",
+            Flag::IfVanished => "`--if-vanished`",
+            Flag::MaxAttempts => "`--max-attempts`",
         }
     }
 }
@@ -43,6 +52,10 @@ pub struct Given {
     pub once_per: bool,
     /// `--history`.
     pub history: u32,
+    /// `--if-vanished` given.
+    pub if_vanished: bool,
+    /// `--max-attempts` given.
+    pub max_attempts: bool,
 }
 
 impl Given {
@@ -53,6 +66,9 @@ impl Given {
             Flag::Redlock => self.nodes > 1,
             Flag::OncePer => self.once_per,
             Flag::HistoryOff => self.history == 0,
+            Flag::NoOncePer => !self.once_per,
+            Flag::IfVanished => self.if_vanished,
+            Flag::MaxAttempts => self.max_attempts,
         }
     }
 
@@ -94,6 +110,14 @@ pub const RULES: &[Rule] = &[
         both: [Flag::OncePer, Flag::Limit],
         line: "--once-per runs a job at most once per slot, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other",
     },
+    Rule {
+        both: [Flag::IfVanished, Flag::NoOncePer],
+        line: "--if-vanished says what a --once-per slot does when its run vanished; give --once-per PERIOD too",
+    },
+    Rule {
+        both: [Flag::MaxAttempts, Flag::NoOncePer],
+        line: "--max-attempts counts the runs started in a --once-per slot; give --once-per PERIOD too",
+    },
 ];
 
 /// The line of the first rule `given` breaks, if any.
@@ -119,38 +143,52 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
+    /// `g` with `flag` set.
+    fn set(mut g: Given, flag: Flag) -> Given {
+        match flag {
+            Flag::Fair => g.fair = true,
+            Flag::Limit => g.limit = 3,
+            Flag::Redlock => g.nodes = 3,
+            Flag::OncePer => g.once_per = true,
+            Flag::HistoryOff => g.history = 0,
+            Flag::NoOncePer => g.once_per = false,
+            Flag::IfVanished => g.if_vanished = true,
+            Flag::MaxAttempts => g.max_attempts = true,
+        }
+        g
+    }
+
     #[test]
-    fn each_rule_refuses_its_pair_and_only_it() {
-        let base = Given {
+    fn each_rule_refuses_its_pair_with_its_own_line() {
+        let plain = Given {
             limit: 1,
             nodes: 1,
             history: 20,
             ..Given::default()
         };
-        assert_eq!(refusal(&base), None);
-        let with = |flag: Flag| {
-            let mut g = base;
-            match flag {
-                Flag::Fair => g.fair = true,
-                Flag::Limit => g.limit = 3,
-                Flag::Redlock => g.nodes = 3,
-                Flag::OncePer => g.once_per = true,
-                Flag::HistoryOff => g.history = 0,
-            }
-            g
-        };
+        assert_eq!(refusal(&plain), None);
+        // Each flag alone, beside the flags that make it meaningful, is accepted.
+        let once = set(plain, Flag::OncePer);
+        for alone in [
+            set(plain, Flag::Fair),
+            set(plain, Flag::Limit),
+            set(plain, Flag::Redlock),
+            once,
+            set(plain, Flag::HistoryOff),
+            set(once, Flag::IfVanished),
+            set(once, Flag::MaxAttempts),
+        ] {
+            assert_eq!(refusal(&alone), None, "{alone:?}");
+        }
         for rule in RULES {
             let [a, b] = rule.both;
-            assert_eq!(refusal(&with(a)), None, "{a:?} alone");
-            let mut both = with(a);
-            let other = with(b);
-            both.fair |= other.fair;
-            both.limit = both.limit.max(other.limit);
-            both.nodes = both.nodes.max(other.nodes);
-            both.once_per |= other.once_per;
-            both.history = both.history.min(other.history);
-            let line = refusal(&both).expect("refused");
-            assert!(!line.contains('{'), "{line}");
+            let both = set(set(plain, a), b);
+            assert_eq!(
+                refusal(&both),
+                Some(both.fill(rule.line)),
+                "{a:?} with {b:?}"
+            );
+            assert!(!both.fill(rule.line).contains('{'), "{}", rule.line);
         }
     }
 

@@ -26,7 +26,9 @@ pub(super) async fn run_command(
             h.lease.slot().to_string(),
         )
     });
-    let envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
+    let in_slot = held.as_ref().and_then(|h| h.lease.slot_attempt());
+    let in_slot = in_slot.map(|(attempt, slot_ms, _)| (slot_ms.to_string(), attempt.to_string()));
+    let mut envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
         (Some(h), Some((ttl_ms, fence, slot))) => {
             let mut envs = vec![
                 (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
@@ -42,6 +44,10 @@ pub(super) async fn run_command(
         }
         _ => Vec::new(),
     };
+    if let Some((slot_start, attempt)) = &in_slot {
+        envs.push((env::SLOT_START, OsStr::new(slot_start)));
+        envs.push((env::ATTEMPT, OsStr::new(attempt)));
+    }
     let mut guard = guard.or_else(GroupGuard::fork);
     let argv = &run.config.command;
     let started = child::spawn(&run.program, argv, &envs, child::foreground_terminal())?;

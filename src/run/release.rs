@@ -28,6 +28,7 @@ pub(super) async fn release_after(
         once_per: config.policy.completion.once_per,
         size: config.history,
         start_ms: lease.acquired_ms(),
+        attempt: lease.slot_attempt().map(|(n, _, of)| (n, of)),
     };
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {

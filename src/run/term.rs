@@ -9,7 +9,7 @@ use crate::exit;
 use crate::guard::GroupGuard;
 use crate::history::RunRecord;
 use crate::holder::{self, Meta};
-use crate::lease::Lease;
+use crate::lease::{Closed, Lease, Skip};
 use crate::report::{human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::Point;
@@ -93,10 +93,7 @@ async fn take(
             Err(End::Status(config.busy_code))
         }
         Waited::Interrupted(sig) => Err(run.interrupted_while_waiting(sig)),
-        Waited::AlreadyRan { slot_ms, record } => {
-            already_ran(run, lease, slot_ms, &record);
-            Err(End::Status(run.config.busy_code))
-        }
+        Waited::Skipped(skip) => Err(End::Status(skipped(run, lease, &skip))),
     }
 }
 
@@ -124,46 +121,68 @@ fn announce(run: &Run<'_>, lease: &Lease) {
     });
 }
 
-/// `--once-per`: this slot already had a successful run; nothing runs. Said with
-/// `--verbose` only (a cron line every minute for a daily job would say it 1439 times a
-/// day), and as a `skipped` event. A slot closed by a run whose end was never recorded
-/// (it started, then its wrapper died or its release was lost: it may have succeeded)
-/// is said as a note too, with the reason `unfinished_run`: a slot that may have lost
-/// its run must not be skipped silently.
-fn already_ran(run: &Run<'_>, lease: &Lease, slot_ms: u64, record: &[u8]) {
+/// `--once-per`: this try's slot is closed; nothing runs. Returns the run's status, the
+/// busy status (`--busy-exit-code`), as for a busy lock.
+///
+/// A slot that ran, or whose run is in progress, is said with `--verbose` only (a cron
+/// line every minute for a daily job would say it 1439 times a day), and as a `skipped`
+/// event. A slot closed by a run whose end was never recorded (it started, then its
+/// wrapper died or its release was lost: it may have succeeded) is said as a note too,
+/// with the reason `unfinished_run`: a slot that may have lost its run must not be
+/// skipped silently; so is a slot whose attempts are spent (`attempts_exhausted`).
+fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     let report = run.report;
-    let last = RunRecord::parse(record).unwrap_or_default();
+    let last = RunRecord::parse(&skip.record);
     let name = lease.keys().display_name();
     let period = run.config.policy.completion.once_per.unwrap_or_default();
-    let line = || {
-        format!(
-            "{name} already ran in this --once-per {} slot (from {}): {}; not running",
-            human(period),
-            rfc3339(slot_ms),
-            last.describe()
-        )
+    let slot = format!(
+        "this --once-per {} slot (from {})",
+        human(period),
+        rfc3339(skip.slot_ms)
+    );
+    let described = last.as_ref().map(RunRecord::describe).unwrap_or_default();
+    let (reason, status) = match (skip.why, &last) {
+        (Closed::Exhausted { starts }, _) => {
+            report.note(&format!(
+                "{name}: {starts} runs started in {slot} and none succeeded (--max-attempts {}); not running",
+                run.config.policy.completion.attempts()
+            ));
+            ("attempts_exhausted", run.config.busy_code)
+        }
+        (Closed::InProgress, _) => {
+            report.verbose(|| {
+                format!("{name}'s run of {slot} is in progress: {described}; not running")
+            });
+            ("in_progress", run.config.busy_code)
+        }
+        (Closed::Ran, Some(last)) if last.running => {
+            report.note(&format!(
+                "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
+                rfc3339(last.start_ms)
+            ));
+            ("unfinished_run", run.config.busy_code)
+        }
+        (Closed::Ran, _) => {
+            report.verbose(|| format!("{name} already ran in {slot}: {described}; not running"));
+            ("already_ran", run.config.busy_code)
+        }
     };
-    let reason = if last.running {
-        report.note(&format!(
-            "{}; that run started at {} and its end was never recorded (its host may have died): check whether it did its work",
-            line(),
-            rfc3339(last.start_ms)
-        ));
-        "unfinished_run"
-    } else {
-        report.verbose(line);
-        "already_ran"
+    let starts = match skip.why {
+        Closed::Exhausted { starts } => Some(starts),
+        _ => None,
     };
     report.event(
         "skipped",
         &name,
         serde_json::json!({
             "reason": reason,
-            "slot_start_ms": slot_ms,
+            "slot_start_ms": skip.slot_ms,
             "once_per_ms": period.as_millis() as u64,
             "last_run": last,
+            "starts": starts,
         }),
     );
+    status
 }
 
 /// A signal that arrived while connecting or during the last acquire round ends the

@@ -16,9 +16,11 @@
 //! record with `"status":0` that started in the slot means the job already ran, and the
 //! lock is not taken (`{-4, slot start, record}`).
 //!
-//! Replies: `{1, fence, now, slot}` acquired, `{2, fence, now, slot}` already ours (ttl
-//! refreshed), `{-2, role, type}` a key of ours holds another type (nothing written),
-//! `{-4, slot start, record}` the once-per slot already ran, `{-6, mode}` the name is in
+//! Replies: `{1, fence, now, slot, attempt, rerun of}` acquired, `{2, fence, now, slot}`
+//! already ours (ttl refreshed), `{-2, role, type}` a key of ours holds another type
+//! (nothing written), `{-4, slot start, record}` the once-per slot already ran (or its
+//! run vanished), `{-7, slot start, record}` its run is in progress, `{-8, slot start,
+//! starts}` its attempts are spent, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
 //! head to wake]}` busy (the meta pairs empty when the holder is the one already
 //! known). `now` is the server's time in ms.
@@ -52,6 +54,11 @@ pub struct Request<'a> {
     pub once_per_ms: u64,
     /// How long the name's fence counter is kept after this acquisition (ms).
     pub retain_ms: u64,
+    /// `--max-attempts`: starts in a `--once-per` slot that close it (0: no limit).
+    pub max_attempts: u32,
+    /// `--if-vanished` and `--wait` (`policy::Completion::rerun_arg`): 1, a vanished
+    /// run opens its slot again; 2, a run that may wait waits for the slot's run.
+    pub rerun: u8,
     /// Who waits (JSON, for a fair queue's `status`).
     pub who: &'a str,
     /// The holder metadata's field/value pairs.
@@ -101,9 +108,10 @@ impl Request<'_> {
             .arg(self.known_holder)
             .arg(self.once_per_ms)
             .arg(self.retain_ms);
-        if let Some(limit) = self.mode.holders.slots() {
-            call.arg(limit);
-        }
+        match self.mode.holders.slots() {
+            Some(limit) => call.arg(limit),
+            None => call.arg(self.max_attempts).arg(self.rerun),
+        };
         if self.mode.order.records_who_waits() {
             call.arg(self.who);
         }
@@ -118,11 +126,17 @@ impl Request<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
     /// Taken now, or already ours, with the fencing number (0: unknown), the server's
-    /// time in ms, and the semaphore slot (1 for other kinds).
-    Yes { fence: u64, now_ms: u64, slot: u32 },
-    /// The `--once-per` slot starting at `slot_ms` already had a successful run: this
-    /// history record.
-    AlreadyRan { slot_ms: u64, record: Vec<u8> },
+    /// time in ms, the semaphore slot (1 for other kinds), and for `--once-per` this
+    /// run's attempt in its slot (0: none) and the vanished run it reruns ('' for none).
+    Yes {
+        fence: u64,
+        now_ms: u64,
+        slot: u32,
+        attempt: u32,
+        rerun_of: String,
+    },
+    /// The `--once-per` slot is closed for this try.
+    Skipped(Skip),
     /// Held by another token; in a fair queue, this waiter's place (1-based; 0: not in
     /// it), the queue's length, and the head whose turn has come (to wake, see
     /// `release::wake_head`).
@@ -138,26 +152,64 @@ pub enum Acquired {
     OtherKind(String),
 }
 
+/// A `--once-per` try that does not run: the slot starting at `slot_ms`, why, and the
+/// history record that closed it (empty when its attempts are spent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub slot_ms: u64,
+    pub why: Closed,
+    pub record: Vec<u8>,
+}
+
+/// Why a `--once-per` slot is closed for a try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// A run in the slot exited 0, or (without `--if-vanished rerun`) vanished: started
+    /// and never recorded its end.
+    Ran,
+    /// The slot's run holds the lock now.
+    InProgress,
+    /// `--max-attempts`: this many runs started in the slot.
+    Exhausted { starts: u32 },
+}
+
 /// Decodes an acquire script's reply; `None` when it has another shape.
 pub fn decode(value: Value) -> Option<Acquired> {
     let mut items = array(value)?;
     let unsigned = |n: Option<i64>| n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
-    match int(items.next())? {
+    let code = int(items.next())?;
+    match code {
         1 | 2 => Some(Acquired::Yes {
             fence: unsigned(int(items.next())),
             now_ms: unsigned(int(items.next())),
             slot: int(items.next())
                 .and_then(|s| u32::try_from(s).ok())
                 .unwrap_or(1),
+            attempt: int(items.next())
+                .and_then(|s| u32::try_from(s).ok())
+                .unwrap_or(0),
+            rerun_of: string(items.next()),
         }),
         -2 => Some(Acquired::Foreign {
             key: Key::from_role(&string(items.next()))?,
             kind: string(items.next()),
         }),
-        -4 => Some(Acquired::AlreadyRan {
+        -4 | -7 => Some(Acquired::Skipped(Skip {
             slot_ms: unsigned(Some(int(items.next())?)),
+            why: if code == -4 {
+                Closed::Ran
+            } else {
+                Closed::InProgress
+            },
             record: bytes(items.next()),
-        }),
+        })),
+        -8 => Some(Acquired::Skipped(Skip {
+            slot_ms: unsigned(Some(int(items.next())?)),
+            why: Closed::Exhausted {
+                starts: unsigned(int(items.next())) as u32,
+            },
+            record: Vec::new(),
+        })),
         -6 => Some(Acquired::OtherKind(string(items.next()))),
         0 => {
             let held = held(&mut items);
@@ -253,7 +305,8 @@ pub(super) fn text(body: &str) -> String {
 }
 
 /// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode. ARGV: token, ttl
-/// ms, heartbeat ms, known holder, once-per ms, retain ms, meta field/value pairs.
+/// ms, heartbeat ms, known holder, once-per ms, retain ms, max attempts, rerun (0-3),
+/// meta field/value pairs.
 ///
 /// The mode key is read first: a name in use as a semaphore or a fair queue refuses a
 /// plain run (`{-6, mode}`). The lock itself is taken with `SET key token NX PX ttl`,
@@ -270,17 +323,17 @@ pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
 --CLOCK--
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local refused = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1])
+local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 if refused then return refused end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
 if mode then return {-6, mode} end
 if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 7)
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 9)
   if refused then return refused end
-  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
+  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
   if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
-  return {1, fence, now_ms(), 1}
+  return {1, fence, now_ms(), 1, attempt or 0, after or ''}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then return foreign('lock', KEYS[1]) end
@@ -299,7 +352,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("ee38de9562eb6ab87875181715b99671744e2569", || {
+pub static PLAIN: Lua = Lua::new("4caf4b98be7ea639a9fb387d8354d654a37184f7", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -383,16 +436,19 @@ mod tests {
             Some(Acquired::Yes {
                 fence: 7,
                 now_ms: 5,
-                slot: 2
+                slot: 2,
+                attempt: 0,
+                rerun_of: String::new(),
             })
         );
         let ran = Value::Array(vec![Value::Int(-4), Value::Int(60_000), bulk("{}")]);
         assert_eq!(
             decode(ran),
-            Some(Acquired::AlreadyRan {
+            Some(Acquired::Skipped(Skip {
                 slot_ms: 60_000,
+                why: Closed::Ran,
                 record: b"{}".to_vec()
-            })
+            }))
         );
         let foreign = Value::Array(vec![Value::Int(-2), bulk("meta"), bulk("list")]);
         assert_eq!(

@@ -28,7 +28,7 @@ pub static SEMAPHORE_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit = tonumber(ARGV[7])
-local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6])
+local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6], 0, 0)
 if refused then return refused end
 local want = 'limit ' .. limit
 local mode = redis.pcall('GET', KEYS[1])
@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("30766eeb2fbcc7502ecda7e5cf024af1fb7ad60f", || {
+pub static SEMAPHORE: Lua = Lua::new("a489122b94f2043d712426a9c133e3ec6548c600", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -12,7 +12,8 @@ use super::{Key, Need, bare, on};
 /// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,
 /// beats, fence, history, mode, queue info, this waiter's wake list. ARGV: token, ttl
 /// ms, heartbeat ms (0: try without joining the queue), known holder, once-per ms,
-/// retain ms, who this waiter is (JSON for `status`), meta field/value pairs. Busy adds
+/// retain ms, max attempts, rerun (0-3), who this waiter is (JSON for `status`), meta
+/// field/value pairs. Busy adds
 /// this waiter's place, the queue's length and the head to wake (`{0, holder, pttl,
 /// meta, place, waiting, head}`; place 0: not in the queue; holder '' when the lock is
 /// free but promised to the head, with the time until the head's heartbeat runs out as
@@ -36,7 +37,7 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1])
+local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 if refused then return refused end
 local now = now_ms()
 local mode = redis.pcall('GET', KEYS[7])
@@ -66,9 +67,9 @@ while head and head ~= token and not redis.call('ZSCORE', KEYS[4], head) do
   head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
 if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 8)
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 10)
   if refused then return refused end
-  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6])
+  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
   if head then
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
@@ -78,7 +79,7 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
   if redis.call('PTTL', KEYS[7]) < ttl then
     redis.call('SET', KEYS[7], 'fair', 'PX', ttl)
   end
-  return {1, fence, now, 1}
+  return {1, fence, now, 1, attempt or 0, after or ''}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) == 'table' then return foreign('lock', KEYS[1]) end
@@ -91,7 +92,7 @@ if heartbeat > 0 then
     if refused then return refused end
     redis.call('SET', KEYS[5], int(ticket), 'PX', ARGV[6])
     redis.call('ZADD', KEYS[3], ticket, token)
-    redis.call('HSET', KEYS[8], token, ARGV[7])
+    redis.call('HSET', KEYS[8], token, ARGV[9])
   end
   redis.call('ZADD', KEYS[4], now + heartbeat, token)
   local keep = math.max(heartbeat, ttl)
@@ -126,7 +127,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("ed06c32d3de5a91c033e0b273461002a44bcd744", || {
+pub static FAIR: Lua = Lua::new("e7cd4b6ab3fb4838db9fca25a92f3b195e086b38", || {
     FAIR_TEXT.as_str()
 });
 

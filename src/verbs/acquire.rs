@@ -60,7 +60,7 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
         }
         Waited::Interrupted(sig) => Ok(exit::from_signal(sig as i32)),
         // `redlock acquire` has no --once-per.
-        Waited::AlreadyRan { .. } => Err(crate::error::Error::internal(
+        Waited::Skipped(_) => Err(crate::error::Error::internal(
             "acquire found a --once-per slot it did not ask about",
         )),
     }

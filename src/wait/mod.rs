@@ -36,7 +36,7 @@ pub use progress::Progress;
 use crate::clock::wall_ms;
 use crate::error::{Error, Result};
 use crate::holder::{Holder, Meta};
-use crate::lease::{Acquire, Lease};
+use crate::lease::{Acquire, Lease, Skip};
 use crate::quorum::Nodes;
 use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
@@ -49,12 +49,9 @@ pub enum Waited {
     },
     Busy(Holder),
     Interrupted(Signal),
-    /// `--once-per`: the slot already had a successful run (see
-    /// [`Acquire::AlreadyRan`]); waiting longer would not change that.
-    AlreadyRan {
-        slot_ms: u64,
-        record: Vec<u8>,
-    },
+    /// `--once-per`: the slot is closed for this run (see [`Acquire::Skipped`]);
+    /// waiting longer would not change that.
+    Skipped(Skip),
 }
 
 /// How connecting ended, short of an error.
@@ -152,7 +149,7 @@ async fn after_waiting(lease: &Lease, waited: &Result<Waited>) {
         Ok(Waited::Acquired { .. }) => lease.nodes().iter().for_each(|n| n.close_blocking()),
         // The wake-up that brought it here is of use to the next waiter (a --once-per
         // run finds the slot done, and so will the others; a plain run takes the lock).
-        Ok(Waited::AlreadyRan { .. }) => lease.hand_on().await,
+        Ok(Waited::Skipped(_)) => lease.hand_on().await,
         _ => {
             if lease.order().keeps_place_on_late_grant() {
                 // A late grant kept for the next try (see `Lease::acquire`) is given
@@ -197,7 +194,7 @@ struct Waiter<'a> {
 /// What one try gave.
 enum Tried {
     Acquired(Point),
-    /// The `--once-per` slot already ran ([`Waited::AlreadyRan`]).
+    /// The `--once-per` slot is closed ([`Waited::Skipped`]).
     Done(Waited),
     Busy,
     /// A transient failure (dropped connection, timeout): busy for all we know.
@@ -320,8 +317,8 @@ impl<'a> Waiter<'a> {
                 }
                 holder
             }
-            Ok(Acquire::AlreadyRan { slot_ms, record }) => {
-                return Ok(Tried::Done(Waited::AlreadyRan { slot_ms, record }));
+            Ok(Acquire::Skipped(skip)) => {
+                return Ok(Tried::Done(Waited::Skipped(skip)));
             }
             Err(e) if e.is_transient() => {
                 self.report

@@ -55,6 +55,8 @@ struct Draw {
     hold_min: bool,
     max_hold: bool,
     once_per: bool,
+    /// With `once_per`: `--if-vanished rerun --max-attempts 3`.
+    rerun: bool,
     bounded_wait: bool,
     if_dead: bool,
     wait_verb: bool,
@@ -123,6 +125,7 @@ fn draw(seed: u64) -> Draw {
         bounded_wait: rng.f64() < 0.25,
         if_dead: rng.f64() < 0.4,
         wait_verb: rng.f64() < 0.3,
+        rerun: draw_rerun(seed),
         local: draw_local(seed),
         if_dead_as: draw_if_dead_as(seed),
         faults,
@@ -146,6 +149,12 @@ fn draw_if_dead_as(seed: u64) -> IfDeadAs {
     } else {
         IfDeadAs::Owner
     }
+}
+
+/// Whether a `--once-per` draw reruns vanished runs (its own stream: the other draws
+/// of a seed stay what they were).
+fn draw_rerun(seed: u64) -> bool {
+    fastrand::Rng::with_seed(seed ^ 0x4e4e).f64() < 0.4
 }
 
 fn draw_local(seed: u64) -> Local {
@@ -184,6 +193,9 @@ impl Draw {
         }
         if self.once_per {
             f.extend(["--once-per", "1s"]);
+            if self.rerun {
+                f.extend(["--if-vanished", "rerun", "--max-attempts", "3"]);
+            }
         }
         f.into_iter().map(String::from).collect()
     }
@@ -197,6 +209,8 @@ impl Draw {
             nodes: if self.redlock { 3 } else { 1 },
             once_per: self.once_per,
             history: 20,
+            if_vanished: self.once_per && self.rerun,
+            max_attempts: self.once_per && self.rerun,
         };
         redlock::policy::refused::refusal(&given).is_some()
     }
@@ -450,12 +464,22 @@ fn run_trial(
     // starts the process, a moment before the run reaches the queue, so two close
     // arrivals can be noted in the other order (`capacity::` asserts FIFO where
     // arrivals are known exactly).
-    if d.once_per {
+    if d.once_per && !d.rerun {
         let twice = once_per_slots_run_twice(&report.log.0);
         c.hold(
             "at most one successful run per --once-per slot",
             twice.is_empty(),
             || format!("slots run twice: {twice:?}"),
+        );
+    }
+    if d.once_per && d.rerun {
+        // At least once: a vanished run (its end never recorded) may have succeeded
+        // and its slot runs again; what stays is the cap on starts per slot.
+        let over = once_per_slots_started_more_than(&report.log.0, 3);
+        c.hold(
+            "at most --max-attempts starts per --once-per slot",
+            over.is_empty(),
+            || format!("slots started more than 3 times: {over:?}"),
         );
     }
     c.hold("every key written expires", no_ttl.is_empty(), || {
@@ -553,6 +577,26 @@ fn once_per_slots_run_twice(log: &str) -> Vec<u64> {
         .collect();
     twice.sort();
     twice
+}
+
+/// Slots of 1 s (by the fencing number) in which more than `most` commands started.
+fn once_per_slots_started_more_than(log: &str, most: usize) -> Vec<u64> {
+    let mut per_slot: HashMap<u64, usize> = HashMap::new();
+    for line in log.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        if let ["BEGIN", _, _, f, _] = w.as_slice()
+            && let Ok(f) = f.parse::<u64>()
+        {
+            *per_slot.entry(f / 1_000_000).or_default() += 1;
+        }
+    }
+    let mut over: Vec<u64> = per_slot
+        .into_iter()
+        .filter(|(_, n)| *n > most)
+        .map(|(s, _)| s)
+        .collect();
+    over.sort();
+    over
 }
 
 /// Every 300 ms, every key on the servers with no expiry (PTTL -1); until `stop`.
@@ -722,6 +766,10 @@ fn tier_a_covers_every_draw() {
     assert!(any(&|d| runs(d) && d.hold_min), "--hold-min");
     assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
     assert!(any(&|d| runs(d) && d.once_per), "--once-per");
+    assert!(
+        any(&|d| runs(d) && d.once_per && d.rerun),
+        "--once-per --if-vanished rerun"
+    );
     assert!(any(&|d| runs(d) && d.bounded_wait), "--wait 3s");
     assert!(
         any(&|d| runs(d) && d.if_dead && d.if_dead_as == IfDeadAs::Owner),

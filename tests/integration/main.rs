@@ -5,6 +5,7 @@ mod harness;
 
 mod basics;
 mod capacity;
+mod cron;
 mod docs;
 mod doctor;
 mod exclusion;

@@ -66,7 +66,7 @@ fn outcome(m: &HashMap<(String, String), f64>) -> String {
         .keys()
         .filter(|(metric, _)| metric == "redlock_last_outcome")
         .count();
-    assert_eq!((set.len(), all), (1, 6), "{m:?}");
+    assert_eq!((set.len(), all), (1, 7), "{m:?}");
     set[0].clone()
 }
 

@@ -1,0 +1,392 @@
+//! Cron on many hosts: `--once-per` runs a job once per tick on one host, silent on the
+//! others; `--if-vanished rerun` runs a slot again when its run vanished, up to
+//! `--max-attempts` starts. Hosts are UTS namespaces with their own host name (where
+//! `unshare` may run: CI runs as root), else plain processes.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::nemesis::summary;
+use crate::harness::*;
+
+/// The server's time, ms.
+fn server_ms(redis: &Redis) -> u64 {
+    let (s, us): (u64, u64) = redis.cmd(&["TIME"]);
+    s * 1000 + us / 1000
+}
+
+/// Sleeps until the server's clock reads `at_ms` (the test's clock runs with it).
+fn sleep_until_server(redis: &Redis, at_ms: u64) {
+    let now = server_ms(redis);
+    if at_ms > now {
+        std::thread::sleep(Duration::from_millis(at_ms - now));
+    }
+}
+
+/// Whether `unshare --uts` works here.
+fn hosts_can_be_namespaces() -> bool {
+    Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `redlock-run ARGS` as host `host`: in a UTS namespace whose host name is `host`.
+fn on_host(host: &str, args: &[String], namespaces: bool) -> Command {
+    if !namespaces {
+        let mut cmd = redlock_run();
+        cmd.args(args);
+        return cmd;
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--uts",
+        "sh",
+        "-c",
+        "hostname \"$0\" && exec \"$@\"",
+        host,
+        RUN,
+    ])
+    .args(args)
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
+/// The README's first example: the `redlock-run …` of its first cron line.
+fn readme_first_cron_line() -> Vec<String> {
+    let readme = readme();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("* * * * * redlock-run"))
+        .expect("the README's first example is a cron line");
+    // The five time fields, then the program; its arguments are what runs.
+    line.split_whitespace().skip(6).map(String::from).collect()
+}
+
+/// A run's output, both streams, once it ended.
+fn ended(child: Child) -> (i32, String) {
+    let out = child.wait_with_output().expect("wait");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The README's first example on three hosts whose cron ticks are 0, 1.5 and 3 s apart,
+/// a 0.5 s job, 10 ticks: 10 runs in all, one per tick, and not a byte of output from
+/// the hosts that skipped (cron mails output). The period is 4 s instead of the
+/// README's minute, so that 10 ticks take 40 s; nothing else of the line changes.
+#[test]
+fn the_readme_first_example_runs_once_per_tick_on_one_of_three_hosts() {
+    let namespaces = hosts_can_be_namespaces();
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let job = s.script(
+        "close_orders.sh",
+        &format!(
+            "echo \"RUN $(hostname) $REDLOCK_SLOT_START\" >> '{}'; sleep 0.5",
+            log.display()
+        ),
+    );
+    let mut line = readme_first_cron_line();
+    let period = line
+        .iter()
+        .position(|a| a == "--once-per")
+        .expect("--once-per")
+        + 1;
+    line[period] = "4s".into();
+    let last = line.len() - 1;
+    line[last] = job.display().to_string();
+    let ticks = 10;
+    let first_slot = server_ms(&redis) / 4000 * 4000 + 4000;
+    let mut runs: Vec<(String, Child)> = Vec::new();
+    for tick in 0..ticks {
+        for (h, offset_ms) in [0u64, 1500, 3000].into_iter().enumerate() {
+            sleep_until_server(&redis, first_slot + tick * 4000 + 100 + offset_ms);
+            let host = format!("cron-host-{h}");
+            let child = on_host(&host, &line, namespaces)
+                .env("REDLOCK_REDIS_URL", redis.url())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            runs.push((format!("{host} tick {tick}"), child));
+        }
+    }
+    let mut silent_skips = 0;
+    for (who, child) in runs {
+        let (code, text) = ended(child);
+        // The job's own status where it ran, the busy status (75) where it was skipped:
+        // cron mails output, not statuses.
+        assert!(
+            code == 0 || code == codes::BUSY,
+            "{who}: exit {code}: {text}"
+        );
+        assert!(text.is_empty(), "{who} wrote output: {text:?}");
+        silent_skips += usize::from(code == codes::BUSY);
+    }
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut per_slot: HashMap<&str, usize> = HashMap::new();
+    for l in log.lines() {
+        *per_slot
+            .entry(l.split(' ').nth(2).unwrap_or(""))
+            .or_default() += 1;
+    }
+    assert_eq!(log.lines().count(), ticks as usize, "runs in all:\n{log}");
+    assert!(
+        per_slot.values().all(|n| *n == 1),
+        "one run per tick:\n{log}"
+    );
+    assert_eq!(silent_skips, 2 * ticks as usize);
+    summary(&format!(
+        "cron: README's first example, 3 hosts{}, ticks 0/1.5/3 s apart, 0.5 s job, {ticks} ticks: {} runs, one per tick, {} tries with no output",
+        if namespaces { " (UTS namespaces)" } else { "" },
+        log.lines().count(),
+        silent_skips
+    ));
+}
+
+/// A try whose slot's run is still in progress is a skip, not "busy": silent (the busy
+/// status, the `skipped` event with the reason `in_progress`).
+#[test]
+fn a_try_while_its_slot_runs_elsewhere_is_a_silent_skip() {
+    let redis = Redis::start();
+    let args = [
+        lock_args(&redis, "inprog"),
+        vec!["--once-per".into(), "1h".into()],
+    ]
+    .concat();
+    let holder = start_run(&args, "sleep 1.5");
+    assert!(eventually(Duration::from_secs(5), || {
+        redis.get(&lock_key("inprog")).is_some()
+    }));
+    let s = Scratch::new();
+    let events = s.path("events");
+    let out = output(redlock_run().args(&args).args([
+        "--events",
+        events.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_eq!((code(&out), stderr(&out).as_str()), (codes::BUSY, ""));
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(events.contains("\"reason\":\"in_progress\""), "{events}");
+    let (held, err) = finish(holder, Duration::from_secs(10));
+    assert_eq!(held, 0, "{err}");
+    let out = output(
+        redlock_run()
+            .args(&args)
+            .args(["--busy-exit-code", "0", "--", "true"]),
+    );
+    assert_eq!((code(&out), stderr(&out).as_str()), (0, ""));
+}
+
+/// One slot's worth of hosts: `hosts` runs started `gap` apart, each waiting; when
+/// `kill` the first to start its job has its wrapper SIGKILLed 300 ms into the job (its
+/// group guard stops the job), so its end is never recorded.
+fn slot_of_hosts(redis: &Redis, name: &str, extra: &[&str], log: &std::path::Path, kill: bool) {
+    let job = format!(
+        "echo \"BEGIN $PPID $REDLOCK_FENCE $REDLOCK_ATTEMPT\" >> '{log}'; sleep 0.6; echo \"END $PPID\" >> '{log}'",
+        log = log.display()
+    );
+    let mut args = lock_args(redis, name);
+    args.extend(
+        [
+            "--ttl",
+            "1s",
+            "--once-per",
+            "3s",
+            "--wait",
+            "2600ms",
+            "--no-local-queue",
+        ]
+        .map(String::from),
+    );
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let slot = server_ms(redis) / 3000 * 3000 + 3000;
+    sleep_until_server(redis, slot + 50);
+    let begins = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let runs: Vec<Child> = (0..4)
+        .map(|_| {
+            let child = start_run(&args, &job);
+            std::thread::sleep(Duration::from_millis(60));
+            child
+        })
+        .collect();
+    if kill {
+        let start = Instant::now();
+        let wrapper = loop {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            if let Some(l) = text.lines().skip(begins).find(|l| l.starts_with("BEGIN")) {
+                break l.split(' ').nth(1).unwrap().parse::<i32>().unwrap();
+            }
+            assert!(start.elapsed() < Duration::from_secs(3), "no run began");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(wrapper),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    for mut run in runs {
+        // The killed wrapper has no exit code; the others end 0.
+        let _ = wait_child(&mut run, Duration::from_secs(20));
+    }
+}
+
+/// Successful records per slot in the lock's history (`redlock history --json`).
+fn successes_per_slot(redis: &Redis, name: &str) -> HashMap<u64, usize> {
+    let out = output(redlock().args([
+        "history",
+        name,
+        "--redis",
+        &redis.url(),
+        "--json",
+        "--limit",
+        "100",
+    ]));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("history JSON");
+    let mut per_slot = HashMap::new();
+    for run in runs["runs"].as_array().cloned().unwrap_or_default() {
+        if run["status"] == 0 && run["running"] != true {
+            let slot = run["start_ms"].as_u64().unwrap_or(0) / 3000;
+            *per_slot.entry(slot).or_default() += 1;
+        }
+    }
+    per_slot
+}
+
+/// Four hosts per 3 s slot, each waiting, the job 0.6 s; in every other slot the
+/// winner's wrapper is SIGKILLed mid-run. With `--if-vanished rerun` every slot ends
+/// with exactly one successful run, and each re-run's fence is above the vanished
+/// run's; with the default (skip), the slots whose run was killed have none, the others
+/// one. (The figures are 8 hosts and 100 slots of 10 s; this is the same
+/// schedule, smaller, so that it runs in under a minute.)
+#[test]
+fn a_vanished_slot_runs_again_with_rerun_and_stays_closed_by_default() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    for (name, extra, rerun) in [
+        ("van-rerun", &["--if-vanished", "rerun"][..], true),
+        ("van-skip", &[][..], false),
+    ] {
+        let log = s.path(name);
+        let slots = 6;
+        for i in 0..slots {
+            slot_of_hosts(&redis, name, extra, &log, i % 2 == 0);
+        }
+        let per_slot = successes_per_slot(&redis, name);
+        let ok_slots = per_slot.values().filter(|n| **n == 1).count();
+        assert!(per_slot.values().all(|n| *n == 1), "{name}: {per_slot:?}");
+        let expected = if rerun { slots } else { slots / 2 };
+        assert_eq!(ok_slots, expected, "{name}: successful slots {per_slot:?}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        if rerun {
+            // In each killed slot: BEGIN (attempt 1, killed), then BEGIN attempt 2 with a
+            // larger fence.
+            let begins: Vec<(u64, String)> = text
+                .lines()
+                .filter(|l| l.starts_with("BEGIN"))
+                .map(|l| {
+                    let w: Vec<&str> = l.split(' ').collect();
+                    (w[2].parse().unwrap(), w[3].to_string())
+                })
+                .collect();
+            let reruns: Vec<_> = begins.windows(2).filter(|w| w[1].1 == "2").collect();
+            assert_eq!(reruns.len(), slots / 2, "{text}");
+            assert!(reruns.iter().all(|w| w[1].0 > w[0].0), "fences: {text}");
+        }
+        summary(&format!(
+            "cron: {name}: 4 hosts, {slots} slots of 3 s, winner SIGKILLed in {}: {ok_slots} slots with exactly one successful run",
+            slots / 2
+        ));
+    }
+}
+
+/// A job that always kills its own wrapper runs exactly `--max-attempts` times in its
+/// slot; the next try is skipped with `attempts_exhausted` (busy status, one line, the
+/// `skipped` event says why).
+#[test]
+fn a_job_that_kills_its_host_runs_max_attempts_times_per_slot() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let events = s.path("events");
+    let mut args = lock_args(&redis, "crash");
+    args.extend(
+        [
+            "--ttl",
+            "1s",
+            "--once-per",
+            "1h",
+            "--if-vanished",
+            "rerun",
+            "--max-attempts",
+            "2",
+        ]
+        .map(String::from),
+    );
+    let job = format!(
+        "echo \"RUN $REDLOCK_ATTEMPT\" >> '{}'; kill -9 $PPID; sleep 5",
+        log.display()
+    );
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let out = output(redlock_run().args(&args).args([
+            "--events",
+            events.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &job,
+        ]));
+        statuses.push((out.status.code().unwrap_or(-1), stderr(&out)));
+        // The vanished run's lease ends a ttl after its last renewal.
+        assert!(eventually(Duration::from_secs(5), || {
+            redis.get(&lock_key("crash")).is_none()
+        }));
+    }
+    let runs = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(runs, "RUN 1\nRUN 2\n", "{statuses:?}");
+    for (code, err) in &statuses[2..] {
+        assert_eq!(*code, codes::BUSY, "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("none succeeded (--max-attempts 2)"), "{err}");
+    }
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        events.contains("\"reason\":\"attempts_exhausted\""),
+        "{events}"
+    );
+}
+
+/// `--if-vanished` and `--max-attempts` say what a `--once-per` slot does: without
+/// `--once-per` they are refused with one line.
+#[test]
+fn rerun_flags_without_once_per_are_refused() {
+    let redis = Redis::start();
+    for extra in [
+        &["--if-vanished", "rerun"][..],
+        &["--max-attempts", "2"][..],
+    ] {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "nope"))
+                .args(extra)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1);
+        assert!(stderr(&out).contains("give --once-per PERIOD too"));
+        assert!(redis.keys().is_empty());
+    }
+}
