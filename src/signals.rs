@@ -50,12 +50,23 @@ pub fn ends_wait(sig: Signal) -> bool {
     )
 }
 
-/// Takes over the forwarded signals and delivers each arrival on the returned channel.
-/// Called once, early, so that a signal during the wait cannot kill the wrapper with a
-/// lock held. Must run inside the tokio runtime.
+/// Whether `sig` was ignored when the wrapper started (`nohup`, a script's `cmd &`): such
+/// a signal stays ignored, by the wrapper and by its command (an ignored disposition
+/// survives exec), as a shell leaves a signal ignored on entry.
+fn ignored_at_entry(sig: Signal) -> bool {
+    // SAFETY: sigaction with no new action only reads the current one into `old`.
+    let mut old: nix::libc::sigaction = unsafe { std::mem::zeroed() };
+    let read = unsafe { nix::libc::sigaction(sig as i32, std::ptr::null(), &mut old) };
+    read == 0 && old.sa_sigaction == nix::libc::SIG_IGN
+}
+
+/// Takes over the forwarded signals and delivers each arrival on the returned channel;
+/// a signal ignored on entry is left ignored ([`ignored_at_entry`]). Called once, early,
+/// so that a signal during the wait cannot kill the wrapper with a lock held. Must run
+/// inside the tokio runtime.
 pub fn listen() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
     let (tx, rx) = mpsc::unbounded_channel();
-    for sig in FORWARDED {
+    for sig in FORWARDED.into_iter().filter(|s| !ignored_at_entry(*s)) {
         let mut stream = signal(SignalKind::from_raw(sig as i32))?;
         let tx = tx.clone();
         tokio::spawn(async move {

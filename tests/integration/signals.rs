@@ -528,3 +528,30 @@ fn the_command_starts_with_a_clean_signal_state_through_a_pipe() {
 fn the_command_starts_with_a_clean_signal_state_on_a_pty() {
     command_signal_state_is_clean(Via::Pty);
 }
+
+/// Signals ignored when redlock-run starts (`nohup`, a script's `cmd &`, a shell's
+/// `trap '' SIG`) stay ignored for the command, as for a command started directly: the
+/// wrapper does not take them over. (The two tests above compare the same masks, and
+/// failed when the suite itself ran under `nohup`.)
+#[test]
+fn signals_ignored_at_start_stay_ignored_for_the_command() {
+    let redis = Redis::start();
+    let ignoring = |inner: String| {
+        let out = output(Command::new("sh").args([
+            "-c",
+            &format!(
+                "trap '' HUP INT QUIT; exec {inner} grep -E '^Sig(Ign|Blk)' /proc/self/status"
+            ),
+        ]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out)
+    };
+    let direct = ignoring(String::new());
+    let wrapped = ignoring(format!("{RUN} --key ign --redis {} --", redis.url()));
+    assert!(
+        direct.contains("0000000000000007") || direct.contains("7\n"),
+        "{direct}"
+    );
+    assert_eq!(wrapped, direct);
+    assert_no_keys(&redis, "ignored signals");
+}
