@@ -243,8 +243,14 @@ fn slot_of_hosts(redis: &Redis, name: &str, extra: &[&str], log: &std::path::Pat
     }
 }
 
-/// Successful records per slot in the lock's history (`redlock history --json`).
+/// Successful records per 3 s slot in the lock's history.
 fn successes_per_slot(redis: &Redis, name: &str) -> HashMap<u64, usize> {
+    successes_per_slot_of(redis, name, 3000)
+}
+
+/// Successful records per slot of `period_ms` in the lock's history (`redlock history
+/// --json`).
+fn successes_per_slot_of(redis: &Redis, name: &str, period_ms: u64) -> HashMap<u64, usize> {
     let out = output(redlock().args([
         "history",
         name,
@@ -258,7 +264,7 @@ fn successes_per_slot(redis: &Redis, name: &str) -> HashMap<u64, usize> {
     let mut per_slot = HashMap::new();
     for run in runs["runs"].as_array().cloned().unwrap_or_default() {
         if run["status"] == 0 && run["running"] != true {
-            let slot = run["start_ms"].as_u64().unwrap_or(0) / 3000;
+            let slot = run["start_ms"].as_u64().unwrap_or(0) / period_ms;
             *per_slot.entry(slot).or_default() += 1;
         }
     }
@@ -388,5 +394,116 @@ fn rerun_flags_without_once_per_are_refused() {
         assert_eq!(stderr(&out).lines().count(), 1);
         assert!(stderr(&out).contains("give --once-per PERIOD too"));
         assert!(redis.keys().is_empty());
+    }
+}
+
+/// The shipped unit's `ExecStart`, its program and metrics file made local.
+fn shipped_exec_start(metrics: &std::path::Path, job: &std::path::Path) -> Vec<String> {
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("contrib/systemd/redlock-nightly-report.service"),
+    )
+    .unwrap();
+    assert!(
+        unit.contains("\nUser="),
+        "the unit runs the job as a named user"
+    );
+    let line = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
+    assert_eq!(args.remove(0), "/usr/bin/redlock-run");
+    for a in &mut args {
+        if a.ends_with(".prom") {
+            *a = metrics.display().to_string();
+        } else if a == "/opt/report/run" {
+            *a = job.display().to_string();
+        }
+    }
+    args
+}
+
+/// The shipped systemd unit, as its timer fires it on three hosts at 02:00: the job
+/// runs on one host; the others wait for that run and skip the day without a word
+/// (75, which the unit's SuccessExitStatus makes a success). When the winner's host
+/// dies mid-run, one of the waiting hosts runs the job as soon as its lease ends:
+/// exactly one successful run either way.
+#[test]
+fn the_shipped_unit_runs_the_nightly_job_once_across_three_hosts() {
+    let namespaces = hosts_can_be_namespaces();
+    let s = Scratch::new();
+    for kill_winner in [false, true] {
+        let redis = Redis::start();
+        let log = s.path(&format!("log-{kill_winner}"));
+        let job = s.script(
+            &format!("report-{kill_winner}"),
+            &format!(
+                "echo \"RUN $(hostname) $PPID $REDLOCK_ATTEMPT\" >> '{}'; sleep 1",
+                log.display()
+            ),
+        );
+        let metrics = s.path(&format!("report-{kill_winner}.prom"));
+        let args = shipped_exec_start(&metrics, &job);
+        let hosts: Vec<Child> = (0..3)
+            .map(|h| {
+                on_host(&format!("unit-host-{h}"), &args, namespaces)
+                    // What /etc/redlock/env would hold; a short ttl so that a dead
+                    // winner's lease ends within the test.
+                    .env("REDLOCK_REDIS_URL", redis.url())
+                    .env("REDLOCK_TTL", "2s")
+                    // Each host its own local queue, as on separate machines.
+                    .env(
+                        "REDLOCK_LOCAL_DIR",
+                        s.path(&format!("local-{kill_winner}-{h}")),
+                    )
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        if kill_winner {
+            assert!(wait_for_file(&log, "RUN", Duration::from_secs(10)));
+            let text = std::fs::read_to_string(&log).unwrap();
+            let wrapper: i32 = text.split(' ').nth(2).unwrap().parse().unwrap();
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(wrapper),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let mut statuses = Vec::new();
+        for host in hosts {
+            let (code, text) = ended(host);
+            if code != -1 {
+                assert!(text.is_empty(), "a host wrote output: {text:?}");
+            }
+            statuses.push(code);
+        }
+        statuses.sort();
+        let runs = std::fs::read_to_string(&log).unwrap();
+        let succeeded = successes_per_slot_of(&redis, "nightly-report", 86_400_000);
+        if kill_winner {
+            assert_eq!(runs.lines().count(), 2, "{runs}");
+            assert!(
+                runs.lines().nth(1).unwrap().ends_with(" 2"),
+                "attempt 2: {runs}"
+            );
+            assert_eq!(statuses, [-1, 0, codes::BUSY], "{runs}");
+        } else {
+            assert_eq!(runs.lines().count(), 1, "{runs}");
+            assert_eq!(statuses, [0, codes::BUSY, codes::BUSY], "{runs}");
+        }
+        assert_eq!(succeeded.values().sum::<usize>(), 1, "{succeeded:?}");
+        summary(&format!(
+            "cron: the shipped unit's ExecStart on 3 hosts{}, winner {}: {} job run(s), 1 success, statuses {statuses:?}",
+            if namespaces { " (UTS namespaces)" } else { "" },
+            if kill_winner {
+                "SIGKILLed mid-run"
+            } else {
+                "alive"
+            },
+            runs.lines().count()
+        ));
     }
 }
