@@ -231,16 +231,16 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
     match page_of {
         Page::Run | Page::Redlock => &[
             (
-                "In the crontab of several hosts: one host runs the job each minute; the others skip it silently (exit 0), and a fast job keeps the lock 50s so a host whose cron fires late does not run it again.",
-                "* * * * * redlock-run --key close-order --hold-min 50s --busy-exit-code 0 -- /opt/jobs/close_orders.sh",
+                "In the crontab of several hosts: the job runs once a minute (of the Redis server's clock), on one host; the other hosts skip that minute without a word.",
+                "* * * * * redlock-run --key close-order --once-per 1m -- /opt/jobs/close_orders.sh",
             ),
             (
                 "In CI: wait up to 30 minutes for the previous deploy, the password out of the command line.",
                 "REDLOCK_REDIS_URL=rediss://ci:PASSWORD@redis:6380 redlock-run --key deploy-production --wait 30m --ttl 1m -- ./deploy.sh",
             ),
             (
-                "Once a day (UTC, by the Redis server's clock) whichever host tries first; a failed run is retried by the next try.",
-                "*/10 * * * * redlock-run --key nightly-report --once-per 1d --busy-exit-code 0 -- /opt/jobs/report.sh",
+                "Once a day (UTC, by the Redis server's clock) whichever host tries first; a failed run is retried by the next try, and so is a run whose host died mid-run (at most 3 starts a day).",
+                "*/10 * * * * redlock-run --key nightly-report --once-per 1d --if-vanished rerun -- /opt/jobs/report.sh",
             ),
             (
                 "Redlock over three independent masters.",
