@@ -695,7 +695,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --max-attempts --fair --limit --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
+            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --max-attempts --fair --limit --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -802,6 +802,10 @@ _redlock() {
                     ;;
                 --if-vanished)
                     COMPREPLY=($(compgen -W "skip rerun" -- "${cur}"))
+                    return 0
+                    ;;
+                --once-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --max-attempts)

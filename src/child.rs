@@ -42,7 +42,8 @@ pub mod env {
     pub const SLOT: &str = "REDLOCK_SLOT";
     /// `--once-per`: the start of this run's slot (Unix ms, the server's clock).
     pub const SLOT_START: &str = "REDLOCK_SLOT_START";
-    /// `--once-per`: this run's attempt in its slot (1 for the first start).
+    /// `--once-per`, `--once-id`: this run's attempt in its slot or for its ID (1 for the
+    /// first start).
     pub const ATTEMPT: &str = "REDLOCK_ATTEMPT";
 }
 

@@ -115,15 +115,9 @@ pub struct ConnArgs {
 #[derive(Debug, Clone, Args)]
 pub struct WaitArgs {
     /// How long to wait for a busy lock or an unreachable Redis: 0 tries once, up to
-    /// 365 days, or "forever".
-    #[arg(
-        long,
-        short = 'w',
-        value_name = "DURATION",
-        default_value = "0",
-        allow_hyphen_values = true
-    )]
-    pub wait: String,
+    /// 365 days, or "forever" [default: 0; with --once-id: forever].
+    #[arg(long, short = 'w', value_name = "DURATION", allow_hyphen_values = true)]
+    pub wait: Option<String>,
 
     /// Exit status when the lock is busy (0-255; with 0, busy and waiting are not
     /// reported off a terminal) [default: 75].
@@ -208,6 +202,15 @@ pub struct RunArgs {
     /// ends), up to --max-attempts starts per slot.
     #[arg(long, value_name = "WHAT", value_enum)]
     pub if_vanished: Option<crate::policy::Vanished>,
+
+    /// Run once per ID (e.g. a release tag), across hosts and time: the first run for
+    /// this name and ID runs the command; runs of the same ID that come meanwhile wait
+    /// for it (--wait defaults to forever); when it exits 0 they exit 0 without running
+    /// (one line says who ran it), when it fails one of them runs it (up to
+    /// --max-attempts, 3); any later run of the ID exits 0 at once. The record is kept
+    /// --retain. Not with --once-per or --limit.
+    #[arg(long, value_name = "ID")]
+    pub once_id: Option<String>,
 
     /// With --once-per: the most runs that may start in one slot (failed and vanished
     /// ones count); the next try is skipped with the reason attempts_exhausted. Default:

@@ -223,6 +223,33 @@ fn busy_code(raw: Option<&str>) -> Result<u8> {
 /// The most `--limit` accepts: a busy try of a semaphore looks at every slot.
 pub const MAX_LIMIT: u32 = 100;
 
+/// A run's `--wait`: as given, else forever for a `--once-id` run (it waits for the
+/// ID's run in progress), else 0.
+fn run_wait(args: &RunArgs) -> Result<Wait> {
+    match (args.waiting.wait.as_deref(), &args.once_id) {
+        (Some(raw), _) => wait(raw),
+        (None, Some(_)) => Ok(Wait::Forever),
+        (None, None) => Ok(Wait::For(Duration::ZERO)),
+    }
+}
+
+/// The longest `--once-id` (it is part of a key name).
+const MAX_ONCE_ID: usize = 200;
+
+/// `--once-id`: a non-empty, printable ID.
+fn once_id(raw: Option<&str>) -> Result<Option<String>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    if raw.is_empty() || raw.len() > MAX_ONCE_ID || raw.chars().any(char::is_control) {
+        return Err(Error::usage(format!(
+            "--once-id {:?} is not an ID: give 1 to {MAX_ONCE_ID} printable characters, e.g. a release tag",
+            crate::error::one_line(raw)
+        )));
+    }
+    Ok(Some(raw.to_string()))
+}
+
 /// `--max-attempts`: 1 or more.
 fn max_attempts(raw: Option<&str>) -> Result<Option<u32>> {
     let Some(raw) = raw else {
@@ -429,20 +456,22 @@ impl RunConfig {
             history,
             if_vanished: args.if_vanished.is_some(),
             max_attempts: max_attempts.is_some(),
+            once_id: args.once_id.is_some(),
         };
         let completion = Completion {
             hold_min,
             once_per,
             vanished: args.if_vanished.unwrap_or_default(),
             max_attempts,
-            may_wait: wait(&args.waiting.wait)? != Wait::For(Duration::ZERO),
+            may_wait: run_wait(&args)? != Wait::For(Duration::ZERO),
+            once_id: once_id(args.once_id.as_deref())?,
         };
         let policy = Policy::from_flags(given, completion)?;
         Ok(RunConfig {
             conn,
             keys,
             budget,
-            wait: wait(&args.waiting.wait)?,
+            wait: run_wait(&args)?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
             events: args.events.clone(),
@@ -794,7 +823,7 @@ impl AcquireConfig {
         Ok(AcquireConfig {
             ttl: ttl(args.ttl.as_deref())?,
             retain: retain(args.retain.retain.as_deref(), None)?,
-            wait: wait(&args.waiting.wait)?,
+            wait: wait(args.waiting.wait.as_deref().unwrap_or("0"))?,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             holder_pid: args.holder_pid.as_deref().map(holder_pid).transpose()?,
             conn,

@@ -111,6 +111,12 @@ impl LockKeys {
         keys
     }
 
+    /// The run-once record of `--once-id ID` (`P{N}:once:ID`, a hash: `starts`, and
+    /// `done`, the record of the run that succeeded).
+    pub fn once(&self, id: &str) -> Vec<u8> {
+        [self.lock.as_slice(), b":once:", id.as_bytes()].concat()
+    }
+
     /// The wake list of one waiter of a fair queue.
     pub fn own_wake(&self, token: &str) -> Vec<u8> {
         [self.wake.as_slice(), b":", token.as_bytes()].concat()

@@ -46,6 +46,8 @@ pub struct Lease {
     ttl: Duration,
     /// `--once-per`: the period whose slot may run once (ms; 0: none).
     completion: Completion,
+    /// `--once-id`: the ID's record key.
+    once_key: Option<Vec<u8>>,
     /// `--retain`: how long the fence counter and history outlive the last use.
     retain: Duration,
     /// What kind of lock the name is.
@@ -296,6 +298,7 @@ impl Lease {
             token,
             ttl,
             completion: Completion::default(),
+            once_key: None,
             retain: DEFAULT_RETAIN,
             mode: Mode::PLAIN,
             grant: OnceCell::new(),
@@ -331,14 +334,19 @@ impl Lease {
         self.grant.get().map_or(1, |g| g.slot)
     }
 
-    /// `--once-per`: this run's attempt in its slot (1 for the first start), the start
-    /// of its slot (server time, ms), and the vanished run it reruns ('' for none);
-    /// `None` for a run without `--once-per`, or before the acquisition.
-    pub fn slot_attempt(&self) -> Option<(u32, u64, &str)> {
+    /// `--once-per`, `--once-id`: this run's attempt in its slot or for its ID (1 for
+    /// the first start), and the vanished run it reruns ('' for none); `None` for other
+    /// runs, or before the acquisition.
+    pub fn attempt(&self) -> Option<(u32, &str)> {
+        let grant = self.grant.get().filter(|g| g.attempt > 0)?;
+        Some((grant.attempt, grant.rerun_of.as_str()))
+    }
+
+    /// `--once-per`: the start of this run's slot (server time, ms).
+    pub fn slot_start_ms(&self) -> Option<u64> {
         let period = self.completion.once_per_ms();
-        let grant = self.grant.get().filter(|g| g.attempt > 0 && period > 0)?;
-        let slot_ms = grant.server_ms - grant.server_ms % period;
-        Some((grant.attempt, slot_ms, grant.rerun_of.as_str()))
+        let grant = self.grant.get().filter(|g| period > 0 && g.server_ms > 0)?;
+        Some(grant.server_ms - grant.server_ms % period)
     }
 
     /// What the run leaves when it ends and finds of earlier runs: with `--once-per`,
@@ -346,6 +354,7 @@ impl Lease {
     /// [`Acquire::AlreadyRan`] and takes nothing; with `--hold-min`, the release keeps
     /// the lock until then.
     pub fn completion(mut self, completion: Completion) -> Self {
+        self.once_key = completion.once_id.as_deref().map(|id| self.keys.once(id));
         self.completion = completion;
         self
     }
@@ -501,6 +510,7 @@ impl Lease {
             Key::QueueInfo => k.queue_info.clone(),
             Key::Wake | Key::OwnWake => k.wake.clone(),
             Key::Lock | Key::Slot => k.lock.clone(),
+            Key::Once => self.once_key.clone().unwrap_or_else(|| k.once("")),
         }
     }
 
@@ -538,6 +548,7 @@ impl Lease {
                 once_per_ms: self.once_per_ms(),
                 max_attempts: self.completion.attempts(),
                 rerun: self.completion.rerun_arg(),
+                once_key: self.once_key.as_deref(),
                 retain_ms: self.retain_ms(),
                 who: &who,
                 meta: &fields,
@@ -717,6 +728,7 @@ impl Lease {
             keep_ms,
             retain_ms: self.retain_ms(),
             once_per: self.once_per_ms() > 0,
+            once_key: self.once_key.as_deref(),
             record: ending.map(Ending::record),
         };
         // Only the primary node wakes a waiter (see `Nodes::primary`).

@@ -40,7 +40,8 @@ pub enum Status {
     Code(Code),
     /// The status of the error that ended the run (see the exit-status table).
     OfError,
-
+    /// The busy status for a closed `--once-per` slot, 0 for a done `--once-id`.
+    Skip,
     /// Not ended yet.
     None,
 }
@@ -114,8 +115,8 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Skipped,
-        name: "skipped: the `--once-per` slot had run, or its run is in progress",
-        status: Status::Code(Code::Busy),
+        name: "skipped: the `--once-per` slot had run, or its run is in progress; the `--once-id` is done",
+        status: Status::Skip,
         event: Some("skipped"),
         metric: Some("skipped"),
         words: None,
@@ -123,7 +124,7 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Exhausted,
-        name: "attempts exhausted: `--max-attempts` runs started in the slot, none succeeded",
+        name: "attempts exhausted: `--max-attempts` runs started in the slot or for the ID, none succeeded",
         status: Status::Code(Code::Busy),
         event: Some("skipped"),
         metric: Some("attempts_exhausted"),
@@ -253,6 +254,10 @@ pub fn markdown() -> String {
             Status::Code(Code::Busy) => format!("{} (`--busy-exit-code`)", Code::Busy.value()),
             Status::Code(c) => c.value().to_string(),
             Status::OfError => "the error's".to_string(),
+            Status::Skip => format!(
+                "{} (`--busy-exit-code`); 0 for a done `--once-id`",
+                Code::Busy.value()
+            ),
             Status::None => "–".to_string(),
         };
         let _ = writeln!(

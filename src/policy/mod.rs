@@ -28,7 +28,7 @@ pub enum Vanished {
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// What a run leaves behind when it ends, and what it finds of earlier runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Completion {
     /// `--hold-min`: the lock is kept (not deleted) until this long after the acquire.
     pub hold_min: Option<Duration>,
@@ -44,6 +44,8 @@ pub struct Completion {
     /// the slot if that run succeeds, to run it if it fails, or vanishes with
     /// `--if-vanished rerun`); a run that may not wait skips that slot.
     pub may_wait: bool,
+    /// `--once-id`: the run-once ID (a record per name and ID says it ran).
+    pub once_id: Option<String>,
 }
 
 impl Completion {
@@ -59,6 +61,7 @@ impl Completion {
         match (self.max_attempts, self.vanished) {
             (Some(n), _) => n,
             (None, Vanished::Rerun) => DEFAULT_MAX_ATTEMPTS,
+            (None, Vanished::Skip) if self.once_id.is_some() => DEFAULT_MAX_ATTEMPTS,
             (None, Vanished::Skip) => 0,
         }
     }
@@ -79,7 +82,7 @@ impl Completion {
 }
 
 /// What a run asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
     pub mode: Mode,
     pub completion: Completion,

@@ -23,6 +23,10 @@ pub enum Flag {
     IfVanished,
     /// `--max-attempts`.
     MaxAttempts,
+    /// `--once-id`.
+    OnceId,
+    /// Neither `--once-per` nor `--once-id`.
+    NoOnce,
 }
 
 impl Flag {
@@ -37,6 +41,8 @@ impl Flag {
             Flag::NoOncePer => "no `--once-per`",
             Flag::IfVanished => "`--if-vanished`",
             Flag::MaxAttempts => "`--max-attempts`",
+            Flag::OnceId => "`--once-id`",
+            Flag::NoOnce => "neither `--once-per` nor `--once-id`",
         }
     }
 }
@@ -56,6 +62,8 @@ pub struct Given {
     pub if_vanished: bool,
     /// `--max-attempts` given.
     pub max_attempts: bool,
+    /// `--once-id` given.
+    pub once_id: bool,
 }
 
 impl Given {
@@ -69,6 +77,8 @@ impl Given {
             Flag::NoOncePer => !self.once_per,
             Flag::IfVanished => self.if_vanished,
             Flag::MaxAttempts => self.max_attempts,
+            Flag::OnceId => self.once_id,
+            Flag::NoOnce => !self.once_per && !self.once_id,
         }
     }
 
@@ -115,8 +125,16 @@ pub const RULES: &[Rule] = &[
         line: "--if-vanished says what a --once-per slot does when its run vanished; give --once-per PERIOD too",
     },
     Rule {
-        both: [Flag::MaxAttempts, Flag::NoOncePer],
-        line: "--max-attempts counts the runs started in a --once-per slot; give --once-per PERIOD too",
+        both: [Flag::MaxAttempts, Flag::NoOnce],
+        line: "--max-attempts counts the runs started in a --once-per slot or for a --once-id; give one of them too",
+    },
+    Rule {
+        both: [Flag::OnceId, Flag::OncePer],
+        line: "--once-id runs a job once per ID and --once-per once per period; use one or the other",
+    },
+    Rule {
+        both: [Flag::OnceId, Flag::Limit],
+        line: "--once-id runs a job once, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other",
     },
 ];
 
@@ -154,6 +172,11 @@ mod tests {
             Flag::NoOncePer => g.once_per = false,
             Flag::IfVanished => g.if_vanished = true,
             Flag::MaxAttempts => g.max_attempts = true,
+            Flag::OnceId => g.once_id = true,
+            Flag::NoOnce => {
+                g.once_per = false;
+                g.once_id = false;
+            }
         }
         g
     }
@@ -177,6 +200,8 @@ mod tests {
             set(plain, Flag::HistoryOff),
             set(once, Flag::IfVanished),
             set(once, Flag::MaxAttempts),
+            set(plain, Flag::OnceId),
+            set(set(plain, Flag::OnceId), Flag::MaxAttempts),
         ] {
             assert_eq!(refusal(&alone), None, "{alone:?}");
         }

@@ -26,8 +26,10 @@ pub(super) async fn run_command(
             h.lease.slot().to_string(),
         )
     });
-    let in_slot = held.as_ref().and_then(|h| h.lease.slot_attempt());
-    let in_slot = in_slot.map(|(attempt, slot_ms, _)| (slot_ms.to_string(), attempt.to_string()));
+    let attempt = held.as_ref().and_then(|h| h.lease.attempt());
+    let attempt = attempt.map(|(n, _)| n.to_string());
+    let slot_start = held.as_ref().and_then(|h| h.lease.slot_start_ms());
+    let slot_start = slot_start.map(|ms| ms.to_string());
     let mut envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
         (Some(h), Some((ttl_ms, fence, slot))) => {
             let mut envs = vec![
@@ -44,8 +46,10 @@ pub(super) async fn run_command(
         }
         _ => Vec::new(),
     };
-    if let Some((slot_start, attempt)) = &in_slot {
+    if let Some(slot_start) = &slot_start {
         envs.push((env::SLOT_START, OsStr::new(slot_start)));
+    }
+    if let Some(attempt) = &attempt {
         envs.push((env::ATTEMPT, OsStr::new(attempt)));
     }
     let mut guard = guard.or_else(GroupGuard::fork);

@@ -151,7 +151,7 @@ impl<'r> Run<'r> {
             Connected::Up(nodes) => {
                 Ok(
                     Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
-                        .completion(config.policy.completion)
+                        .completion(config.policy.completion.clone())
                         .retain(config.retain)
                         .mode(config.policy.mode),
                 )

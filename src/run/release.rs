@@ -28,7 +28,7 @@ pub(super) async fn release_after(
         once_per: config.policy.completion.once_per,
         size: config.history,
         start_ms: lease.acquired_ms(),
-        attempt: lease.slot_attempt().map(|(n, _, of)| (n, of)),
+        attempt: lease.attempt(),
     };
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {
@@ -36,7 +36,7 @@ pub(super) async fn release_after(
         let until = lease_end.unwrap_or_else(crate::clock::now);
         let released = release(
             lease,
-            config.policy.completion,
+            &config.policy.completion,
             acquired_at,
             Some(&ending),
             until,
@@ -64,7 +64,7 @@ pub(super) async fn release_after(
 /// `--once-per` start that could not be recorded): no record, no `--hold-min` keep.
 pub(super) async fn give_back(lease: &Lease, acquired_at: Point, report: &Reporter) {
     let nothing = Completion::default();
-    let _ = release(lease, nothing, acquired_at, None, acquired_at, report).await;
+    let _ = release(lease, &nothing, acquired_at, None, acquired_at, report).await;
 }
 
 /// The `released` event: one for every acquisition that started its command, whatever
@@ -105,7 +105,7 @@ enum Released {
 /// anyone else's lock or records the run twice.
 async fn release(
     lease: &Lease,
-    completion: Completion,
+    completion: &Completion,
     acquired_at: Point,
     ending: Option<&Ending>,
     until: Point,

@@ -134,20 +134,31 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     let report = run.report;
     let last = RunRecord::parse(&skip.record);
     let name = lease.keys().display_name();
-    let period = run.config.policy.completion.once_per.unwrap_or_default();
-    let slot = format!(
-        "this --once-per {} slot (from {})",
-        human(period),
-        rfc3339(skip.slot_ms)
-    );
+    let completion = &run.config.policy.completion;
+    let period = completion.once_per.unwrap_or_default();
+    let slot = match &completion.once_id {
+        Some(id) => format!("--once-id {}", crate::report::shown(id)),
+        None => format!(
+            "this --once-per {} slot (from {})",
+            human(period),
+            rfc3339(skip.slot_ms)
+        ),
+    };
     let described = last.as_ref().map(RunRecord::describe).unwrap_or_default();
     let (reason, status) = match (skip.why, &last) {
         (Closed::Exhausted { starts }, _) => {
             report.note(&format!(
-                "{name}: {starts} runs started in {slot} and none succeeded (--max-attempts {}); not running",
-                run.config.policy.completion.attempts()
+                "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}); not running",
+                completion.attempts()
             ));
             ("attempts_exhausted", run.config.busy_code)
+        }
+        // A run-once ID that is done: every other run of it exits 0, saying who ran it.
+        (Closed::Ran, _) if completion.once_id.is_some() => {
+            report.note(&format!(
+                "{name}: {slot} already done: {described}; not running"
+            ));
+            ("already_done", 0)
         }
         (Closed::InProgress, _) => {
             report.verbose(|| {
@@ -177,7 +188,8 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         serde_json::json!({
             "reason": reason,
             "slot_start_ms": skip.slot_ms,
-            "once_per_ms": period.as_millis() as u64,
+            "once_per_ms": completion.once_per.map(|p| p.as_millis() as u64),
+            "once_id": completion.once_id,
             "last_run": last,
             "starts": starts,
         }),

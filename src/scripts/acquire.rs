@@ -59,6 +59,8 @@ pub struct Request<'a> {
     /// `--if-vanished` and `--wait` (`policy::Completion::rerun_arg`): 1, a vanished
     /// run opens its slot again; 2, a run that may wait waits for the slot's run.
     pub rerun: u8,
+    /// `--once-id`: the ID's record key (`LockKeys::once`).
+    pub once_key: Option<&'a [u8]>,
     /// Who waits (JSON, for a fair queue's `status`).
     pub who: &'a str,
     /// The holder metadata's field/value pairs.
@@ -68,40 +70,7 @@ pub struct Request<'a> {
 impl Request<'_> {
     /// The call of the acquire script of this request's kind of lock.
     pub fn call(&self) -> Call {
-        let k = self.keys;
-        let mut call = match (self.mode.holders, self.mode.order) {
-            (Holders::Exclusive, Order::Any) => invocation(
-                &PLAIN,
-                &[
-                    &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-                ],
-            ),
-            (Holders::Slots(limit), _) => {
-                let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
-                let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
-                for slot in &slots {
-                    keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
-                }
-                invocation(&super::holders::SEMAPHORE, &keys)
-            }
-            (Holders::Exclusive, Order::Fifo) => {
-                let own = k.own_wake(self.token);
-                invocation(
-                    &super::queue::FAIR,
-                    &[
-                        &k.lock,
-                        &k.meta,
-                        &k.queue,
-                        &k.beats,
-                        &k.fence,
-                        &k.history,
-                        &k.mode,
-                        &k.queue_info,
-                        &own,
-                    ],
-                )
-            }
-        };
+        let mut call = self.invocation();
         call.arg(self.token)
             .arg(self.ttl_ms)
             .arg(self.heartbeat_ms)
@@ -119,6 +88,46 @@ impl Request<'_> {
             call.arg(*field).arg(value);
         }
         call
+    }
+
+    /// The script of this request's mode, on its keys (with `--once-id`, the ID's
+    /// record last).
+    fn invocation(&self) -> Call {
+        let k = self.keys;
+        let once = self.once_key.into_iter();
+        match (self.mode.holders, self.mode.order) {
+            (Holders::Exclusive, Order::Any) => {
+                let keys = [
+                    &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+                ];
+                let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
+                invocation(&PLAIN, &keys)
+            }
+            (Holders::Slots(limit), _) => {
+                let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
+                let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
+                for slot in &slots {
+                    keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
+                }
+                invocation(&super::holders::SEMAPHORE, &keys)
+            }
+            (Holders::Exclusive, Order::Fifo) => {
+                let own = k.own_wake(self.token);
+                let keys = [
+                    &k.lock,
+                    &k.meta,
+                    &k.queue,
+                    &k.beats,
+                    &k.fence,
+                    &k.history,
+                    &k.mode,
+                    &k.queue_info,
+                    &own,
+                ];
+                let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
+                invocation(&super::queue::FAIR, &keys)
+            }
+        }
     }
 }
 
@@ -304,7 +313,8 @@ pub(super) fn text(body: &str) -> String {
     )
 }
 
-/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode. ARGV: token, ttl
+/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, and with
+/// `--once-id` its record. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, max attempts, rerun (0-3),
 /// meta field/value pairs.
 ///
@@ -325,6 +335,10 @@ pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 if refused then return refused end
+if KEYS[8] then
+  refused, attempt, after = once_id(KEYS[8], tonumber(ARGV[7]))
+  if refused then return refused end
+end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
 if mode then return {-6, mode} end
@@ -332,6 +346,7 @@ if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 9)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+  if KEYS[8] then once_id_started(KEYS[8], ARGV[6]) end
   if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
   return {1, fence, now_ms(), 1, attempt or 0, after or ''}
 end
@@ -352,7 +367,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("4caf4b98be7ea639a9fb387d8354d654a37184f7", || {
+pub static PLAIN: Lua = Lua::new("af17d9d9ef57905b1d7a1b59779b949681bd4e4a", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -381,6 +396,10 @@ macro_rules! taking_calls {
             on("exists", Key::Waiters),
             on("ltrim", Key::Wake),
             on("get", Key::Mode),
+            on("hget", Key::Once),
+            on("type", Key::Once),
+            on("hincrby", Key::Once),
+            on("pexpire", Key::Once),
             $($extra),*
         ]
     };

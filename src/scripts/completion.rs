@@ -8,7 +8,9 @@
 //!   run opens its slot again (else it closes it); 2 or 3, a run that may wait waits
 //!   for the slot's run in progress (else it is skipped);
 //! - `mark(history, period, retain, attempt, after)`: a `--once-per` run's start mark,
-//!   pushed as it takes the lock (its attempt, and the run it reruns).
+//!   pushed as it takes the lock (its attempt, and the run it reruns);
+//! - `once_id(key, attempts)`, `once_id_started(key, retain)`: the `--once-id` check
+//!   (the ID done, or its attempts spent) and the count of its starts.
 //!
 //! Their commands are in every acquire script's CALLS (`acquire::taking_calls`).
 
@@ -62,6 +64,20 @@ local function once_per(history, period, lock, attempts, rerun)
   end
   if attempts > 0 and starts >= attempts then return {-8, slot, starts} end
   return nil, starts + 1, vanished
+end
+-- `--once-id`: the ID's record (a hash): `done` closes it for good (its run's record:
+-- {-4, 0, record}); `attempts` starts close it ({-8, 0, starts}); else this run's attempt.
+local function once_id(key, attempts)
+  local done = redis.pcall('HGET', key, 'done')
+  if type(done) == 'table' then return {-2, 'once', redis.call('TYPE', key)['ok']} end
+  if done then return {-4, 0, done} end
+  local starts = tonumber(redis.call('HGET', key, 'starts')) or 0
+  if attempts > 0 and starts >= attempts then return {-8, 0, starts} end
+  return nil, starts + 1, ''
+end
+local function once_id_started(key, retain)
+  redis.call('HINCRBY', key, 'starts', 1)
+  redis.call('PEXPIRE', key, retain)
 end
 -- A `--once-per` run marks its grant in the history as it takes the lock, says when
 -- its command starts (see [`STARTED`]), and its release replaces the mark with the

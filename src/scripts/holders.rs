@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("a489122b94f2043d712426a9c133e3ec6548c600", || {
+pub static SEMAPHORE: Lua = Lua::new("edd4ee5372b1ed9dcf2fa52c472e58d3aca3bb50", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -74,6 +74,8 @@ pub enum Key {
     Beats,
     QueueInfo,
     OwnWake,
+    /// A `--once-id` record (`…:once:ID`).
+    Once,
 }
 
 impl Key {
@@ -90,6 +92,7 @@ impl Key {
             "queue" => Key::Queue,
             "beats" => Key::Beats,
             "queue:info" => Key::QueueInfo,
+            "once" => Key::Once,
             _ => return None,
         })
     }
@@ -104,6 +107,7 @@ impl Key {
             Key::Mode => "redlock's lock kind",
             Key::Waiters | Key::Wake | Key::OwnWake => "redlock's waiters",
             Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
+            Key::Once => "redlock's run-once record",
         }
     }
 }

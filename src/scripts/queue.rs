@@ -10,7 +10,8 @@ use super::acquire::{taking_calls, text};
 use super::{Key, Need, bare, on};
 
 /// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,
-/// beats, fence, history, mode, queue info, this waiter's wake list. ARGV: token, ttl
+/// beats, fence, history, mode, queue info, this waiter's wake list, and with `--once-id`
+/// its record. ARGV: token, ttl
 /// ms, heartbeat ms (0: try without joining the queue), known holder, once-per ms,
 /// retain ms, max attempts, rerun (0-3), who this waiter is (JSON for `status`), meta
 /// field/value pairs. Busy adds
@@ -39,6 +40,10 @@ local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
 local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 if refused then return refused end
+if KEYS[10] then
+  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]))
+  if refused then return refused end
+end
 local now = now_ms()
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
@@ -70,6 +75,7 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 10)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+  if KEYS[10] then once_id_started(KEYS[10], ARGV[6]) end
   if head then
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
@@ -127,7 +133,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("e7cd4b6ab3fb4838db9fca25a92f3b195e086b38", || {
+pub static FAIR: Lua = Lua::new("5717f56be3aea2e7e77bdcd84430a968c3efd7b5", || {
     FAIR_TEXT.as_str()
 });
 

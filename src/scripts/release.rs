@@ -12,7 +12,8 @@ use crate::keys::LockKeys;
 use crate::policy::Mode;
 use crate::redis::reply::{array, int, string};
 
-/// KEYS: lock, meta, waiters, wake, history, queue, mode. ARGV: token, keep ms (0 = delete),
+/// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
+/// record (`done` is set to the run's record when it succeeded). ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
@@ -85,7 +86,8 @@ if size > 0 and not ours then
     end
   end
 end
-if size > 0 then
+local record, succeeded = nil, false
+if ARGV[8] then
   local held, start = tonumber(ARGV[9]), tonumber(ARGV[10])
   if start == 0 then start = now_ms() - held end
   local status = ARGV[12]
@@ -94,12 +96,23 @@ if size > 0 then
     status = ARGV[11]
     lost = 'false'
   end
+  succeeded = lost == 'false' and status == '0'
+  record = ARGV[8] .. ',"status":' .. status .. ',"lost":' .. lost .. ',"start_ms":'
+    .. int(start) .. ',"end_ms":' .. int(start + held) .. '}'
+end
+if size > 0 and record then
   -- A history key of another type fails the push (pcall) and is left alone.
-  local pushed = redis.pcall('LPUSH', KEYS[5], ARGV[8] .. ',"status":' .. status
-    .. ',"lost":' .. lost .. ',"start_ms":' .. int(start) .. ',"end_ms":' .. int(start + held) .. '}')
+  local pushed = redis.pcall('LPUSH', KEYS[5], record)
   if type(pushed) == 'number' then
     if pushed > size then redis.call('LTRIM', KEYS[5], 0, size - 1) end
     redis.call('PEXPIRE', KEYS[5], ARGV[5])
+  end
+end
+-- `--once-id`: a run that succeeded closes its ID for good, in the script that hands
+-- the lock on, so that the waiter this release wakes finds the ID done.
+if KEYS[8] and succeeded then
+  if type(redis.pcall('HSET', KEYS[8], 'done', record)) == 'number' then
+    redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
 if not ours then
@@ -159,7 +172,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("1cf05066a602f4488ab3430b1d3ec231115c5c59", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("183805422d038f57704345855c0f74987fbcd0ee", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -182,6 +195,8 @@ pub const CALLS: &[Need] = &[
     on("exists", Key::Waiters),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
+    on("hset", Key::Once),
+    on("pexpire", Key::Once),
 ];
 
 /// The run's record for the history, as the release completes it (see [`TEXT`]).
@@ -211,6 +226,8 @@ pub struct Request<'a> {
     pub retain_ms: u64,
     /// A `--once-per` run: its start mark is removed.
     pub once_per: bool,
+    /// `--once-id`: the ID's record key.
+    pub once_key: Option<&'a [u8]>,
     pub record: Option<Record<'a>>,
 }
 
@@ -218,12 +235,15 @@ impl Request<'_> {
     /// The call; `waking`: this node wakes a waiter (see `Nodes::primary`).
     pub fn call(&self, waking: bool) -> Call {
         let k = self.keys;
-        let mut call = invocation(
-            &RELEASE,
-            &[
-                &k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue, &k.mode,
-            ],
-        );
+        let keys = [
+            &k.lock, &k.meta, &k.waiters, &k.wake, &k.history, &k.queue, &k.mode,
+        ];
+        let keys: Vec<&[u8]> = keys
+            .iter()
+            .map(|k| k.as_slice())
+            .chain(self.once_key)
+            .collect();
+        let mut call = invocation(&RELEASE, &keys);
         let fair = if self.mode.order.release_wakes_head() {
             "1"
         } else {

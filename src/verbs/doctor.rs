@@ -263,6 +263,7 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
             Key::Beats => keys.beats.clone(),
             Key::QueueInfo => keys.queue_info.clone(),
             Key::OwnWake => keys.own_wake("TOKEN"),
+            Key::Once => keys.once("ID"),
         }
     };
     let mut out: Vec<Vec<u8>> = need

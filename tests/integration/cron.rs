@@ -507,3 +507,137 @@ fn the_shipped_unit_runs_the_nightly_job_once_across_three_hosts() {
         ));
     }
 }
+
+/// `--once-id`: `n` runs of one ID started at once on this host; each appends `EXIT
+/// <status> <ns>` to `exits` when it ends, the job `RUN <ns>`/`END <ns>` to `log`.
+fn once_id_round(redis: &Redis, id: &str, n: usize, job: &str, s: &Scratch) -> Vec<Child> {
+    let exits = s.path("exits");
+    (0..n)
+        .map(|_| {
+            let wrapped = format!(
+                "{RUN} --key barrier --redis {} --once-id {id} -- sh -c {}; echo \"EXIT $? $(date +%s%N)\" >> '{}'",
+                redis.url(),
+                shell_words::quote(job),
+                exits.display()
+            );
+            Command::new("sh")
+                .args(["-c", &wrapped])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect()
+}
+
+/// The run-once barrier: 50 runs of one ID at once, 20 rounds (a new ID each): the
+/// command runs exactly once a round, and the other 49 exit 0 within 1 s of its end
+/// without running it; a later run of a done ID exits 0 at once, saying who ran it.
+#[test]
+fn once_id_runs_the_command_once_and_releases_every_other_run_of_the_id() {
+    let redis = Redis::start();
+    let mut slowest_ms = 0u64;
+    let rounds = 20;
+    for round in 0..rounds {
+        let s = Scratch::new();
+        let log = s.path("log");
+        let job = format!(
+            "echo \"RUN $REDLOCK_ATTEMPT\" >> '{log}'; sleep 0.3; echo \"END $(date +%s%N)\" >> '{log}'",
+            log = log.display()
+        );
+        let id = format!("v1.{round}");
+        for mut child in once_id_round(&redis, &id, 50, &job, &s) {
+            wait_child(&mut child, Duration::from_secs(60));
+        }
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            log.lines().filter(|l| l.starts_with("RUN")).count(),
+            1,
+            "round {round}: {log}"
+        );
+        let end: u64 = log
+            .lines()
+            .find_map(|l| l.strip_prefix("END "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let exits = std::fs::read_to_string(s.path("exits")).unwrap();
+        assert_eq!(exits.lines().count(), 50);
+        for line in exits.lines() {
+            let w: Vec<&str> = line.split(' ').collect();
+            assert_eq!(w[1], "0", "round {round}: {exits}");
+            let at: u64 = w[2].parse().unwrap();
+            slowest_ms = slowest_ms.max(at.saturating_sub(end) / 1_000_000);
+        }
+        assert!(
+            slowest_ms < 1000,
+            "round {round}: a run ended {slowest_ms} ms after the command"
+        );
+    }
+    // Later: exit 0 at once, nothing run, one line naming the run that did it.
+    let out = output(redlock_run().args(lock_args(&redis, "barrier")).args([
+        "--once-id",
+        "v1.0",
+        "--",
+        "sh",
+        "-c",
+        "echo ran",
+    ]));
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, ""));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--once-id v1.0 already done") && err.contains("exit 0"),
+        "{err}"
+    );
+    // Every key written expires (the ID's record with --retain).
+    let ttl = pttl(&redis, "redlock:{barrier}:once:v1.0");
+    assert!(ttl > 0, "the ID's record has no expiry: {ttl}");
+    summary(&format!(
+        "cron: --once-id, 50 runs at once, {rounds} rounds: the command ran once a round; the other 49 exited 0 at most {slowest_ms} ms after its end"
+    ));
+}
+
+/// A failing first run of an ID gives exactly one more run (by one of the waiting
+/// runs); the first run exits with its command's status, every other run 0.
+#[test]
+fn once_id_runs_again_once_after_a_failure() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let marker = s.path("failed-once");
+    let job = format!(
+        "echo \"RUN $REDLOCK_ATTEMPT\" >> '{log}'; sleep 0.2; if [ -e '{m}' ]; then exit 0; fi; touch '{m}'; exit 3",
+        log = log.display(),
+        m = marker.display()
+    );
+    for mut child in once_id_round(&redis, "migrate-7", 10, &job, &s) {
+        wait_child(&mut child, Duration::from_secs(60));
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "RUN 1\nRUN 2\n");
+    let exits = std::fs::read_to_string(s.path("exits")).unwrap();
+    let mut statuses: Vec<&str> = exits
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, [["0"; 9].as_slice(), &["3"]].concat(), "{exits}");
+}
+
+/// `--once-id` with `--once-per` or `--limit` is refused with one line, nothing written.
+#[test]
+fn once_id_with_once_per_or_limit_is_refused() {
+    let redis = Redis::start();
+    for extra in [&["--once-per", "1h"][..], &["--limit", "2"][..]] {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "nope"))
+                .args(["--once-id", "x"])
+                .args(extra)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1);
+        assert!(redis.keys().is_empty());
+    }
+}

@@ -154,7 +154,7 @@ fn draw_if_dead_as(seed: u64) -> IfDeadAs {
 /// Whether a `--once-per` draw reruns vanished runs (its own stream: the other draws
 /// of a seed stay what they were).
 fn draw_rerun(seed: u64) -> bool {
-    fastrand::Rng::with_seed(seed ^ 0x4e4e).f64() < 0.4
+    fastrand::Rng::with_seed(seed ^ 0x4e4f).f64() < 0.4
 }
 
 fn draw_local(seed: u64) -> Local {
@@ -211,6 +211,7 @@ impl Draw {
             history: 20,
             if_vanished: self.once_per && self.rerun,
             max_attempts: self.once_per && self.rerun,
+            once_id: false,
         };
         redlock::policy::refused::refusal(&given).is_some()
     }

@@ -624,6 +624,7 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
             keep_ms: 0,
             retain_ms: 60_000,
             once_per: false,
+            once_key: None,
             record: Some(Record {
                 size: 20,
                 head: &head,
