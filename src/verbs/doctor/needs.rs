@@ -13,14 +13,14 @@ pub use crate::scripts::{Key, Need, Which as Script, bare, on};
 /// of their own below): the run history and `--once-per` (the acquire script reads the
 /// history only for `--once-per`; the release's record is best effort, `pcall`), a
 /// semaphore's or a fair queue's keys, and the mode key beyond the plain acquire's
-/// GET, and the release's SCARD of the waiters. A user without them still takes and
-/// releases plain locks. (`TIME` is not
+/// GET, the release's SCARD of the waiters, and a `--once-id` record's commands. A
+/// user without them still takes and releases plain locks. (`TIME` is not
 /// optional: every acquisition draws its fencing number from it.)
 pub fn optional(need: &Need) -> bool {
     use Key::*;
     matches!(
         need.key,
-        Some(History | Slot | Queue | Beats | QueueInfo | OwnWake)
+        Some(History | Slot | Queue | Beats | QueueInfo | OwnWake | Once)
     ) || (need.key == Some(Mode) && need.command != "get")
         // The release's backup wake-up: without SCARD it falls back to EXISTS and one
         // wake-up (a user whose ACL predates it still releases and wakes).
@@ -151,6 +151,18 @@ pub const USES: &[Use] = &[
             on("lrange", Key::History),
             on("lpush", Key::History),
             on("lrem", Key::History),
+        ],
+        wrapper: false,
+    },
+    Use {
+        name: "run --once-id",
+        scripts: &[],
+        direct: &[
+            on("type", Key::Once),
+            on("hget", Key::Once),
+            on("hincrby", Key::Once),
+            on("hset", Key::Once),
+            on("pexpire", Key::Once),
         ],
         wrapper: false,
     },
