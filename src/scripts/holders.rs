@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use crate::redis::Lua;
 
-use super::acquire::{taking_calls, text};
+use super::taking::{taking_calls, text};
 use super::{Key, Need, bare, on};
 
 /// A slot of a semaphore (`--limit L`, L > 1). KEYS: mode, waiters, wake, fence,

@@ -48,6 +48,7 @@ pub mod queue;
 pub mod release;
 pub mod renew;
 pub mod started;
+mod taking;
 pub mod waiters;
 
 use crate::redis::{Call, Lua};

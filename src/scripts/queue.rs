@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use crate::redis::Lua;
 
-use super::acquire::{taking_calls, text};
+use super::taking::{taking_calls, text};
 use super::{Key, Need, bare, on};
 
 /// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,

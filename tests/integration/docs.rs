@@ -26,13 +26,20 @@ fn man_pages_and_completions_are_current() {
     );
 }
 
+/// The README holds `table` exactly as `source` renders it.
+fn assert_readme_carries(what: &str, source: &str, table: String) {
+    assert!(
+        readme().contains(&table),
+        "README.md must contain the {what} exactly as {source} renders it:\n{table}"
+    );
+}
+
 #[test]
 fn readme_carries_the_exit_code_table() {
-    let readme = readme();
-    let table = redlock::exit::table_markdown();
-    assert!(
-        readme.contains(&table),
-        "README.md must contain the exit-code table exactly as src/exit.rs renders it:\n{table}"
+    assert_readme_carries(
+        "exit-code table",
+        "src/exit.rs",
+        redlock::exit::table_markdown(),
     );
 }
 
@@ -91,20 +98,12 @@ fn the_readme_cron_line_is_silent_on_the_losing_host() {
 
 #[test]
 fn readme_carries_the_refusal_table() {
-    let readme = readme();
     let table = redlock::policy::refused::markdown();
-    assert!(
-        readme.contains(&table),
-        "README.md must contain the refusal table exactly as src/policy/refused.rs renders it:\n{table}"
-    );
+    assert_readme_carries("refusal table", "src/policy/refused.rs", table);
 }
 
 #[test]
 fn readme_carries_the_outcome_table() {
-    let readme = readme();
     let table = redlock::outcome::markdown();
-    assert!(
-        readme.contains(&table),
-        "README.md must contain the outcome table exactly as src/outcome.rs renders it:\n{table}"
-    );
+    assert_readme_carries("outcome table", "src/outcome.rs", table);
 }
