@@ -120,6 +120,22 @@ impl Mode {
         }
     }
 
+    /// The one place a layer above picks its thing for a whole mode (the acquire script
+    /// a mode runs): one argument per kind of name, so that a new kind is a new argument
+    /// every caller must answer.
+    pub fn choose<T>(
+        self,
+        plain: impl FnOnce() -> T,
+        slots: impl FnOnce(u32) -> T,
+        queue: impl FnOnce() -> T,
+    ) -> T {
+        match (self.holders, self.order) {
+            (Holders::Exclusive, Order::Any) => plain(),
+            (Holders::Slots(limit), _) => slots(limit),
+            (Holders::Exclusive, Order::Fifo) => queue(),
+        }
+    }
+
     /// The keys whose presence keeps the mode key alive: every slot of a semaphore, a
     /// fair queue's lock and queue; `None` for a plain lock, which has no mode key.
     pub fn in_use_keys(self, keys: &LockKeys) -> Option<Vec<Vec<u8>>> {

@@ -34,7 +34,7 @@ use crate::redis::{Call, Lua};
 use super::taking::{taking_calls, text};
 use super::{Key, Need, bare, invocation, on};
 use crate::keys::LockKeys;
-use crate::policy::{Holders, Mode, Order};
+use crate::policy::Mode;
 use crate::redis::reply::{Held, array, bytes, held, int, string};
 
 /// One try to take a lock.
@@ -94,40 +94,39 @@ impl Request<'_> {
     /// record last).
     fn invocation(&self) -> Call {
         let k = self.keys;
-        let once = self.once_key.into_iter();
-        match (self.mode.holders, self.mode.order) {
-            (Holders::Exclusive, Order::Any) => {
-                let keys = [
-                    &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-                ];
-                let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
-                invocation(&PLAIN, &keys)
+        let once = self.once_key;
+        let plain = || {
+            let keys = [
+                &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+            ];
+            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
+            invocation(&PLAIN, &keys)
+        };
+        let slots = |limit: u32| {
+            let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
+            let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
+            for slot in &slots {
+                keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
             }
-            (Holders::Slots(limit), _) => {
-                let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
-                let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
-                for slot in &slots {
-                    keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
-                }
-                invocation(&super::holders::SEMAPHORE, &keys)
-            }
-            (Holders::Exclusive, Order::Fifo) => {
-                let own = k.own_wake(self.token);
-                let keys = [
-                    &k.lock,
-                    &k.meta,
-                    &k.queue,
-                    &k.beats,
-                    &k.fence,
-                    &k.history,
-                    &k.mode,
-                    &k.queue_info,
-                    &own,
-                ];
-                let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
-                invocation(&super::queue::FAIR, &keys)
-            }
-        }
+            invocation(&super::holders::SEMAPHORE, &keys)
+        };
+        let queue = || {
+            let own = k.own_wake(self.token);
+            let keys = [
+                &k.lock,
+                &k.meta,
+                &k.queue,
+                &k.beats,
+                &k.fence,
+                &k.history,
+                &k.mode,
+                &k.queue_info,
+                &own,
+            ];
+            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
+            invocation(&super::queue::FAIR, &keys)
+        };
+        self.mode.choose(plain, slots, queue)
     }
 }
 
