@@ -161,12 +161,13 @@ impl<'r> Run<'r> {
     }
 
     /// Whether waiting may be reported off a terminal (see `wait/progress.rs`): not
-    /// with `--busy-exit-code 0`, nor for a `--once-per` run, whose wait for its slot's
-    /// run is the fleet's ordinary coordination (cron mails what it prints); always
-    /// with `--verbose`.
+    /// with `--busy-exit-code 0`, nor for a `--once-per` or `--once-id` run, whose wait
+    /// for its slot's or ID's run is the fleet's ordinary coordination (cron mails what
+    /// it prints); always with `--verbose`.
     fn chatty(&self) -> bool {
-        let once_per = self.config.policy.completion.once_per.is_some();
-        (self.config.busy_code != 0 && !once_per) || self.report.verbose
+        let completion = &self.config.policy.completion;
+        let coordinated = completion.once_per.is_some() || completion.once_id.is_some();
+        (self.config.busy_code != 0 && !coordinated) || self.report.verbose
     }
 
     /// A signal ended the wait: nothing was run; the status is 128+N.

@@ -375,14 +375,17 @@ fn a_job_that_kills_its_host_runs_max_attempts_times_per_slot() {
     );
 }
 
-/// `--if-vanished` and `--max-attempts` say what a `--once-per` slot does: without
-/// `--once-per` they are refused with one line.
+/// `--if-vanished` says what a `--once-per` slot does, `--max-attempts` what a slot or
+/// a `--once-id` does: without them they are refused with one line.
 #[test]
 fn rerun_flags_without_once_per_are_refused() {
     let redis = Redis::start();
-    for extra in [
-        &["--if-vanished", "rerun"][..],
-        &["--max-attempts", "2"][..],
+    for (extra, says) in [
+        (
+            &["--if-vanished", "rerun"][..],
+            "give --once-per PERIOD too",
+        ),
+        (&["--max-attempts", "2"][..], "give one of them too"),
     ] {
         let out = output(
             redlock_run()
@@ -392,7 +395,7 @@ fn rerun_flags_without_once_per_are_refused() {
         );
         assert_eq!(code(&out), codes::USAGE, "{}", stderr(&out));
         assert_eq!(stderr(&out).lines().count(), 1);
-        assert!(stderr(&out).contains("give --once-per PERIOD too"));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
         assert!(redis.keys().is_empty());
     }
 }
@@ -509,15 +512,16 @@ fn the_shipped_unit_runs_the_nightly_job_once_across_three_hosts() {
 }
 
 /// `--once-id`: `n` runs of one ID started at once on this host; each appends `EXIT
-/// <status> <ns>` to `exits` when it ends, the job `RUN <ns>`/`END <ns>` to `log`.
+/// <status> <ns>` to `exits` when it ends, and what it said to `errs`.
 fn once_id_round(redis: &Redis, id: &str, n: usize, job: &str, s: &Scratch) -> Vec<Child> {
-    let exits = s.path("exits");
+    let (exits, errs) = (s.path("exits"), s.path("errs"));
     (0..n)
         .map(|_| {
             let wrapped = format!(
-                "{RUN} --key barrier --redis {} --once-id {id} -- sh -c {}; echo \"EXIT $? $(date +%s%N)\" >> '{}'",
+                "{RUN} --key barrier --redis {} --once-id {id} -- sh -c {} 2>> '{}'; echo \"EXIT $? $(date +%s%N)\" >> '{}'",
                 redis.url(),
                 shell_words::quote(job),
+                errs.display(),
                 exits.display()
             );
             Command::new("sh")
@@ -573,6 +577,11 @@ fn once_id_runs_the_command_once_and_releases_every_other_run_of_the_id() {
             slowest_ms < 1000,
             "round {round}: a run ended {slowest_ms} ms after the command"
         );
+        // Each run that did not run it said one line: who did.
+        let errs = std::fs::read_to_string(s.path("errs")).unwrap();
+        assert_eq!(errs.lines().count(), 49, "{errs}");
+        let done = format!("--once-id {id} already done");
+        assert!(errs.lines().all(|l| l.contains(&done)), "{errs}");
     }
     // Later: exit 0 at once, nothing run, one line naming the run that did it.
     let out = output(redlock_run().args(lock_args(&redis, "barrier")).args([
