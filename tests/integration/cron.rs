@@ -190,8 +190,10 @@ fn a_try_while_its_slot_runs_elsewhere_is_a_silent_skip() {
 /// `kill` the first to start its job has its wrapper SIGKILLed 300 ms into the job (its
 /// group guard stops the job), so its end is never recorded.
 fn slot_of_hosts(redis: &Redis, name: &str, extra: &[&str], log: &std::path::Path, kill: bool) {
+    // Each job first looks for an earlier job of the name still alive (not a zombie):
+    // two at once would be an overlap.
     let job = format!(
-        "echo \"BEGIN $PPID $REDLOCK_FENCE $REDLOCK_ATTEMPT\" >> '{log}'; sleep 0.6; echo \"END $PPID\" >> '{log}'",
+        "for p in $(awk '$1==\"BEGIN\"{{print $5}}' '{log}' 2>/dev/null); do s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); [ -n \"$s\" ] && [ \"$s\" != Z ] && echo \"OVERLAP $p\" >> '{log}'; done; echo \"BEGIN $PPID $REDLOCK_FENCE $REDLOCK_ATTEMPT $$\" >> '{log}'; sleep 0.6; echo \"END $PPID\" >> '{log}'",
         log = log.display()
     );
     let mut args = lock_args(redis, name);
@@ -273,8 +275,8 @@ fn successes_per_slot_of(redis: &Redis, name: &str, period_ms: u64) -> HashMap<u
 
 /// Four hosts per 3 s slot, each waiting, the job 0.6 s; in every other slot the
 /// winner's wrapper is SIGKILLed mid-run. With `--if-vanished rerun` every slot ends
-/// with exactly one successful run, and each re-run's fence is above the vanished
-/// run's; with the default (skip), the slots whose run was killed have none, the others
+/// with exactly one successful run, no job starts while another is alive, and each
+/// re-run's fence is above the vanished run's; with the default (skip), the slots whose run was killed have none, the others
 /// one. (The figures are 8 hosts and 100 slots of 10 s; this is the same
 /// schedule, smaller, so that it runs in under a minute.)
 #[test]
@@ -296,6 +298,10 @@ fn a_vanished_slot_runs_again_with_rerun_and_stays_closed_by_default() {
         let expected = if rerun { slots } else { slots / 2 };
         assert_eq!(ok_slots, expected, "{name}: successful slots {per_slot:?}");
         let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            !text.contains("OVERLAP"),
+            "{name}: two jobs at once:\n{text}"
+        );
         if rerun {
             // In each killed slot: BEGIN (attempt 1, killed), then BEGIN attempt 2 with a
             // larger fence.
