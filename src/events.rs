@@ -1,6 +1,6 @@
 //! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
 //! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
-//! `exited`. Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
+//! `exited`, `skipped` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
 //! `name`; the other fields depend on the event (README, "Events"). Keys come sorted.
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
@@ -15,6 +15,36 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde_json::{Map, Value};
+
+/// A lifecycle event: its name in the `event` field (README, "Events"; the outcome
+/// table in `outcome.rs` says which event tells each way a run ends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Waiting,
+    Acquired,
+    Renewed,
+    RenewFailed,
+    Lost,
+    Released,
+    Exited,
+    Skipped,
+}
+
+impl Event {
+    /// The `event` field's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Waiting => "waiting",
+            Event::Acquired => "acquired",
+            Event::Renewed => "renewed",
+            Event::RenewFailed => "renew_failed",
+            Event::Lost => "lost",
+            Event::Released => "released",
+            Event::Exited => "exited",
+            Event::Skipped => "skipped",
+        }
+    }
+}
 
 /// Where events go.
 pub struct EventSink {
@@ -54,13 +84,13 @@ impl EventSink {
     }
 
     /// Queues one event; `fields` (an object) joins `ts_ms`, `event` and `name`.
-    pub fn emit(&self, event: &str, name: &str, fields: Value) {
+    pub fn emit(&self, event: Event, name: &str, fields: Value) {
         let mut line = match fields {
             Value::Object(map) => map,
             _ => Map::new(),
         };
         line.insert("ts_ms".into(), crate::clock::wall_ms().into());
-        line.insert("event".into(), event.into());
+        line.insert("event".into(), event.name().into());
         line.insert("name".into(), name.into());
         if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             let _ = tx.send(Value::Object(line).to_string());

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::events::Event;
 use crate::outcome::Outcome;
 
 /// What a run did, gathered from its events.
@@ -100,13 +101,13 @@ impl Metrics {
     }
 
     /// Takes in a lifecycle event; the `acquired` one writes the file (the run is on).
-    pub fn observe(&self, event: &str, fields: &Value) -> std::io::Result<()> {
+    pub fn observe(&self, event: Event, fields: &Value) -> std::io::Result<()> {
         if self.is_nested() {
             return Ok(());
         }
         let mut facts = self.facts.lock().unwrap_or_else(|p| p.into_inner());
         match event {
-            "acquired" => {
+            Event::Acquired => {
                 facts.acquired_s = Some(now_s());
                 facts.fence = fields["fence"].as_u64();
                 facts.slot = fields["slot"].as_u64().map(|s| s as u32);
@@ -114,15 +115,17 @@ impl Metrics {
                 let text = render(&self.name, &facts, None, self.last_success());
                 return write_atomically(&self.path, &text);
             }
-            "lost" => {
+            Event::Lost => {
                 facts.lost = true;
                 facts.max_hold = fields["max_hold"].as_bool().unwrap_or(false);
             }
-            "skipped" => {
+            Event::Skipped => {
                 facts.skipped = true;
                 facts.exhausted = fields["reason"] == "attempts_exhausted";
             }
-            "exited" => facts.command_status = fields["command_status"].as_u64().map(|c| c as u8),
+            Event::Exited => {
+                facts.command_status = fields["command_status"].as_u64().map(|c| c as u8)
+            }
             _ => {}
         }
         Ok(())

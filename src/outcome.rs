@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::events::Event;
 use crate::exit::Code;
 
 /// How a run ended (or, for a record without its end, that it is running).
@@ -64,7 +65,7 @@ pub struct Row {
     pub name: &'static str,
     pub status: Status,
     /// The lifecycle event that tells it (`--events`), if any.
-    pub event: Option<&'static str>,
+    pub event: Option<Event>,
     /// `redlock_last_outcome{outcome=…}`; `None`: not an end (`redlock_running 1`).
     pub metric: Option<&'static str>,
     /// How `history` says it, `{status}` standing for the exit status; `None`: the
@@ -80,7 +81,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Ran,
         name: "ran: the command exited 0",
         status: Status::Command,
-        event: Some("exited"),
+        event: Some(Event::Exited),
         metric: Some("ran"),
         words: Some("exit {status}"),
         mark: Some(Mark {
@@ -94,7 +95,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Failed,
         name: "failed: the command exited non-zero",
         status: Status::Command,
-        event: Some("exited"),
+        event: Some(Event::Exited),
         metric: Some("ran"),
         words: Some("exit {status}"),
         mark: Some(Mark {
@@ -117,7 +118,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Skipped,
         name: "skipped: the `--once-per` slot had run, or its run is in progress; the `--once-id` is done",
         status: Status::Skip,
-        event: Some("skipped"),
+        event: Some(Event::Skipped),
         metric: Some("skipped"),
         words: None,
         mark: None,
@@ -126,7 +127,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Exhausted,
         name: "attempts exhausted: `--max-attempts` runs started in the slot or for the ID, none succeeded",
         status: Status::Code(Code::Busy),
-        event: Some("skipped"),
+        event: Some(Event::Skipped),
         metric: Some("attempts_exhausted"),
         words: None,
         mark: None,
@@ -135,7 +136,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Lost,
         name: "lost: the lock was lost while the command ran",
         status: Status::Code(Code::Lost),
-        event: Some("lost"),
+        event: Some(Event::Lost),
         metric: Some("lost"),
         words: Some("lost the lock, exit {status}"),
         mark: Some(Mark {
@@ -158,7 +159,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::MaxHold,
         name: "max-hold: given up at `--max-hold`",
         status: Status::Code(Code::MaxHold),
-        event: Some("lost"),
+        event: Some(Event::Lost),
         metric: Some("timeout"),
         words: Some("stopped at --max-hold, exit {status}"),
         mark: Some(Mark {
@@ -172,7 +173,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Running,
         name: "running: a record with no end yet",
         status: Status::None,
-        event: Some("acquired"),
+        event: Some(Event::Acquired),
         metric: None,
         words: Some("started; running, or its end never recorded"),
         mark: Some(Mark {
@@ -265,7 +266,7 @@ pub fn markdown() -> String {
             "| {} | {} | {} | {} | {} | {} |",
             row.name,
             status,
-            code(row.event),
+            code(row.event.map(Event::name)),
             code(row.metric),
             row.words
                 .map_or("–".to_string(), |w| w.replace("{status}", "N")),

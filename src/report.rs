@@ -6,6 +6,8 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use crate::events::Event;
+
 /// Where and how much to say.
 #[derive(Clone)]
 pub struct Reporter {
@@ -32,7 +34,7 @@ impl Reporter {
     }
 
     /// A lifecycle event for `--events` (nothing without it).
-    pub fn event(&self, event: &str, name: &str, fields: serde_json::Value) {
+    pub fn event(&self, event: Event, name: &str, fields: serde_json::Value) {
         if let Some(metrics) = &self.metrics
             && let Err(e) = metrics.observe(event, &fields)
         {
@@ -51,20 +53,29 @@ impl Reporter {
         ));
     }
 
+    /// One line on stderr in one `write(2)`: runs sharing a log (cron, a CI job, a
+    /// journal) never interleave inside each other's lines, as `eprintln!`'s separate
+    /// writes of the message and the newline could.
+    fn line(&self, message: &str) {
+        use std::io::Write;
+        let line = format!("{}: {message}\n", self.program);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
     /// An error: always shown.
     pub fn error(&self, message: &str) {
-        eprintln!("{}: {message}", self.program);
+        self.line(message);
     }
 
     /// A warning that `--quiet` does not silence (a safety setting turned off).
     pub fn warn(&self, message: &str) {
-        eprintln!("{}: WARNING: {message}", self.program);
+        self.line(&format!("WARNING: {message}"));
     }
 
     /// A warning or an outcome worth knowing (busy, hold-min): hidden by `--quiet`.
     pub fn note(&self, message: &str) {
         if !self.quiet {
-            eprintln!("{}: {message}", self.program);
+            self.line(message);
         }
     }
 
@@ -95,7 +106,7 @@ impl Reporter {
     /// Detail for `--verbose`.
     pub fn verbose(&self, message: impl FnOnce() -> String) {
         if self.verbose {
-            eprintln!("{}: {}", self.program, message());
+            self.line(&message());
         }
     }
 }

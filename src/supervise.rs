@@ -27,6 +27,7 @@ use crate::child::{ProcessGroup, Started};
 use crate::cli::OnLost;
 use crate::clock;
 use crate::error::Error;
+use crate::events::Event;
 use crate::lease::{Lease, Lost, Renew};
 use crate::report::{Reporter, human};
 use crate::timing::{Budget, Point};
@@ -320,7 +321,8 @@ impl<'a> Supervisor<'a> {
                 self.report.verbose(|| "lock renewed".to_string());
                 if let Some((lease, _, _)) = self.lease {
                     let name = lease.keys().display_name();
-                    self.report.event("renewed", &name, serde_json::json!({}));
+                    self.report
+                        .event(Event::Renewed, &name, serde_json::json!({}));
                 }
             }
             Renew::Unknown(why) => {
@@ -328,7 +330,7 @@ impl<'a> Supervisor<'a> {
                 if let Some((lease, _, _)) = self.lease {
                     let name = lease.keys().display_name();
                     let error = serde_json::json!({ "error": why.to_string() });
-                    self.report.event("renew_failed", &name, error);
+                    self.report.event(Event::RenewFailed, &name, error);
                 }
                 *last_failure = Some(why);
             }
@@ -353,7 +355,7 @@ impl<'a> Supervisor<'a> {
             OnLost::Keep => "keep",
         };
         self.report.event(
-            "lost",
+            Event::Lost,
             &name,
             serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
                 "max_hold": matches!(why, Lost::MaxHold { .. }) }),

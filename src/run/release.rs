@@ -4,6 +4,7 @@
 
 use crate::config::RunConfig;
 use crate::error::Result;
+use crate::events::Event;
 use crate::exit::Code;
 use crate::history::{self, Ending};
 use crate::holder::Meta;
@@ -77,7 +78,7 @@ fn released_event(lease: &Lease, result: &Result<Release>, keep_ms: u64, report:
         Err(_) => "failed",
     };
     report.event(
-        "released",
+        Event::Released,
         &lease.keys().display_name(),
         serde_json::json!({ "result": said, "kept_ms": keep_ms }),
     );

@@ -5,6 +5,7 @@ use super::release::{self, give_back};
 use super::{End, Run, Step, command};
 use crate::child;
 use crate::error::{Error, Kind};
+use crate::events::Event;
 use crate::exit;
 use crate::guard::GroupGuard;
 use crate::history::RunRecord;
@@ -102,7 +103,7 @@ fn announce(run: &Run<'_>, lease: &Lease) {
     let (ttl, report) = (run.config.budget.ttl, run.report);
     let name = lease.keys().display_name();
     report.event(
-        "acquired",
+        Event::Acquired,
         &name,
         serde_json::json!({
             "token": &lease.token()[..8],
@@ -183,7 +184,7 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         _ => None,
     };
     report.event(
-        "skipped",
+        Event::Skipped,
         &name,
         serde_json::json!({
             "reason": reason,
@@ -260,7 +261,7 @@ async fn finish(
     );
     let status = status.await;
     run.report.event(
-        "exited",
+        Event::Exited,
         &lease.keys().display_name(),
         serde_json::json!({
             "command_status": code,

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::Patience;
 use crate::clock::wall_ms;
+use crate::events::Event;
 use crate::holder::Holder;
 use crate::report::{Reporter, human};
 use crate::timing::Point;
@@ -87,7 +88,7 @@ impl<'a> Progress<'a> {
         self.place = place;
         if first || changed {
             self.report.event(
-                "waiting",
+                Event::Waiting,
                 &self.name,
                 serde_json::json!({
                     "holder": holder.describe(wall_ms()),

@@ -587,7 +587,8 @@ fn once_id_runs_the_command_once_and_releases_every_other_run_of_the_id() {
         let errs = std::fs::read_to_string(s.path("errs")).unwrap();
         assert_eq!(errs.lines().count(), 49, "{errs}");
         let done = format!("--once-id {id} already done");
-        assert!(errs.lines().all(|l| l.contains(&done)), "{errs}");
+        let other: Vec<&str> = errs.lines().filter(|l| !l.contains(&done)).collect();
+        assert!(other.is_empty(), "round {round}: {other:?}");
     }
     // Later: exit 0 at once, nothing run, one line naming the run that did it.
     let out = output(redlock_run().args(lock_args(&redis, "barrier")).args([
