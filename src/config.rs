@@ -5,6 +5,7 @@
 //! argument: `run.rs` takes a [`RunConfig`], each verb its own `*Config`.
 
 use std::ffi::OsString;
+use std::ops::RangeInclusive;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -250,54 +251,45 @@ fn once_id(raw: Option<&str>) -> Result<Option<String>> {
     Ok(Some(raw.to_string()))
 }
 
-/// `--max-attempts`: 1 or more.
-fn max_attempts(raw: Option<&str>) -> Result<Option<u32>> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
+/// A whole number a flag counts with: `raw` within `range`, or the usage error that
+/// names the flag and says what it counts (`what`: "a number of runs").
+fn count(flag: &str, raw: &str, range: RangeInclusive<u32>, what: &str) -> Result<u32> {
     raw.trim()
         .parse::<u32>()
         .ok()
-        .filter(|n| (1..=1000).contains(n))
-        .map(Some)
+        .filter(|n| range.contains(n))
         .ok_or_else(|| {
             Error::usage(format!(
-                "--max-attempts {raw:?} is not a number of runs (1-1000)"
+                "{flag} {raw:?} is not {what} ({}-{})",
+                range.start(),
+                range.end()
             ))
         })
+}
+
+/// `--max-attempts`: 1 to 1000.
+fn max_attempts(raw: Option<&str>) -> Result<Option<u32>> {
+    raw.map(|raw| count("--max-attempts", raw, 1..=1000, "a number of runs"))
+        .transpose()
 }
 
 /// `--limit`: how many runs may hold the name at once (1 when not given).
 fn limit(raw: Option<&str>) -> Result<u32> {
-    let Some(raw) = raw else {
-        return Ok(1);
-    };
-    raw.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "--limit {raw:?} is not a number of holders (1-{MAX_LIMIT})"
-            ))
-        })
+    raw.map_or(Ok(1), |raw| {
+        count("--limit", raw, 1..=MAX_LIMIT, "a number of holders")
+    })
 }
 
 /// The history size from `--history` or its default.
 fn history_size(raw: Option<&str>) -> Result<u32> {
-    let Some(raw) = raw else {
-        return Ok(crate::history::DEFAULT_SIZE);
-    };
-    raw.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| *n <= crate::history::MAX_SIZE)
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "--history {raw:?} is not a number of runs (0-{})",
-                crate::history::MAX_SIZE
-            ))
-        })
+    raw.map_or(Ok(crate::history::DEFAULT_SIZE), |raw| {
+        count(
+            "--history",
+            raw,
+            0..=crate::history::MAX_SIZE,
+            "a number of runs",
+        )
+    })
 }
 
 /// The ttl from `--ttl` or its default.
@@ -458,12 +450,13 @@ impl RunConfig {
             max_attempts: max_attempts.is_some(),
             once_id: args.once_id.is_some(),
         };
+        let wait = run_wait(&args)?;
         let completion = Completion {
             hold_min,
             once_per,
             vanished: args.if_vanished.unwrap_or_default(),
             max_attempts,
-            may_wait: run_wait(&args)? != Wait::For(Duration::ZERO),
+            may_wait: wait != Wait::For(Duration::ZERO),
             once_id: once_id(args.once_id.as_deref())?,
         };
         let policy = Policy::from_flags(given, completion)?;
@@ -471,7 +464,7 @@ impl RunConfig {
             conn,
             keys,
             budget,
-            wait: run_wait(&args)?,
+            wait,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
             on_lost: args.on_lost,
             events: args.events.clone(),
@@ -646,14 +639,7 @@ impl HistoryConfig {
         let max = crate::history::MAX_SIZE;
         let limit = match args.limit.as_deref() {
             None => max,
-            Some(raw) => raw
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| {
-                    Error::usage(format!("--limit {raw:?} is not a number of runs (1-{max})"))
-                })?,
+            Some(raw) => count("--limit", raw, 1..=max, "a number of runs")?,
         };
         let timeline = match (args.timeline, args.since.as_deref()) {
             (false, _) => None,
@@ -767,17 +753,7 @@ impl ReleaseConfig {
         let slot = args
             .slot
             .as_deref()
-            .map(|raw| {
-                raw.trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=MAX_LIMIT).contains(n))
-                    .ok_or_else(|| {
-                        Error::usage(format!(
-                            "--slot {raw:?} is not a semaphore slot (1-{MAX_LIMIT})"
-                        ))
-                    })
-            })
+            .map(|raw| count("--slot", raw, 1..=MAX_LIMIT, "a semaphore slot"))
             .transpose()?;
         let keys = conn.keys(&args.key)?;
         let whose = match (args.token, args.force, args.if_dead) {
