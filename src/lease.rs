@@ -44,7 +44,8 @@ pub struct Lease {
     keys: LockKeys,
     token: String,
     ttl: Duration,
-    /// `--once-per`: the period whose slot may run once (ms; 0: none).
+    /// What the run leaves and finds of earlier runs (`--hold-min`, `--once-per`,
+    /// `--once-id`).
     completion: Completion,
     /// `--once-id`: the ID's record key.
     once_key: Option<Vec<u8>>,
@@ -69,8 +70,8 @@ pub struct Grant {
     pub slot: u32,
     /// The slot's keys (the name's own for slot 1).
     pub keys: LockKeys,
-    /// `--once-per`: this run's attempt in its slot (0: not a once-per run), and the
-    /// vanished run it reruns (a token prefix; '' for none).
+    /// `--once-per`, `--once-id`: this run's attempt in its slot or for its ID (0:
+    /// neither), and the vanished run it reruns (a token prefix; '' for none).
     pub attempt: u32,
     pub rerun_of: String,
 }
@@ -138,8 +139,8 @@ pub enum Acquire {
     Acquired { t_sent: Point },
     /// Someone else holds it (on enough nodes to deny a quorum).
     Busy(Holder),
-    /// `--once-per`: the slot is closed for this try (it ran, its run is in progress,
-    /// or its attempts are spent).
+    /// `--once-per`, `--once-id`: the slot or ID is closed for this try (it ran, its run
+    /// is in progress, or its attempts are spent).
     Skipped(Skip),
 }
 
@@ -349,10 +350,9 @@ impl Lease {
         Some(grant.server_ms - grant.server_ms % period)
     }
 
-    /// What the run leaves when it ends and finds of earlier runs: with `--once-per`,
-    /// an acquire in a slot that already had a successful run gives
-    /// [`Acquire::AlreadyRan`] and takes nothing; with `--hold-min`, the release keeps
-    /// the lock until then.
+    /// What the run leaves when it ends and finds of earlier runs: with `--once-per` or
+    /// `--once-id`, an acquire whose slot or ID is closed gives [`Acquire::Skipped`] and
+    /// takes nothing; with `--hold-min`, the release keeps the lock until then.
     pub fn completion(mut self, completion: Completion) -> Self {
         self.once_key = completion.once_id.as_deref().map(|id| self.keys.once(id));
         self.completion = completion;

@@ -1,7 +1,7 @@
 //! The command: started with the lock's environment, its process group watched by a
 //! guard, and supervised to its end.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 use super::Run;
@@ -19,39 +19,8 @@ pub(super) async fn run_command(
     held: Option<Held<'_>>,
     guard: Option<GroupGuard>,
 ) -> Result<supervise::Outcome> {
-    let numbers = held.as_ref().map(|h| {
-        (
-            h.budget.ttl.as_millis().to_string(),
-            h.lease.fence().to_string(),
-            h.lease.slot().to_string(),
-        )
-    });
-    let attempt = held.as_ref().and_then(|h| h.lease.attempt());
-    let attempt = attempt.map(|(n, _)| n.to_string());
-    let slot_start = held.as_ref().and_then(|h| h.lease.slot_start_ms());
-    let slot_start = slot_start.map(|ms| ms.to_string());
-    let mut envs: Vec<(&str, &OsStr)> = match (&held, &numbers) {
-        (Some(h), Some((ttl_ms, fence, slot))) => {
-            let mut envs = vec![
-                (env::KEY, OsStr::from_bytes(&h.lease.keys().lock)),
-                (env::NAME, OsStr::from_bytes(&h.lease.keys().name)),
-                (env::TOKEN, OsStr::new(h.lease.token())),
-                (env::TTL_MS, OsStr::new(ttl_ms)),
-                (env::FENCE, OsStr::new(fence)),
-            ];
-            if h.lease.is_semaphore() {
-                envs.push((env::SLOT, OsStr::new(slot)));
-            }
-            envs
-        }
-        _ => Vec::new(),
-    };
-    if let Some(slot_start) = &slot_start {
-        envs.push((env::SLOT_START, OsStr::new(slot_start)));
-    }
-    if let Some(attempt) = &attempt {
-        envs.push((env::ATTEMPT, OsStr::new(attempt)));
-    }
+    let envs = held.as_ref().map(lock_env).unwrap_or_default();
+    let envs: Vec<(&str, &OsStr)> = envs.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let mut guard = guard.or_else(GroupGuard::fork);
     let argv = &run.config.command;
     let started = child::spawn(&run.program, argv, &envs, child::foreground_terminal())?;
@@ -62,4 +31,28 @@ pub(super) async fn run_command(
     // The group is stopped by now: stand the guard down before the release.
     drop(guard);
     Ok(outcome)
+}
+
+/// The lock's environment for the command: key, name, token, ttl and fencing number;
+/// the slot of a semaphore; the slot's start of a `--once-per` run; the attempt of a
+/// `--once-per` or `--once-id` run.
+fn lock_env(held: &Held<'_>) -> Vec<(&'static str, OsString)> {
+    let lease = held.lease;
+    let mut envs = vec![
+        (env::KEY, OsStr::from_bytes(&lease.keys().lock).to_owned()),
+        (env::NAME, OsStr::from_bytes(&lease.keys().name).to_owned()),
+        (env::TOKEN, lease.token().into()),
+        (env::TTL_MS, held.budget.ttl.as_millis().to_string().into()),
+        (env::FENCE, lease.fence().to_string().into()),
+    ];
+    if lease.is_semaphore() {
+        envs.push((env::SLOT, lease.slot().to_string().into()));
+    }
+    if let Some(start) = lease.slot_start_ms() {
+        envs.push((env::SLOT_START, start.to_string().into()));
+    }
+    if let Some((attempt, _)) = lease.attempt() {
+        envs.push((env::ATTEMPT, attempt.to_string().into()));
+    }
+    envs
 }

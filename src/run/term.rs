@@ -122,8 +122,9 @@ fn announce(run: &Run<'_>, lease: &Lease) {
     });
 }
 
-/// `--once-per`: this try's slot is closed; nothing runs. Returns the run's status, the
-/// busy status (`--busy-exit-code`), as for a busy lock.
+/// `--once-per`, `--once-id`: this try's slot or ID is closed; nothing runs. Returns the
+/// run's status: the busy status (`--busy-exit-code`), as for a busy lock, but 0 for a
+/// done `--once-id`.
 ///
 /// A slot that ran, or whose run is in progress, is said with `--verbose` only (a cron
 /// line every minute for a daily job would say it 1439 times a day), and as a `skipped`
@@ -188,7 +189,7 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         &name,
         serde_json::json!({
             "reason": reason,
-            "slot_start_ms": skip.slot_ms,
+            "slot_start_ms": completion.once_per.map(|_| skip.slot_ms),
             "once_per_ms": completion.once_per.map(|p| p.as_millis() as u64),
             "once_id": completion.once_id,
             "last_run": last,
