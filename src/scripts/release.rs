@@ -86,8 +86,9 @@ if size > 0 and not ours then
     end
   end
 end
+-- The record is completed only where it goes: the history, or a --once-id record.
 local record, succeeded = nil, false
-if ARGV[8] then
+if ARGV[8] and (size > 0 or KEYS[8]) then
   local held, start = tonumber(ARGV[9]), tonumber(ARGV[10])
   if start == 0 then start = now_ms() - held end
   local status = ARGV[12]
@@ -172,7 +173,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("183805422d038f57704345855c0f74987fbcd0ee", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("70294732118a7cf843cf4834e624652fe5f1f481", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
