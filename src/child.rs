@@ -140,7 +140,13 @@ impl ProcessGroup {
 
     /// SIGTERM, then SIGCONT so a stopped process can act on it.
     pub fn terminate(&self) {
-        self.signal(Signal::SIGTERM);
+        self.stop_with(Signal::SIGTERM);
+    }
+
+    /// `sig` (a preempted run's `--preempt-signal`), then SIGCONT so a stopped process
+    /// can act on it.
+    pub fn stop_with(&self, sig: Signal) {
+        self.signal(sig);
         self.signal(Signal::SIGCONT);
     }
 

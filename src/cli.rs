@@ -230,6 +230,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub limit: Option<String>,
 
+    /// The newest run wins (CI): when this run starts waiting, every older run waiting
+    /// on the name exits 73 without running (superseded). running: the holder is also
+    /// asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases
+    /// and exits 80) and this run starts after its release. Needs --wait; every run on the
+    /// name must give --supersede (with --order-key, all of them). One server, Cluster or
+    /// Sentinel.
+    #[arg(long, value_name = "WHICH", value_enum)]
+    pub supersede: Option<crate::policy::Supersede>,
+
+    /// With --supersede: "newest" is the largest N (a pipeline or run number, a commit
+    /// time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that
+    /// already started on the name exits 73 without running (outdated).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub order_key: Option<String>,
+
+    /// Refuse to be preempted (--supersede running, redlock preempt): a newer run waits
+    /// for this one to end instead.
+    #[arg(long)]
+    pub uninterruptible: bool,
+
+    /// The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1,
+    /// ...) [default: TERM]; SIGKILL follows after --kill-after.
+    #[arg(long, value_name = "SIGNAL")]
+    pub preempt_signal: Option<String>,
+
     #[command(flatten)]
     pub retain: RetainArg,
 
@@ -365,6 +390,13 @@ pub enum Command {
     /// A live view of the locks under the prefix: holders, waiters, slots, last runs.
     #[command(after_long_help = verb_help(Page::Top))]
     Top(TopArgs),
+    /// Ask a lock's holder, wherever it runs, to stop gracefully (its command gets
+    /// --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80).
+    ///
+    /// Unlike release --force, the lock stays the holder's until its command has
+    /// stopped: never two holders. An --uninterruptible holder is refused (75).
+    #[command(after_long_help = verb_help(Page::Preempt))]
+    Preempt(PreemptArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -445,6 +477,26 @@ pub struct ReleaseArgs {
     /// the token holds; --if-dead: every slot; --force asks for it].
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub slot: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PreemptArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// The signal the command gets (TERM, INT, HUP, ...) [default: the holder's
+    /// --preempt-signal].
+    #[arg(long, value_name = "SIGNAL")]
+    pub signal: Option<String>,
+    /// Wait until the holder has stopped and released, at most DURATION (1ms to 365
+    /// days); 75 when it still holds the lock then.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub wait: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON.

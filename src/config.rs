@@ -17,10 +17,11 @@ use crate::error::{Error, Result};
 use crate::exit::Code;
 use crate::keys::{DEFAULT_PREFIX, LockKeys};
 use crate::policy::refused::Given;
-use crate::policy::{Completion, Policy};
+use crate::policy::{Completion, Newest, Policy, Stop};
 use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
 use crate::report::human;
 use crate::timing::{self, Budget, BudgetError};
+use nix::sys::signal::Signal;
 
 /// How long to wait for a busy lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +128,11 @@ const HOLD_MIN: Range = Range {
 };
 const MAX_HOLD: Range = Range {
     flag: "--max-hold",
+    min: Duration::from_millis(1),
+    max: YEAR,
+};
+const PREEMPT_WAIT: Range = Range {
+    flag: "--wait",
     min: Duration::from_millis(1),
     max: YEAR,
 };
@@ -265,6 +271,47 @@ fn count(flag: &str, raw: &str, range: RangeInclusive<u32>, what: &str) -> Resul
                 range.end()
             ))
         })
+}
+
+/// The largest order key: a Lua number (a double) counts exactly up to here.
+pub const MAX_ORDER_KEY: u64 = (1 << 53) - 1;
+
+/// `--order-key`: a whole number, 0 to [`MAX_ORDER_KEY`].
+fn order_key(raw: Option<&str>) -> Result<Option<u64>> {
+    raw.map(|raw| {
+        raw.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n <= MAX_ORDER_KEY)
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "--order-key {raw:?} is not a whole number from 0 to {MAX_ORDER_KEY} (a pipeline or run number, a commit time)"
+                ))
+            })
+    })
+    .transpose()
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number, for `flag`.
+pub fn signal(flag: &str, raw: &str) -> Result<Signal> {
+    let trimmed = raw.trim();
+    let parsed = match trimmed.parse::<i32>() {
+        Ok(n) => Signal::try_from(n).ok(),
+        Err(_) => {
+            let upper = trimmed.to_ascii_uppercase();
+            let name = if upper.starts_with("SIG") {
+                upper
+            } else {
+                format!("SIG{upper}")
+            };
+            name.parse::<Signal>().ok()
+        }
+    };
+    parsed.ok_or_else(|| {
+        Error::usage(format!(
+            "{flag} {raw:?} is not a signal; give a name such as TERM, INT, HUP, USR1 or a number"
+        ))
+    })
 }
 
 /// `--max-attempts`: 1 to 1000.
@@ -449,8 +496,15 @@ impl RunConfig {
             if_vanished: args.if_vanished.is_some(),
             max_attempts: max_attempts.is_some(),
             once_id: args.once_id.is_some(),
+            supersede: args.supersede.is_some(),
+            order_key: args.order_key.is_some(),
+            may_wait: false,
         };
         let wait = run_wait(&args)?;
+        let given = Given {
+            may_wait: wait != Wait::For(Duration::ZERO),
+            ..given
+        };
         let completion = Completion {
             hold_min,
             once_per,
@@ -459,7 +513,23 @@ impl RunConfig {
             may_wait: wait != Wait::For(Duration::ZERO),
             once_id: once_id(args.once_id.as_deref())?,
         };
-        let policy = Policy::from_flags(given, completion)?;
+        let newest = args
+            .supersede
+            .map(|supersede| {
+                Ok::<_, Error>(Newest {
+                    supersede,
+                    order_key: order_key(args.order_key.as_deref())?,
+                })
+            })
+            .transpose()?;
+        let stop = Stop {
+            uninterruptible: args.uninterruptible,
+            signal: args
+                .preempt_signal
+                .as_deref()
+                .map_or(Ok(Signal::SIGTERM), |raw| signal("--preempt-signal", raw))?,
+        };
+        let policy = Policy::from_flags(given, completion, newest, stop)?;
         Ok(RunConfig {
             conn,
             keys,
@@ -871,6 +941,36 @@ impl ForgetConfig {
             .map(|k| conn.keys(k))
             .collect::<Result<_>>()?;
         Ok(ForgetConfig { conn, keys })
+    }
+}
+
+/// A checked `redlock preempt`.
+#[derive(Debug, Clone)]
+pub struct PreemptConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    /// `--signal`: what the command gets (else the holder's `--preempt-signal`).
+    pub signal: Option<Signal>,
+    /// `--wait`: until the holder has released, at most this long.
+    pub wait: Option<Duration>,
+    pub json: bool,
+}
+
+impl PreemptConfig {
+    pub fn from_args(args: crate::cli::PreemptArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        Ok(PreemptConfig {
+            signal: args
+                .signal
+                .as_deref()
+                .map(|raw| signal("--signal", raw))
+                .transpose()?,
+            wait: bounded_opt(PREEMPT_WAIT, args.wait.as_deref())?,
+            conn,
+            keys,
+            json: args.json,
+        })
     }
 }
 

@@ -341,6 +341,16 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock wait nightly --timeout 1h || echo 'still running after an hour'",
             ),
         ],
+        Page::Preempt => &[
+            (
+                "A CI cancel hook: stop the deploy that holds the lock, gracefully, wherever it runs, and wait until it has released.",
+                "redlock preempt deploy-prod --wait 2m",
+            ),
+            (
+                "Terraform stops cleanly on SIGINT: send that instead of the holder's --preempt-signal.",
+                "redlock preempt tf-state --signal INT",
+            ),
+        ],
         Page::Forget => &[
             (
                 "A CI branch's lock is gone for good: delete its history and fence counter now instead of 30 days after its last run.",

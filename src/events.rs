@@ -1,6 +1,6 @@
 //! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
 //! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
-//! `exited`, `skipped` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
+//! `exited`, `skipped`, `preempted` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
 //! `name`; the other fields depend on the event (README, "Events"). Keys come sorted.
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
@@ -28,6 +28,7 @@ pub enum Event {
     Released,
     Exited,
     Skipped,
+    Preempted,
 }
 
 impl Event {
@@ -42,6 +43,7 @@ impl Event {
             Event::Released => "released",
             Event::Exited => "exited",
             Event::Skipped => "skipped",
+            Event::Preempted => "preempted",
         }
     }
 }

@@ -26,6 +26,12 @@ pub enum Code {
     Lost,
     /// `--max-hold` ran out: the command was stopped (as `timeout(1)` does, 124).
     MaxHold,
+    /// `--supersede`: a newer run on the name made this one moot before it ran
+    /// (superseded while it waited, or `--order-key` older than one already started).
+    Superseded,
+    /// `--supersede running`, `redlock preempt`: the command was asked to stop for a
+    /// newer run, stopped, and the lock released.
+    Preempted,
     /// An internal error of redlock itself (please report it).
     Internal,
     /// The command was found but could not be executed (permissions, not a program).
@@ -36,14 +42,16 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the documented order (by value).
-    pub const ALL: [Code; 10] = [
+    pub const ALL: [Code; 12] = [
         Code::Usage,
         Code::Unreachable,
         Code::Internal,
+        Code::Superseded,
         Code::Busy,
         Code::Redis,
         Code::Auth,
         Code::Lost,
+        Code::Preempted,
         Code::MaxHold,
         Code::CannotExecute,
         Code::NotFound,
@@ -59,6 +67,8 @@ impl Code {
             Code::Redis => 76,
             Code::Lost => 79,
             Code::MaxHold => 124,
+            Code::Superseded => 73,
+            Code::Preempted => 80,
             Code::Internal => 70,
             Code::CannotExecute => 126,
             Code::NotFound => 127,
@@ -89,6 +99,12 @@ impl Code {
             }
             Code::MaxHold => {
                 "--max-hold ran out: the lock was given up and the command stopped (see --on-lost)"
+            }
+            Code::Superseded => {
+                "superseded or outdated (--supersede): a newer run on the name made this one moot; the command did not run"
+            }
+            Code::Preempted => {
+                "preempted (--supersede running, redlock preempt): the command was asked to stop for a newer run, stopped, and the lock released"
             }
             Code::CannotExecute => "the command was found but cannot be executed",
             Code::NotFound => "the command was not found",
@@ -143,10 +159,11 @@ pub enum Page {
     Forget,
     Doctor,
     Top,
+    Preempt,
 }
 
 impl Page {
-    pub const ALL: [Page; 12] = [
+    pub const ALL: [Page; 13] = [
         Page::Run,
         Page::Redlock,
         Page::Status,
@@ -159,6 +176,7 @@ impl Page {
         Page::Forget,
         Page::Doctor,
         Page::Top,
+        Page::Preempt,
     ];
 
     /// The verb's name (`run` for the wrapper, `redlock` for the tool's own page).
@@ -176,6 +194,7 @@ impl Page {
             Page::Forget => "forget",
             Page::Doctor => "doctor",
             Page::Top => "top",
+            Page::Preempt => "preempt",
         }
     }
 
@@ -234,6 +253,16 @@ pub fn verb_table(page: Page) -> Vec<Row> {
             "0",
             "quit with q, Esc or Ctrl-C, or --once printed its frame",
         )],
+        Page::Preempt => &[
+            (
+                "0",
+                "the holder was asked to stop (with --wait: it stopped and released), or the lock is free",
+            ),
+            (
+                "75",
+                "refused: the holder is --uninterruptible or another client's; or with --wait, it still held the lock",
+            ),
+        ],
         Page::Forget => &[
             ("0", "forgotten (or nothing was kept)"),
             (

@@ -76,7 +76,7 @@ impl RunRecord {
 
     /// How it ended, in a few words: `exit 0`, `exit 3`, `lost the lock, exit 79`.
     pub fn outcome(&self) -> String {
-        self.ended().words(self.status)
+        self.ended().words(self.status, self.command_status)
     }
 
     /// Which row of the outcome table the record is.
@@ -258,6 +258,8 @@ mod tests {
             started: None,
             pidns: None,
             pid_from: crate::holder::PidFrom::Own,
+            uninterruptible: false,
+            order_key: None,
         };
         let run = Run {
             meta: &meta,

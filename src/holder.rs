@@ -81,6 +81,24 @@ pub struct Holder {
     /// `--hold-min`: the run has ended and the lock is kept on purpose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<Box<Kept>>,
+    /// Newest wins: how the holder may be stopped for a newer run.
+    #[serde(flatten)]
+    pub stopping: Box<Stopping>,
+}
+
+/// How a holder may be stopped for a newer run (`--supersede`, `redlock preempt`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stopping {
+    /// `--uninterruptible`: a preempt request against it is refused.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub uninterruptible: bool,
+    /// `--order-key` of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_key: Option<u64>,
+    /// A request to stop that it was sent (JSON: who asked, the signal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<serde_json::Value>,
 }
 
 /// A lock kept by `--hold-min` after its run ended, so that other hosts do not run the
@@ -154,6 +172,11 @@ impl Holder {
             holder.pid_from = field("pid_from").map(|f| match f.as_str() {
                 "given" => PidFrom::Given,
                 _ => PidFrom::Guessed,
+            });
+            holder.stopping = Box::new(Stopping {
+                uninterruptible: field("uninterruptible").as_deref() == Some("1"),
+                order_key: field("order_key").and_then(|p| p.parse().ok()),
+                preempt: field("preempt").and_then(|p| serde_json::from_str(&p).ok()),
             });
             holder.kept = field("kept_until_ms")
                 .and_then(|p| p.parse().ok())
@@ -241,7 +264,21 @@ impl Holder {
             out.push_str(&format!(" for {}", human(held)));
         }
         out.push_str(&self.kept_note());
+        out.push_str(&self.stop_note());
         out
+    }
+
+    /// `, asked to stop by HOST pid N` for a holder preempted and still stopping;
+    /// `, --uninterruptible` for one that refuses to be.
+    pub fn stop_note(&self) -> String {
+        if let Some(request) = &self.stopping.preempt {
+            let by = Who::deserialize(&request["by"]).unwrap_or_default();
+            return format!(", asked to stop by {}", by.host_pid_user());
+        }
+        if self.stopping.uninterruptible {
+            return ", --uninterruptible (not preempted)".to_string();
+        }
+        String::new()
     }
 }
 
@@ -263,6 +300,10 @@ pub struct Meta {
     pub pidns: Option<String>,
     /// How `pid` was found.
     pub pid_from: PidFrom,
+    /// `--uninterruptible`.
+    pub uninterruptible: bool,
+    /// `--order-key`.
+    pub order_key: Option<u64>,
 }
 
 impl Meta {
@@ -296,7 +337,17 @@ impl Meta {
             started: process_start(std::process::id()),
             pidns: pid_namespace(),
             pid_from: PidFrom::Own,
+            uninterruptible: false,
+            order_key: None,
         }
+    }
+
+    /// The metadata of a run that refuses to be preempted (`--uninterruptible`), and
+    /// of a run ordered by `order_key` (`--order-key`).
+    pub fn stopping(mut self, uninterruptible: bool, order_key: Option<u64>) -> Self {
+        self.uninterruptible = uninterruptible;
+        self.order_key = order_key;
+        self
     }
 
     /// The metadata of a lock held on behalf of the process `pid` (`redlock acquire`
@@ -337,6 +388,12 @@ impl Meta {
         }
         if let Some(from) = self.pid_from.field() {
             fields.push(("pid_from", from.to_string()));
+        }
+        if self.uninterruptible {
+            fields.push(("uninterruptible", "1".to_string()));
+        }
+        if let Some(key) = self.order_key {
+            fields.push(("order_key", key.to_string()));
         }
         fields
     }

@@ -22,7 +22,12 @@
 //!   each an ordinary lock with its own metadata (`…:meta`);
 //! - fair queue: `<prefix>{N}:queue` (a sorted set of waiting tokens by ticket),
 //!   `<prefix>{N}:beats` (their heartbeat deadlines), `<prefix>{N}:queue:info` (who each
-//!   waiter is), and one wake list per waiter, `<prefix>{N}:wake:<token>`.
+//!   waiter is), and one wake list per waiter, `<prefix>{N}:wake:<token>`;
+//! - newest wins (`--supersede`): the same queue keys, and `<prefix>{N}:verdicts` (a
+//!   hash: the token of each run superseded lately → who superseded it, kept two
+//!   minutes after the last), `<prefix>{N}:order` (the largest `--order-key` that
+//!   started, kept `--retain`); a holder's own wake list is where a preempt request
+//!   wakes it.
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -50,6 +55,8 @@ pub struct LockKeys {
     pub queue: Vec<u8>,
     pub beats: Vec<u8>,
     pub queue_info: Vec<u8>,
+    pub verdicts: Vec<u8>,
+    pub order: Vec<u8>,
 }
 
 /// The mode key's suffix after the name's lock key.
@@ -91,6 +98,8 @@ impl LockKeys {
             queue: with(b":queue"),
             beats: with(b":beats"),
             queue_info: with(b":queue:info"),
+            verdicts: with(b":verdicts"),
+            order: with(b":order"),
             lock,
         })
     }
@@ -117,7 +126,8 @@ impl LockKeys {
         [self.lock.as_slice(), b":once:", id.as_bytes()].concat()
     }
 
-    /// The wake list of one waiter of a fair queue.
+    /// The wake list of one waiter of a queue (and where a preempt request wakes a
+    /// holder).
     pub fn own_wake(&self, token: &str) -> Vec<u8> {
         [self.wake.as_slice(), b":", token.as_bytes()].concat()
     }
@@ -223,6 +233,8 @@ mod tests {
                 &k.queue,
                 &k.beats,
                 &k.queue_info,
+                &k.verdicts,
+                &k.order,
                 &seventh.lock,
                 &seventh.meta,
                 &k.own_wake("t"),

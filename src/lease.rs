@@ -21,6 +21,7 @@ use std::fmt;
 use std::time::Duration;
 
 use redis::Value;
+use serde::Deserialize;
 
 use crate::error::{Error, Kind, Result, most_telling};
 use crate::history::Ending;
@@ -57,6 +58,10 @@ pub struct Lease {
     grant: OnceCell<Grant>,
     /// A fair queue's waiter: its place and the queue's length at the last try.
     place: Cell<Option<(u64, u64)>>,
+    /// Newest wins: this run's `--order-key`, and whether it asks the holder to stop
+    /// (`--supersede running`).
+    order_key: Option<u64>,
+    preempts: bool,
 }
 
 /// What an acquisition gave.
@@ -150,6 +155,12 @@ pub enum Renew {
     Renewed {
         t_sent: Point,
     },
+    /// Renewed, and the holder is asked to stop (`--supersede running`, `redlock
+    /// preempt`).
+    Preempt {
+        t_sent: Point,
+        request: Preempt,
+    },
     /// Definitely not ours any more.
     Lost(Lost),
     /// No quorum answered; the lock may still be ours until the lease end.
@@ -173,6 +184,32 @@ pub enum Lost {
     Stopped { for_: Duration },
     /// Held for `--max-hold`: given up on purpose.
     MaxHold { limit: Duration },
+    /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`): given
+    /// up on purpose.
+    Preempted(Preempt),
+}
+
+/// A request to stop (`--supersede running`, `redlock preempt`), as the holder reads it
+/// from its wake list or its metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Preempt {
+    /// Who asked (`host pid N user U`).
+    pub by: String,
+    /// The signal the request names, if any (else the holder's `--preempt-signal`).
+    pub signal: Option<String>,
+}
+
+impl Preempt {
+    /// Reads a request (JSON: `by`, the asker's who; `signal`); an unreadable one is
+    /// still a request, from someone unknown.
+    pub fn parse(text: &[u8]) -> Preempt {
+        let value: serde_json::Value = serde_json::from_slice(text).unwrap_or_default();
+        let by = crate::holder::Who::deserialize(&value["by"]).unwrap_or_default();
+        Preempt {
+            by: by.host_pid_user(),
+            signal: value["signal"].as_str().map(str::to_string),
+        }
+    }
 }
 
 impl fmt::Display for Lost {
@@ -197,6 +234,7 @@ impl fmt::Display for Lost {
                 "held for the --max-hold of {}",
                 crate::report::human(*limit)
             ),
+            Lost::Preempted(request) => write!(f, "preempted by {}", request.by),
             Lost::Stopped { for_ } => write!(
                 f,
                 "the job was stopped (Ctrl-Z) for {}, longer than the lease",
@@ -251,8 +289,9 @@ pub struct Votes {
     pub other_kind: Option<String>,
     /// A fair queue's place and length, as the last busy answer gave them.
     pub place: Option<(u64, u64)>,
-    /// A fair queue's head whose turn has come, to be woken.
-    pub wake: Option<String>,
+    /// A fair queue's head whose turn has come, to be woken; where newest wins, the
+    /// superseded waiters and a holder asked to stop.
+    pub wake: Vec<String>,
     pub errors: Vec<Error>,
 }
 
@@ -267,7 +306,9 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 slot,
                 attempt,
                 rerun_of,
+                wake,
             }) => {
+                votes.wake.extend(wake);
                 votes.yes += 1;
                 votes.slot = slot;
                 if attempt > votes.attempt.0 {
@@ -281,7 +322,7 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
             Ok(Acquired::Busy { held, place, wake }) => {
                 votes.busy.get_or_insert_with(|| Holder::from_held(&held));
                 votes.place = place.or(votes.place);
-                votes.wake = wake.or(votes.wake.take());
+                votes.wake.extend(wake);
             }
             Ok(Acquired::Foreign { key, kind }) => votes.foreign = Some((key, kind)),
             Err(e) => votes.errors.push(e),
@@ -304,7 +345,17 @@ impl Lease {
             mode: Mode::PLAIN,
             grant: OnceCell::new(),
             place: Cell::new(None),
+            order_key: None,
+            preempts: false,
         }
+    }
+
+    /// Newest wins (`--supersede`): this run's `--order-key`, and whether it asks the
+    /// holder to stop (`--supersede running`).
+    pub fn newest(mut self, order_key: Option<u64>, preempts: bool) -> Self {
+        self.order_key = order_key;
+        self.preempts = preempts;
+        self
     }
 
     /// The lease of a lock of another mode than plain (see [`Mode`]).
@@ -419,12 +470,23 @@ impl Lease {
     /// `waiter` joins the lock's waiters when it finds it busy (see [`Waiter`]).
     pub async fn acquire(&self, meta: &Meta, waiter: Option<&Waiter>) -> Result<Acquire> {
         let t_sent = crate::clock::now();
-        let votes = self.vote(meta, waiter).await;
+        let who = if self.mode.order.records_who_waits() {
+            Self::who_waits(meta)
+        } else {
+            String::new()
+        };
+        // The request that asks the holder to stop (newest wins, `--supersede
+        // running`): who asks.
+        let request = match self.preempts {
+            true => format!("{{\"by\":{who}}}"),
+            false => String::new(),
+        };
+        let votes = self.vote(meta, waiter, &who, &request).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if votes.place.is_some() {
             self.place.set(votes.place);
         }
-        wake_head(&self.nodes, &self.keys, votes.wake.as_deref()).await;
+        self.wake(&votes.wake, &request).await;
         if let Some((role, kind)) = votes.foreign {
             if votes.yes > 0 {
                 self.release_all(0, None).await.ok();
@@ -445,6 +507,24 @@ impl Lease {
             return Ok(Acquire::Acquired { t_sent });
         }
         self.not_granted(votes, waiter).await
+    }
+
+    /// Wakes the runs an acquire said to: a fair queue's head whose turn has come; where
+    /// newest wins, each superseded waiter (it tries again and finds its verdict) and a
+    /// holder asked to stop (with the request).
+    async fn wake(&self, tokens: &[String], request: &str) {
+        if !self.mode.order.supersedes() {
+            wake_head(&self.nodes, &self.keys, tokens.first().map(String::as_str)).await;
+            return;
+        }
+        let Some(primary) = self.nodes.primary() else {
+            return;
+        };
+        let element = if request.is_empty() { "1" } else { request };
+        for token in tokens {
+            let call = crate::scripts::newest::notify(&self.keys, token, element);
+            let _ = primary.run::<i64>(&call).await;
+        }
     }
 
     /// A quorum granted the lock in time: over several nodes its fencing number is
@@ -511,6 +591,8 @@ impl Lease {
             Key::Wake | Key::OwnWake => k.wake.clone(),
             Key::Lock | Key::Slot => k.lock.clone(),
             Key::Once => self.once_key.clone().unwrap_or_else(|| k.once("")),
+            Key::Verdicts => k.verdicts.clone(),
+            Key::Order => k.order.clone(),
         }
     }
 
@@ -530,12 +612,7 @@ impl Lease {
     }
 
     /// Sends the acquire script to every node and counts the answers.
-    async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>) -> Votes {
-        let who = if self.mode.order.records_who_waits() {
-            Self::who_waits(meta)
-        } else {
-            String::new()
-        };
+    async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
         let fields = meta.fields();
         let request = |heartbeat_ms: u64| {
             acquire::Request {
@@ -550,7 +627,9 @@ impl Lease {
                 rerun: self.completion.rerun_arg(),
                 once_key: self.once_key.as_deref(),
                 retain_ms: self.retain_ms(),
-                who: &who,
+                who,
+                order_key: self.order_key,
+                preempt: request,
                 meta: &fields,
             }
             .call()
@@ -591,18 +670,24 @@ impl Lease {
     pub async fn renew(&self) -> Renew {
         let t_sent = crate::clock::now();
         let call = renew::call(self.keys(), self.mode, &self.token, self.ttl_ms());
-        let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
+        let results = self.nodes.each(|n| n.run_idempotent::<Value>(&call)).await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
+        let mut request = None;
         for result in results {
-            match result {
-                Ok(1) => renewed += 1,
-                Ok(_) => gone += 1,
+            match result.map(renew::decode) {
+                Ok(renew::Renewed::Yes(asked)) => {
+                    renewed += 1;
+                    request = asked.map(|r| Preempt::parse(&r)).or(request);
+                }
+                Ok(renew::Renewed::No) => gone += 1,
                 Err(e) => last_error = Some(e),
             }
         }
         let (given, missing) = (self.nodes.given(), self.nodes.missing());
-        if renewed >= self.nodes.quorum() {
+        if let Some(request) = request.filter(|_| renewed >= self.nodes.quorum()) {
+            Renew::Preempt { t_sent, request }
+        } else if renewed >= self.nodes.quorum() {
             Renew::Renewed { t_sent }
         } else if gone + missing > given - self.nodes.quorum() {
             // Nodes not connected at the start never come back into this lease, so
@@ -704,6 +789,25 @@ impl Lease {
     /// the head is woken), others the lock's shared one.
     pub fn wake_key(&self) -> Vec<u8> {
         self.mode.order.wake_key(&self.keys, &self.token)
+    }
+
+    /// Waits for a request to stop on this holder's own wake list (newest wins: a
+    /// newcomer with `--supersede running`, or `redlock preempt`, pushes it there), so
+    /// that the holder acts within a round trip rather than at its next renewal (which
+    /// finds the request too, should this miss it). Each pop blocks up to the ttl: one
+    /// `BLPOP` per ttl while nothing comes; a failed pop is tried again a second later.
+    pub async fn next_request(&self) -> Preempt {
+        let Some(primary) = self.nodes.primary() else {
+            return std::future::pending().await;
+        };
+        let own = self.keys.own_wake(&self.token);
+        loop {
+            match primary.blocking_pop(&own, self.ttl).await {
+                Ok(Some(element)) => return Preempt::parse(&element),
+                Ok(None) => {}
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
     }
 
     /// How the name's waiters are served.
@@ -822,6 +926,7 @@ mod tests {
             slot: 1,
             attempt: 0,
             rerun_of: String::new(),
+            wake: Vec::new(),
         })
     }
 

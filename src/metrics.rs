@@ -36,6 +36,10 @@ pub struct RunFacts {
     pub skipped: bool,
     /// Skipped because the slot's attempts are spent.
     pub exhausted: bool,
+    /// `--supersede`: superseded, or outdated (`--order-key`), before it ran.
+    pub superseded: Option<Outcome>,
+    /// Stopped for a newer run.
+    pub preempted: bool,
     /// The command's own exit status.
     pub command_status: Option<u8>,
 }
@@ -53,14 +57,18 @@ impl RunFacts {
     pub fn outcome(&self, end: &Ending) -> Outcome {
         match (self.acquired_s.is_some(), self.skipped) {
             (true, _) if self.max_hold => Outcome::MaxHold,
+            (true, _) if self.preempted => Outcome::Preempted,
             (true, _) if self.lost => Outcome::Lost,
             (true, _) => match self.command_status {
                 None => Outcome::Error,
                 Some(0) => Outcome::Ran,
                 Some(_) => Outcome::Failed,
             },
-            (false, true) if self.exhausted => Outcome::Exhausted,
-            (false, true) => Outcome::Skipped,
+            (false, true) => match (self.superseded, self.exhausted) {
+                (Some(why), _) => why,
+                (None, true) => Outcome::Exhausted,
+                (None, false) => Outcome::Skipped,
+            },
             (false, false) if end.error || (129..=159).contains(&end.status) => Outcome::Error,
             (false, false) => Outcome::Busy,
         }
@@ -122,7 +130,13 @@ impl Metrics {
             Event::Skipped => {
                 facts.skipped = true;
                 facts.exhausted = fields["reason"] == "attempts_exhausted";
+                facts.superseded = match fields["reason"].as_str() {
+                    Some("superseded") => Some(Outcome::Superseded),
+                    Some("outdated") => Some(Outcome::Outdated),
+                    _ => None,
+                };
             }
+            Event::Preempted => facts.preempted = true,
             Event::Exited => {
                 facts.command_status = fields["command_status"].as_u64().map(|c| c as u8)
             }

@@ -25,6 +25,12 @@ pub enum Outcome {
     Lost,
     /// Given up at `--max-hold`.
     MaxHold,
+    /// `--supersede`: a newer run superseded it while it waited; it did not run.
+    Superseded,
+    /// `--order-key`: older than a run that already started; it did not run.
+    Outdated,
+    /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`).
+    Preempted,
     /// The run failed before its command could run (Redis unreachable, a usage error,
     /// a signal while waiting).
     Error,
@@ -99,7 +105,7 @@ pub const ROWS: &[Row] = &[
         metric: Some("ran"),
         words: Some("exit {status}"),
         mark: Some(Mark {
-            rank: 3,
+            rank: 4,
             color: "\x1b[31m█\x1b[0m",
             letter: "x",
             legend: "exit non-zero",
@@ -140,7 +146,7 @@ pub const ROWS: &[Row] = &[
         metric: Some("lost"),
         words: Some("lost the lock, exit {status}"),
         mark: Some(Mark {
-            rank: 5,
+            rank: 6,
             color: "\x1b[35m█\x1b[0m",
             letter: "L",
             legend: "lost the lock",
@@ -163,10 +169,42 @@ pub const ROWS: &[Row] = &[
         metric: Some("timeout"),
         words: Some("stopped at --max-hold, exit {status}"),
         mark: Some(Mark {
-            rank: 4,
+            rank: 5,
             color: "\x1b[33m█\x1b[0m",
             letter: "M",
             legend: "stopped at --max-hold",
+        }),
+    },
+    Row {
+        outcome: Outcome::Superseded,
+        name: "superseded: a newer run (`--supersede`) came while it waited; it did not run",
+        status: Status::Code(Code::Superseded),
+        event: Some(Event::Skipped),
+        metric: Some("superseded"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::Outdated,
+        name: "outdated: its `--order-key` is lower than one already started; it did not run",
+        status: Status::Code(Code::Superseded),
+        event: Some(Event::Skipped),
+        metric: Some("outdated"),
+        words: None,
+        mark: None,
+    },
+    Row {
+        outcome: Outcome::Preempted,
+        name: "preempted: asked to stop for a newer run (`--supersede running`, `redlock preempt`), stopped, released",
+        status: Status::Code(Code::Preempted),
+        event: Some(Event::Preempted),
+        metric: Some("preempted"),
+        words: Some("preempted by a newer run (the command exited {command}), exit {status}"),
+        mark: Some(Mark {
+            rank: 3,
+            color: "\x1b[34m█\x1b[0m",
+            letter: "P",
+            legend: "preempted by a newer run",
         }),
     },
     Row {
@@ -186,11 +224,12 @@ pub const ROWS: &[Row] = &[
 ];
 
 /// The order of the timeline's legend.
-pub const LEGEND: [Outcome; 5] = [
+pub const LEGEND: [Outcome; 6] = [
     Outcome::Ran,
     Outcome::Failed,
     Outcome::Lost,
     Outcome::MaxHold,
+    Outcome::Preempted,
     Outcome::Running,
 ];
 
@@ -209,6 +248,8 @@ impl Outcome {
             Outcome::Running
         } else if lost && status == i64::from(Code::MaxHold.value()) {
             Outcome::MaxHold
+        } else if lost && status == i64::from(Code::Preempted.value()) {
+            Outcome::Preempted
         } else if lost {
             Outcome::Lost
         } else if status == 0 {
@@ -218,12 +259,16 @@ impl Outcome {
         }
     }
 
-    /// How `history` says it, with `status` in place.
-    pub fn words(self, status: i64) -> String {
+    /// How `history` says it, with `status` and the command's own status in place.
+    pub fn words(self, status: i64, command: Option<i64>) -> String {
         self.row()
             .words
             .unwrap_or("")
             .replace("{status}", &status.to_string())
+            .replace(
+                "{command}",
+                &command.map_or("?".to_string(), |c| c.to_string()),
+            )
     }
 
     /// The metric label (`None`: not an end).
@@ -268,8 +313,9 @@ pub fn markdown() -> String {
             status,
             code(row.event.map(Event::name)),
             code(row.metric),
-            row.words
-                .map_or("–".to_string(), |w| w.replace("{status}", "N")),
+            row.words.map_or("–".to_string(), |w| {
+                w.replace("{status}", "N").replace("{command}", "C")
+            }),
             row.mark
                 .map_or("–".to_string(), |m| format!("`{}`", m.letter)),
         );
@@ -292,6 +338,9 @@ mod tests {
             Outcome::Lost,
             Outcome::MaxHold,
             Outcome::Error,
+            Outcome::Superseded,
+            Outcome::Outdated,
+            Outcome::Preempted,
             Outcome::Running,
         ] {
             assert_eq!(ROWS.iter().filter(|r| r.outcome == outcome).count(), 1);
@@ -309,21 +358,27 @@ mod tests {
                 "attempts_exhausted",
                 "lost",
                 "error",
-                "timeout"
+                "timeout",
+                "superseded",
+                "outdated",
+                "preempted"
             ]
         );
         assert_eq!(
-            Outcome::of_record(false, true, 124).words(124),
+            Outcome::of_record(false, true, 124).words(124, None),
             "stopped at --max-hold, exit 124"
         );
         assert_eq!(
-            Outcome::of_record(false, true, 79).words(79),
+            Outcome::of_record(false, true, 79).words(79, None),
             "lost the lock, exit 79"
         );
-        assert_eq!(Outcome::of_record(false, false, 3).words(3), "exit 3");
+        assert_eq!(
+            Outcome::of_record(false, false, 3).words(3, Some(3)),
+            "exit 3"
+        );
         let mut ranks: Vec<u8> = ROWS.iter().filter_map(|r| r.mark).map(|m| m.rank).collect();
         ranks.sort();
         ranks.dedup();
-        assert_eq!(ranks.len(), 5, "distinct ranks");
+        assert_eq!(ranks.len(), 6, "distinct ranks");
     }
 }

@@ -28,7 +28,8 @@ use crate::cli::OnLost;
 use crate::clock;
 use crate::error::Error;
 use crate::events::Event;
-use crate::lease::{Lease, Lost, Renew};
+use crate::lease::{Lease, Lost, Preempt, Renew};
+use crate::policy::Stop;
 use crate::report::{Reporter, human};
 use crate::timing::{Budget, Point};
 
@@ -41,6 +42,11 @@ pub struct Held<'a> {
     pub t_sent: Point,
     /// `--max-hold`: when the lock must be given up, whatever the renewals.
     pub give_up_at: Option<Point>,
+    /// How the run stops when asked to for a newer run (`--uninterruptible`,
+    /// `--preempt-signal`), and whether it listens for the request (newest wins) rather
+    /// than find it at its next renewal.
+    pub stop: Stop,
+    pub listens: bool,
 }
 
 /// How the run ended.
@@ -54,6 +60,7 @@ pub struct Outcome {
 }
 
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = Renew> + 'a>>;
+type RequestFuture<'a> = Pin<Box<dyn Future<Output = Preempt> + 'a>>;
 
 /// The lease as the loop sees it.
 enum LeaseState<'a> {
@@ -86,6 +93,10 @@ struct Supervisor<'a> {
     state: LeaseState<'a>,
     group: ProcessGroup,
     report: &'a Reporter,
+    stop: Stop,
+    /// The wait for a request to stop, while the run listens for one (the loop takes
+    /// it: one future per run, kept across turns).
+    listening: Option<RequestFuture<'a>>,
 }
 
 /// Supervises `started` until it exits; with `held`, keeps the lease alive or stops the
@@ -97,6 +108,7 @@ pub async fn supervise(
     report: &Reporter,
 ) -> Outcome {
     let mut sup = Supervisor::new(held, started.group, report);
+    let mut listening = sup.listening.take();
     // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
     let mut children = started
         .is_job()
@@ -108,6 +120,10 @@ pub async fn supervise(
             status = started.child.wait() => break status,
             Some(sig) = signals.recv() => sup.forward(sig),
             renew = sup.renewal(), if sup.is_renewing() => sup.renewed(renew),
+            request = next_request(&mut listening), if listening.is_some() => {
+                listening = None;
+                sup.asked_to_stop(request);
+            }
             Some(()) = next(&mut children) => sup.job_control(&started),
             _ = tokio::time::sleep(nap) => {}
         }
@@ -125,6 +141,14 @@ pub async fn supervise(
         status,
         lease_end: sup.lease_end(),
         lost: sup.into_lost(),
+    }
+}
+
+/// The request to stop that the run listens for, or never when it does not.
+async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Preempt {
+    match listening {
+        Some(future) => future.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -150,12 +174,19 @@ impl<'a> Supervisor<'a> {
         let give_up = held
             .as_ref()
             .and_then(|h| h.give_up_at.map(|at| (at, at.saturating_sub(h.t_sent))));
+        let stop = held.as_ref().map(|h| h.stop).unwrap_or_default();
+        let listening = held
+            .as_ref()
+            .filter(|h| h.listens && !h.stop.uninterruptible)
+            .map(|h| Box::pin(h.lease.next_request()) as RequestFuture<'a>);
         Supervisor {
             give_up,
             lease: held.map(|h| (h.lease, h.budget, h.on_lost)),
             state,
             group,
             report,
+            stop,
+            listening,
         }
     }
 
@@ -302,6 +333,28 @@ impl<'a> Supervisor<'a> {
         }
     }
 
+    /// A request to stop for a newer run: the command is stopped as for a lost lock,
+    /// with the request's signal or `--preempt-signal`, and the run ends preempted (an
+    /// `--uninterruptible` run notes it and runs on: the scripts refuse such requests,
+    /// so one can only come from outside).
+    fn asked_to_stop(&mut self, request: Preempt) {
+        if self.stop.uninterruptible {
+            self.report.verbose(|| {
+                format!(
+                    "ignoring a request to stop from {} (--uninterruptible)",
+                    request.by
+                )
+            });
+            return;
+        }
+        if let LeaseState::Held { t_sent, .. } = &self.state
+            && let Some((_, budget, _)) = self.lease
+        {
+            let end = budget.lease_end(*t_sent);
+            self.lose(Lost::Preempted(request), clock::now(), end);
+        }
+    }
+
     /// Applies a renewal's answer.
     fn renewed(&mut self, renew: Renew) {
         let LeaseState::Held {
@@ -324,6 +377,14 @@ impl<'a> Supervisor<'a> {
                     self.report
                         .event(Event::Renewed, &name, serde_json::json!({}));
                 }
+            }
+            Renew::Preempt {
+                t_sent: sent,
+                request,
+            } => {
+                *t_sent = sent;
+                *last_failure = None;
+                self.asked_to_stop(request);
             }
             Renew::Unknown(why) => {
                 self.report.verbose(|| format!("renewal failed: {why}"));
@@ -350,28 +411,41 @@ impl<'a> Supervisor<'a> {
             return;
         };
         let name = lease.keys().display_name();
+        // Preempted: stopped whatever --on-lost says (it is asked to stop, not lost).
+        let (on_lost, sig) = match &why {
+            Lost::Preempted(request) => (OnLost::Kill, self.signal_for(request)),
+            _ => (on_lost, Signal::SIGTERM),
+        };
         let policy = match on_lost {
             OnLost::Kill => "kill",
             OnLost::Keep => "keep",
         };
-        self.report.event(
-            Event::Lost,
-            &name,
-            serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
-                "max_hold": matches!(why, Lost::MaxHold { .. }) }),
-        );
+        match &why {
+            Lost::Preempted(request) => self.report.event(
+                Event::Preempted,
+                &name,
+                serde_json::json!({ "by": request.by, "signal": sig.as_str() }),
+            ),
+            _ => self.report.event(
+                Event::Lost,
+                &name,
+                serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
+                    "max_hold": matches!(why, Lost::MaxHold { .. }) }),
+            ),
+        }
         // Given up on purpose is not "lost", but it is stopped the same way.
         let lead = match why {
-            Lost::MaxHold { .. } => format!("lock {name}"),
+            Lost::MaxHold { .. } | Lost::Preempted(_) => format!("lock {name}"),
             _ => format!("lock {name} lost"),
         };
         self.state = match on_lost {
             OnLost::Kill => {
                 self.report.error(&format!(
-                    "{lead}: {why}; stopping the command (SIGTERM, SIGKILL after {})",
+                    "{lead}: {why}; stopping the command ({}, SIGKILL after {})",
+                    sig.as_str(),
                     human(budget.kill_after)
                 ));
-                self.group.terminate();
+                self.group.stop_with(sig);
                 let kill_at = (now + budget.kill_after).min(budget.kill_at(lease_end).max(now));
                 LeaseState::Stopping {
                     why,
@@ -386,6 +460,15 @@ impl<'a> Supervisor<'a> {
                 LeaseState::Lost { why }
             }
         };
+    }
+
+    /// The signal a preempted command gets: the request's, else `--preempt-signal`.
+    fn signal_for(&self, request: &Preempt) -> Signal {
+        request
+            .signal
+            .as_deref()
+            .and_then(|raw| crate::config::signal("--signal", raw).ok())
+            .unwrap_or(self.stop.signal)
     }
 
     fn lease_end(&self) -> Option<Point> {

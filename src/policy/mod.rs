@@ -81,25 +81,84 @@ impl Completion {
     }
 }
 
+/// `--supersede`: what a newer run does to older ones on the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Supersede {
+    /// Every older waiting run exits without running (superseded); the holder runs on.
+    Waiting,
+    /// Also, the holder is asked to stop (preempted): its command gets
+    /// `--preempt-signal`, then SIGKILL after `--kill-after`, and the lock is released.
+    Running,
+}
+
+/// A newest-wins run (`--supersede`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Newest {
+    pub supersede: Supersede,
+    /// `--order-key`: what "newest" means (the largest), instead of the arrival.
+    pub order_key: Option<u64>,
+}
+
+impl Newest {
+    /// Whether a newcomer asks the holder to stop.
+    pub fn preempts(self) -> bool {
+        self.supersede == Supersede::Running
+    }
+}
+
+/// How a holder may be stopped for a newer run (`--supersede running`, `redlock
+/// preempt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// `--uninterruptible`: a preempt request against this holder is refused.
+    pub uninterruptible: bool,
+    /// `--preempt-signal`: what the command gets when preempted (a request may name
+    /// another).
+    pub signal: nix::sys::signal::Signal,
+}
+
+impl Default for Stop {
+    fn default() -> Self {
+        Stop {
+            uninterruptible: false,
+            signal: nix::sys::signal::Signal::SIGTERM,
+        }
+    }
+}
+
 /// What a run asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
     pub mode: Mode,
     pub completion: Completion,
+    /// `--supersede`, `--order-key`.
+    pub newest: Option<Newest>,
+    /// `--uninterruptible`, `--preempt-signal`.
+    pub stop: Stop,
 }
 
 impl Policy {
     /// The policy of a run's checked flags, or the one line of the first refused
     /// combination (usage error).
-    pub fn from_flags(given: Given, completion: Completion) -> Result<Policy> {
+    pub fn from_flags(
+        given: Given,
+        completion: Completion,
+        newest: Option<Newest>,
+        stop: Stop,
+    ) -> Result<Policy> {
         if let Some(line) = refused::refusal(&given) {
             return Err(Error::usage(line));
         }
-        let mode = if given.fair {
-            Mode::FAIR
-        } else {
-            Mode::limit(given.limit)
+        let mode = match newest {
+            Some(newest) => Mode::newest(newest.order_key.is_some()),
+            None if given.fair => Mode::FAIR,
+            None => Mode::limit(given.limit),
         };
-        Ok(Policy { mode, completion })
+        Ok(Policy {
+            mode,
+            completion,
+            newest,
+            stop,
+        })
     }
 }

@@ -29,6 +29,10 @@ pub enum Order {
     Any,
     /// First come, first served (`--fair`): a queue with tickets and heartbeats.
     Fifo,
+    /// The newest wins (`--supersede`): the same queue, where a newer waiter supersedes
+    /// every older one, so at most one waits; newest by arrival, or by `--order-key`
+    /// (`keyed`).
+    Newest { keyed: bool },
 }
 
 /// The mode of a name.
@@ -60,6 +64,15 @@ impl Mode {
         order: Order::Fifo,
     };
 
+    /// One holder, the newest waiter wins (`--supersede`; by `--order-key` when
+    /// `keyed`).
+    pub const fn newest(keyed: bool) -> Mode {
+        Mode {
+            holders: Holders::Exclusive,
+            order: Order::Newest { keyed },
+        }
+    }
+
     /// Up to `limit` holders (`--limit`; 1 is a plain lock).
     pub fn limit(limit: u32) -> Mode {
         Mode {
@@ -84,6 +97,8 @@ impl Mode {
         match text {
             "fair" => Some(Mode::FAIR),
             "plain" => Some(Mode::PLAIN),
+            "newest" => Some(Mode::newest(false)),
+            "newest by key" => Some(Mode::newest(true)),
             _ => {
                 let limit: u32 = text.strip_prefix("limit ")?.parse().ok()?;
                 (limit > 1).then(|| Mode::limit(limit))
@@ -97,6 +112,10 @@ impl Mode {
             (Holders::Exclusive, Order::Any) => None,
             (Holders::Slots(limit), _) => Some(format!("limit {limit}")),
             (Holders::Exclusive, Order::Fifo) => Some("fair".to_string()),
+            (Holders::Exclusive, Order::Newest { keyed: false }) => Some("newest".to_string()),
+            (Holders::Exclusive, Order::Newest { keyed: true }) => {
+                Some("newest by key".to_string())
+            }
         }
     }
 
@@ -108,6 +127,12 @@ impl Mode {
                 format!("a semaphore of {limit} slots (--limit {limit})")
             }
             (Holders::Exclusive, Order::Fifo) => "a fair queue (--fair)".to_string(),
+            (Holders::Exclusive, Order::Newest { keyed: false }) => {
+                "newest wins (--supersede, no --order-key)".to_string()
+            }
+            (Holders::Exclusive, Order::Newest { keyed: true }) => {
+                "newest wins by order key (--supersede with --order-key)".to_string()
+            }
         }
     }
 
@@ -117,6 +142,10 @@ impl Mode {
             (Holders::Exclusive, Order::Any) => "a plain lock".to_string(),
             (Holders::Slots(limit), _) => format!("--limit {limit}"),
             (Holders::Exclusive, Order::Fifo) => "--fair".to_string(),
+            (Holders::Exclusive, Order::Newest { keyed: false }) => "--supersede".to_string(),
+            (Holders::Exclusive, Order::Newest { keyed: true }) => {
+                "--supersede with --order-key".to_string()
+            }
         }
     }
 
@@ -128,11 +157,13 @@ impl Mode {
         plain: impl FnOnce() -> T,
         slots: impl FnOnce(u32) -> T,
         queue: impl FnOnce() -> T,
+        newest: impl FnOnce() -> T,
     ) -> T {
         match (self.holders, self.order) {
             (Holders::Exclusive, Order::Any) => plain(),
             (Holders::Slots(limit), _) => slots(limit),
             (Holders::Exclusive, Order::Fifo) => queue(),
+            (Holders::Exclusive, Order::Newest { .. }) => newest(),
         }
     }
 
@@ -144,7 +175,9 @@ impl Mode {
             (Holders::Slots(limit), _) => {
                 Some((1..=limit).map(|i| keys.for_slot(i).lock).collect())
             }
-            (Holders::Exclusive, Order::Fifo) => Some(vec![keys.lock.clone(), keys.queue.clone()]),
+            (Holders::Exclusive, Order::Fifo | Order::Newest { .. }) => {
+                Some(vec![keys.lock.clone(), keys.queue.clone()])
+            }
         }
     }
 }
@@ -168,9 +201,15 @@ impl Holders {
 }
 
 impl Order {
-    /// Whether waiters are a queue (first come, first served), not a set.
+    /// Whether waiters are a queue (first come, first served, or newest wins), not a
+    /// set.
     pub fn is_queue(self) -> bool {
-        self == Order::Fifo
+        matches!(self, Order::Fifo | Order::Newest { .. })
+    }
+
+    /// Whether a newer waiter supersedes the older ones (`--supersede`).
+    pub fn supersedes(self) -> bool {
+        matches!(self, Order::Newest { .. })
     }
 
     /// Whether a run that may wait takes its place among the waiters at its first try
@@ -180,7 +219,8 @@ impl Order {
     }
 
     /// Whether the runs of one host first queue among themselves (the host-local queue)
-    /// before Redis: not for a queue, whose order is the arrival in Redis.
+    /// before Redis: not for a queue, whose order is the arrival in Redis (and where
+    /// newest wins, at most one run waits on the whole name: nothing to save).
     pub fn uses_local_queue(self) -> bool {
         !self.is_queue()
     }
@@ -208,7 +248,7 @@ impl Order {
     pub fn wake_key(self, keys: &LockKeys, token: &str) -> Vec<u8> {
         match self {
             Order::Any => keys.wake.clone(),
-            Order::Fifo => keys.own_wake(token),
+            Order::Fifo | Order::Newest { .. } => keys.own_wake(token),
         }
     }
 
@@ -217,7 +257,7 @@ impl Order {
     pub fn nap_cap(self) -> Option<Duration> {
         match self {
             Order::Any => None,
-            Order::Fifo => Some(FIFO_NAP),
+            Order::Fifo | Order::Newest { .. } => Some(FIFO_NAP),
         }
     }
 
@@ -225,7 +265,7 @@ impl Order {
     pub fn beat_cap(self) -> Option<Duration> {
         match self {
             Order::Any => None,
-            Order::Fifo => Some(FIFO_MAX_BEAT),
+            Order::Fifo | Order::Newest { .. } => Some(FIFO_MAX_BEAT),
         }
     }
 }
@@ -236,12 +276,27 @@ mod tests {
 
     #[test]
     fn the_mode_key_text_round_trips() {
-        for mode in [Mode::PLAIN, Mode::FAIR, Mode::limit(2), Mode::limit(100)] {
+        for mode in [
+            Mode::PLAIN,
+            Mode::FAIR,
+            Mode::limit(2),
+            Mode::limit(100),
+            Mode::newest(false),
+            Mode::newest(true),
+        ] {
             let text = mode.key_text().unwrap_or_else(|| "plain".to_string());
             assert_eq!(Mode::parse(&text), Some(mode), "{text}");
         }
         assert_eq!(Mode::limit(1), Mode::PLAIN);
-        for bad in ["", "limit", "limit 1", "limit x", "FAIR", "newest"] {
+        for bad in [
+            "",
+            "limit",
+            "limit 1",
+            "limit x",
+            "FAIR",
+            "NEWEST",
+            "newest by",
+        ] {
             assert_eq!(Mode::parse(bad), None, "{bad:?}");
         }
     }

@@ -27,6 +27,14 @@ pub enum Flag {
     OnceId,
     /// Neither `--once-per` nor `--once-id`.
     NoOnce,
+    /// `--supersede`.
+    Supersede,
+    /// No `--supersede`.
+    NoSupersede,
+    /// `--order-key`.
+    OrderKey,
+    /// `--wait 0` (the default): the run never waits.
+    NoWait,
 }
 
 impl Flag {
@@ -43,6 +51,10 @@ impl Flag {
             Flag::MaxAttempts => "`--max-attempts`",
             Flag::OnceId => "`--once-id`",
             Flag::NoOnce => "neither `--once-per` nor `--once-id`",
+            Flag::Supersede => "`--supersede`",
+            Flag::NoSupersede => "no `--supersede`",
+            Flag::OrderKey => "`--order-key`",
+            Flag::NoWait => "no `--wait` (or `--wait 0`)",
         }
     }
 }
@@ -64,6 +76,12 @@ pub struct Given {
     pub max_attempts: bool,
     /// `--once-id` given.
     pub once_id: bool,
+    /// `--supersede` given.
+    pub supersede: bool,
+    /// `--order-key` given.
+    pub order_key: bool,
+    /// The run may wait (`--wait` other than 0).
+    pub may_wait: bool,
 }
 
 impl Given {
@@ -79,6 +97,10 @@ impl Given {
             Flag::MaxAttempts => self.max_attempts,
             Flag::OnceId => self.once_id,
             Flag::NoOnce => !self.once_per && !self.once_id,
+            Flag::Supersede => self.supersede,
+            Flag::NoSupersede => !self.supersede,
+            Flag::OrderKey => self.order_key,
+            Flag::NoWait => !self.may_wait,
         }
     }
 
@@ -136,6 +158,34 @@ pub const RULES: &[Rule] = &[
         both: [Flag::OnceId, Flag::Limit],
         line: "--once-id runs a job once, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other",
     },
+    Rule {
+        both: [Flag::OrderKey, Flag::NoSupersede],
+        line: "--order-key says which run is the newest for --supersede; give --supersede waiting or --supersede running too",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::NoWait],
+        line: "--supersede orders the runs that wait for the lock, and this run does not wait; give --wait too (e.g. --wait 1h)",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::Fair],
+        line: "--supersede serves the newest waiter and --fair the oldest; use one or the other",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::Limit],
+        line: "--supersede and --limit {limit} do not combine: a newest-wins semaphore is not built; use one or the other",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::Redlock],
+        line: "--supersede works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: which run is the newest would have to be agreed by a majority of them",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::OncePer],
+        line: "--supersede runs only the newest of the runs that come, and --once-per runs the first of each period; use one or the other",
+    },
+    Rule {
+        both: [Flag::Supersede, Flag::OnceId],
+        line: "--supersede runs only the newest of the runs that come, and --once-id the first of an ID; use one or the other",
+    },
 ];
 
 /// The line of the first rule `given` breaks, if any.
@@ -177,6 +227,10 @@ mod tests {
                 g.once_per = false;
                 g.once_id = false;
             }
+            Flag::Supersede => g.supersede = true,
+            Flag::NoSupersede => g.supersede = false,
+            Flag::OrderKey => g.order_key = true,
+            Flag::NoWait => g.may_wait = false,
         }
         g
     }
@@ -187,9 +241,11 @@ mod tests {
             limit: 1,
             nodes: 1,
             history: 20,
+            may_wait: true,
             ..Given::default()
         };
         assert_eq!(refusal(&plain), None);
+        let newest = set(plain, Flag::Supersede);
         // Each flag alone, beside the flags that make it meaningful, is accepted.
         let once = set(plain, Flag::OncePer);
         for alone in [
@@ -202,6 +258,9 @@ mod tests {
             set(once, Flag::MaxAttempts),
             set(plain, Flag::OnceId),
             set(set(plain, Flag::OnceId), Flag::MaxAttempts),
+            newest,
+            set(newest, Flag::OrderKey),
+            set(plain, Flag::NoWait),
         ] {
             assert_eq!(refusal(&alone), None, "{alone:?}");
         }

@@ -153,7 +153,11 @@ impl<'r> Run<'r> {
                     Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
                         .completion(config.policy.completion.clone())
                         .retain(config.retain)
-                        .mode(config.policy.mode),
+                        .mode(config.policy.mode)
+                        .newest(
+                            config.policy.newest.and_then(|n| n.order_key),
+                            config.policy.newest.is_some_and(|n| n.preempts()),
+                        ),
                 )
             }
             Connected::Interrupted(sig) => Err(self.interrupted_while_waiting(sig)),

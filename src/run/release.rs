@@ -50,6 +50,7 @@ pub(super) async fn release_after(
     };
     let status = match lost {
         Lost::MaxHold { .. } => Code::MaxHold.value(),
+        Lost::Preempted(_) => Code::Preempted.value(),
         _ => Code::Lost.value(),
     };
     // The key may still hold our token (a renewal that reached a paused server, or a

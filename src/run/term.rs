@@ -15,6 +15,7 @@ use crate::report::{human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::Point;
 use crate::wait::{self, Head, WaitAs, Waited};
+use serde::Deserialize;
 
 /// The term, stage by stage; its exit status.
 pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<u8> {
@@ -32,6 +33,8 @@ pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -
         on_lost: run.config.on_lost,
         t_sent,
         give_up_at: run.config.max_hold.map(|d| t_sent + d),
+        stop: run.config.policy.stop,
+        listens: lease.order().supersedes(),
     };
     let outcome = match command::run_command(run, Some(held), guard).await {
         Ok(outcome) => outcome,
@@ -55,7 +58,9 @@ fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
         Some(label) => crate::error::one_line(label).chars().take(256).collect(),
         None => holder::recorded_command(&argv, config.hide_args),
     };
+    let order_key = config.policy.newest.and_then(|n| n.order_key);
     Meta::local(lease.token(), &cmdline, config.budget.ttl)
+        .stopping(config.policy.stop.uninterruptible, order_key)
 }
 
 /// Takes the lock, waiting as configured: when it was sent for (the lease's clock
@@ -133,6 +138,9 @@ fn announce(run: &Run<'_>, lease: &Lease) {
 /// with the reason `unfinished_run`: a slot that may have lost its run must not be
 /// skipped silently; so is a slot whose attempts are spent (`attempts_exhausted`).
 fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
+    if let Closed::Superseded | Closed::Outdated { .. } = skip.why {
+        return superseded(run, lease, skip);
+    }
     let report = run.report;
     let last = RunRecord::parse(&skip.record);
     let name = lease.keys().display_name();
@@ -179,6 +187,7 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
             report.verbose(|| format!("{name} already ran in {slot}: {described}; not running"));
             ("already_ran", run.config.busy_code)
         }
+        (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said above"),
     };
     let starts = match skip.why {
         Closed::Exhausted { starts } => Some(starts),
@@ -197,6 +206,34 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         }),
     );
     status
+}
+
+/// `--supersede`: a newer run made this one moot before it ran: it superseded this
+/// waiting run, or (`--order-key`) a run with a larger key already started. One line,
+/// the `skipped` event (reason `superseded` or `outdated`), exit 73.
+fn superseded(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
+    let name = lease.keys().display_name();
+    let own_key = run.config.policy.newest.and_then(|n| n.order_key);
+    let fields = match skip.why {
+        Closed::Outdated { high } => {
+            run.report.note(&format!(
+                "{name}: --order-key {} is older than {high}, which has already started (--supersede); not running (outdated)",
+                own_key.unwrap_or_default()
+            ));
+            serde_json::json!({ "reason": "outdated", "order_key": own_key, "started_key": high })
+        }
+        _ => {
+            let by: serde_json::Value = serde_json::from_slice(&skip.record).unwrap_or_default();
+            let who = crate::holder::Who::deserialize(&by).unwrap_or_default();
+            run.report.note(&format!(
+                "{name}: superseded by a newer run ({}; --supersede); not running",
+                who.host_pid_user()
+            ));
+            serde_json::json!({ "reason": "superseded", "by": by, "order_key": own_key })
+        }
+    };
+    run.report.event(Event::Skipped, &name, fields);
+    exit::Code::Superseded.value()
 }
 
 /// A signal that arrived while connecting or during the last acquire round ends the

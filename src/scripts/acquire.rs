@@ -61,8 +61,13 @@ pub struct Request<'a> {
     pub rerun: u8,
     /// `--once-id`: the ID's record key (`LockKeys::once`).
     pub once_key: Option<&'a [u8]>,
-    /// Who waits (JSON, for a fair queue's `status`).
+    /// Who waits (JSON, for a fair queue's `status`; a superseded run's verdict).
     pub who: &'a str,
+    /// `--order-key` (newest wins).
+    pub order_key: Option<u64>,
+    /// `--supersede running`: the request that asks the holder to stop (JSON; '' for
+    /// none).
+    pub preempt: &'a str,
     /// The holder metadata's field/value pairs.
     pub meta: &'a [(&'static str, String)],
 }
@@ -70,6 +75,9 @@ pub struct Request<'a> {
 impl Request<'_> {
     /// The call of the acquire script of this request's kind of lock.
     pub fn call(&self) -> Call {
+        if self.mode.order.supersedes() {
+            return self.newest_call();
+        }
         let mut call = self.invocation();
         call.arg(self.token)
             .arg(self.ttl_ms)
@@ -84,6 +92,24 @@ impl Request<'_> {
         if self.mode.order.records_who_waits() {
             call.arg(self.who);
         }
+        for (field, value) in self.meta {
+            call.arg(*field).arg(value);
+        }
+        call
+    }
+
+    /// The call of the newest-wins script (see `newest::NEWEST`).
+    fn newest_call(&self) -> Call {
+        let mut call = super::newest::invocation_of(self.keys, self.token);
+        call.arg(self.token)
+            .arg(self.ttl_ms)
+            .arg(self.heartbeat_ms)
+            .arg(self.known_holder)
+            .arg(self.retain_ms)
+            .arg(self.who)
+            .arg(self.mode.key_text().unwrap_or_default())
+            .arg(self.order_key.map(|k| k.to_string()).unwrap_or_default())
+            .arg(self.preempt);
         for (field, value) in self.meta {
             call.arg(*field).arg(value);
         }
@@ -126,7 +152,8 @@ impl Request<'_> {
             let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
             invocation(&super::queue::FAIR, &keys)
         };
-        self.mode.choose(plain, slots, queue)
+        let newest = || super::newest::invocation_of(k, self.token);
+        self.mode.choose(plain, slots, queue, newest)
     }
 }
 
@@ -142,16 +169,19 @@ pub enum Acquired {
         slot: u32,
         attempt: u32,
         rerun_of: String,
+        /// Newest wins: the runs to wake (superseded waiters).
+        wake: Vec<String>,
     },
     /// The `--once-per` slot is closed for this try.
     Skipped(Skip),
     /// Held by another token; in a fair queue, this waiter's place (1-based; 0: not in
     /// it), the queue's length, and the head whose turn has come (to wake, see
-    /// `release::wake_head`).
+    /// `release::wake_head`); where newest wins, the runs to wake (superseded waiters,
+    /// a holder asked to stop).
     Busy {
         held: Held,
         place: Option<(u64, u64)>,
-        wake: Option<String>,
+        wake: Vec<String>,
     },
     /// A key of ours holds a value of another type (nothing was written).
     Foreign { key: Key, kind: String },
@@ -177,6 +207,10 @@ pub enum Closed {
     Ran,
     /// The slot's run holds the lock now.
     InProgress,
+    /// `--supersede`: a newer run superseded this one (the record is who).
+    Superseded,
+    /// `--order-key`: lower than `high`, which already started.
+    Outdated { high: u64 },
     /// `--max-attempts`: this many runs started in the slot.
     Exhausted { starts: u32 },
 }
@@ -197,7 +231,20 @@ pub fn decode(value: Value) -> Option<Acquired> {
                 .and_then(|s| u32::try_from(s).ok())
                 .unwrap_or(0),
             rerun_of: string(items.next()),
+            wake: tokens(items.next()),
         }),
+        -9 => Some(Acquired::Skipped(Skip {
+            slot_ms: 0,
+            why: Closed::Superseded,
+            record: bytes(items.next()),
+        })),
+        -10 => Some(Acquired::Skipped(Skip {
+            slot_ms: 0,
+            why: Closed::Outdated {
+                high: unsigned(Some(int(items.next())?)),
+            },
+            record: Vec::new(),
+        })),
         -2 => Some(Acquired::Foreign {
             key: Key::from_role(&string(items.next()))?,
             kind: string(items.next()),
@@ -223,10 +270,22 @@ pub fn decode(value: Value) -> Option<Acquired> {
             let held = held(&mut items);
             let place = int(items.next()).zip(int(items.next()));
             let place = place.map(|(p, n)| (p.max(0) as u64, n.max(0) as u64));
-            let wake = Some(string(items.next())).filter(|w| !w.is_empty());
+            let wake = tokens(items.next());
             Some(Acquired::Busy { held, place, wake })
         }
         _ => None,
+    }
+}
+
+/// The tokens to wake in a reply: a list (newest wins), one token (a fair queue's head;
+/// '' for none), or nothing.
+fn tokens(value: Option<Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items.into_iter().map(|v| string(Some(v))).collect(),
+        other => Some(string(other))
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -339,6 +398,7 @@ mod tests {
                 slot: 2,
                 attempt: 0,
                 rerun_of: String::new(),
+                wake: Vec::new(),
             })
         );
         let ran = Value::Array(vec![Value::Int(-4), Value::Int(60_000), bulk("{}")]);
@@ -373,7 +433,7 @@ mod tests {
                     meta: vec![(b"host".to_vec(), b"h".to_vec())],
                 },
                 place: None,
-                wake: None,
+                wake: Vec::new(),
             })
         );
         assert_eq!(decode(Value::Int(1)), None);

@@ -44,6 +44,7 @@ pub mod force;
 pub mod forget;
 pub mod holders;
 pub mod inspect;
+pub mod newest;
 pub mod queue;
 pub mod release;
 pub mod renew;
@@ -77,6 +78,9 @@ pub enum Key {
     OwnWake,
     /// A `--once-id` record (`…:once:ID`).
     Once,
+    /// Newest wins: the verdicts (who superseded whom), the largest order key started.
+    Verdicts,
+    Order,
 }
 
 impl Key {
@@ -94,6 +98,8 @@ impl Key {
             "beats" => Key::Beats,
             "queue:info" => Key::QueueInfo,
             "once" => Key::Once,
+            "verdicts" => Key::Verdicts,
+            "order" => Key::Order,
             _ => return None,
         })
     }
@@ -109,6 +115,7 @@ impl Key {
             Key::Waiters | Key::Wake | Key::OwnWake => "redlock's waiters",
             Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
             Key::Once => "redlock's run-once record",
+            Key::Verdicts | Key::Order => "redlock's newest-wins record",
         }
     }
 }
@@ -153,10 +160,13 @@ pub enum Which {
     Inspect,
     Forget,
     Started,
+    NewestAcquire,
+    Preempt,
+    Notify,
 }
 
 impl Which {
-    pub const ALL: [Which; 17] = [
+    pub const ALL: [Which; 20] = [
         Which::Acquire,
         Which::SemAcquire,
         Which::FairAcquire,
@@ -174,6 +184,9 @@ impl Which {
         Which::Inspect,
         Which::Forget,
         Which::Started,
+        Which::NewestAcquire,
+        Which::Preempt,
+        Which::Notify,
     ];
 
     /// Every command the script may call, on the key it calls it on.
@@ -196,6 +209,9 @@ impl Which {
             Which::Inspect => inspect::CALLS,
             Which::Forget => forget::CALLS,
             Which::Started => started::CALLS,
+            Which::NewestAcquire => newest::NEWEST_CALLS,
+            Which::Preempt => newest::PREEMPT_CALLS,
+            Which::Notify => newest::NOTIFY_CALLS,
         }
     }
 
@@ -219,6 +235,9 @@ impl Which {
             Which::Inspect => &inspect::INSPECT,
             Which::Forget => &forget::FORGET,
             Which::Started => &started::STARTED,
+            Which::NewestAcquire => &newest::NEWEST,
+            Which::Preempt => &newest::PREEMPT,
+            Which::Notify => &newest::NOTIFY,
         }
     }
 }

@@ -8,7 +8,8 @@ use crate::policy::Mode;
 
 /// KEYS: lock, meta, and for a semaphore or fair queue the mode key. ARGV: token, ttl ms
 /// (always > 0: `PEXPIRE key 0` would delete the key), the mode. Returns 1 renewed, 0
-/// not ours (never re-SETs the lock). The mode key is kept at least as long as the
+/// not ours (never re-SETs the lock), or renewed with a request to stop: the request
+/// (`--supersede running`, `redlock preempt`: the metadata's `preempt` field). The mode key is kept at least as long as the
 /// lock: created when it is gone, its expiry pushed back when it is ours (it has one)
 /// and shorter.
 /// The metadata key is touched only when it is ours (its `token` field is ours); a
@@ -17,8 +18,11 @@ use crate::policy::Mode;
 pub const TEXT: &str = r#"
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
+  local renewed = 1
+  local mine = redis.pcall('HMGET', KEYS[2], 'token', 'preempt')
+  if type(mine) == 'table' and mine[1] == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    if mine[2] then renewed = mine[2] end
   end
   if KEYS[3] then
     local left = redis.call('PTTL', KEYS[3])
@@ -28,16 +32,16 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
       redis.call('PEXPIRE', KEYS[3], ARGV[2])
     end
   end
-  return 1
+  return renewed
 end
 return 0
 "#;
-pub static RENEW: Lua = Lua::new("ff79564798409340297f027323ba9eb957df34f4", || TEXT);
+pub static RENEW: Lua = Lua::new("e7de6b6bf78af6814530a301cf6560a20ea65165", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("get", Key::Lock),
     on("pexpire", Key::Lock),
-    on("hget", Key::Meta),
+    on("hmget", Key::Meta),
     on("pexpire", Key::Meta),
     on("pttl", Key::Mode),
     on("set", Key::Mode),
@@ -57,6 +61,24 @@ pub fn call(keys: &LockKeys, mode: Mode, token: &str, ttl_ms: u64) -> Call {
         call.arg(mode);
     }
     call
+}
+
+/// What a renewal answered on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renewed {
+    /// Renewed; with the request to stop, when the holder is asked to.
+    Yes(Option<Vec<u8>>),
+    /// Not ours.
+    No,
+}
+
+/// Decodes [`RENEW`]'s reply (anything else than 1 or a request: not ours).
+pub fn decode(value: redis::Value) -> Renewed {
+    match value {
+        redis::Value::Int(1) => Renewed::Yes(None),
+        redis::Value::BulkString(request) => Renewed::Yes(Some(request)),
+        _ => Renewed::No,
+    }
 }
 
 #[cfg(test)]

@@ -264,6 +264,8 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
             Key::QueueInfo => keys.queue_info.clone(),
             Key::OwnWake => keys.own_wake("TOKEN"),
             Key::Once => keys.once("ID"),
+            Key::Verdicts => keys.verdicts.clone(),
+            Key::Order => keys.order.clone(),
         }
     };
     let mut out: Vec<Vec<u8>> = need
@@ -294,6 +296,7 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("set", Some(k)) => vec![key(k), s("1")],
         ("hset", Some(k)) => vec![key(k), s("f"), s("v")],
         ("hget", Some(k)) => vec![key(k), s("token")],
+        ("hmget", Some(k)) => vec![key(k), s("token"), s("preempt")],
         ("pexpire", Some(k)) => vec![key(k), s("1000")],
         ("sadd" | "srem", Some(k)) => vec![key(k), s("t")],
         ("lpush", Some(k)) => vec![key(k), s("1")],

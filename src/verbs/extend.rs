@@ -10,11 +10,11 @@ pub async fn run(config: ExtendConfig) -> Result<u8> {
     let nodes = open(&config.conn, config.ttl).await?;
     let lease = Lease::new(nodes, config.keys, config.ttl, config.token);
     match lease.renew().await {
-        Renew::Renewed { .. } if config.json => {
+        Renew::Renewed { .. } | Renew::Preempt { .. } if config.json => {
             print_json(&HeldJson::of(&lease))?;
             Ok(0)
         }
-        Renew::Renewed { .. } => Ok(0),
+        Renew::Renewed { .. } | Renew::Preempt { .. } => Ok(0),
         Renew::Lost(_) => Err(Error::new(
             Kind::Lost,
             format!(

@@ -1,5 +1,5 @@
 //! The operator and scripting verbs: `status`, `list`, `release`, `acquire`, `extend`,
-//! `wait`, `history`, `forget`, `doctor`, one file each (`doctor/` holds doctor's pure rules and
+//! `wait`, `history`, `forget`, `doctor`, `top`, `preempt`, one file each (`doctor/` holds doctor's pure rules and
 //! command table), each taking its checked configuration from [`crate::config`]. They
 //! use the same key layout, scripts and nodes as the wrapper; with several `--redis` nodes
 //! they say on how many nodes a lock is present. Their text and JSON shapes are typed
@@ -16,6 +16,7 @@ mod extend;
 mod forget;
 mod history;
 mod list;
+mod preempt;
 mod release;
 mod state;
 mod status;
@@ -30,7 +31,7 @@ use serde::Serialize;
 
 use crate::config::{
     AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
-    ReleaseConfig, StatusConfig, TopConfig, WaitConfig,
+    PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
@@ -48,6 +49,7 @@ pub enum Verb {
     Forget(ForgetConfig),
     Doctor(DoctorConfig),
     Top(TopConfig),
+    Preempt(PreemptConfig),
 }
 
 impl Verb {
@@ -64,6 +66,7 @@ impl Verb {
             Verb::Forget(c) => &c.conn,
             Verb::Doctor(c) => &c.conn,
             Verb::Top(c) => &c.conn,
+            Verb::Preempt(c) => &c.conn,
         }
     }
 }
@@ -81,6 +84,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::Forget(config) => forget::run(config).await,
         Verb::Doctor(config) => doctor::run(config).await,
         Verb::Top(config) => top::run(config).await,
+        Verb::Preempt(config) => preempt::run(config).await,
     }
 }
 

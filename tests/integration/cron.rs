@@ -24,36 +24,6 @@ fn sleep_until_server(redis: &Redis, at_ms: u64) {
     }
 }
 
-/// Whether `unshare --uts` works here.
-fn hosts_can_be_namespaces() -> bool {
-    Command::new("unshare")
-        .args(["--uts", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `redlock-run ARGS` as host `host`: in a UTS namespace whose host name is `host`.
-fn on_host(host: &str, args: &[String], namespaces: bool) -> Command {
-    if !namespaces {
-        let mut cmd = redlock_run();
-        cmd.args(args);
-        return cmd;
-    }
-    let mut cmd = Command::new("unshare");
-    cmd.args([
-        "--uts",
-        "sh",
-        "-c",
-        "hostname \"$0\" && exec \"$@\"",
-        host,
-        RUN,
-    ])
-    .args(args)
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    cmd
-}
-
 /// The README's first example: the `redlock-run …` of its first cron line.
 fn readme_first_cron_line() -> Vec<String> {
     let readme = readme();

@@ -28,9 +28,13 @@ use crate::nemesis::{
 };
 
 /// The seeds Tier A runs, in two tests that run side by side: picked from the first 80
-/// so that together they draw every kind, both topologies, a refusal, every option,
+/// (and three of the first 60, for `--supersede`) so that together they draw every
+/// kind, both topologies, a refusal, every option,
 /// both side actors and every fault (held by `tier_a_covers_every_draw`).
-const TIER_A: [&[u64]; 2] = [&[7, 5, 41, 56, 32, 67, 13], &[55, 51, 57, 37, 10, 28]];
+const TIER_A: [&[u64]; 2] = [
+    &[7, 5, 41, 56, 32, 67, 13, 53],
+    &[55, 51, 57, 37, 10, 28, 40, 26],
+];
 /// Contenders of a trial.
 const K: usize = 6;
 /// Faults each trial fires at least, and the longest a trial may run.
@@ -66,6 +70,8 @@ struct Draw {
     if_dead_as: IfDeadAs,
     /// Indexes into the topology's fault list.
     faults: Vec<usize>,
+    /// `--supersede waiting|running` (drawn apart, like the local queue).
+    supersede: Option<&'static str>,
 }
 
 /// How a trial's contenders use the host-local queue (drawn apart from the rest, so
@@ -129,6 +135,18 @@ fn draw(seed: u64) -> Draw {
         local: draw_local(seed),
         if_dead_as: draw_if_dead_as(seed),
         faults,
+        supersede: draw_supersede(seed).filter(|_| kind == Kind::Plain),
+    }
+}
+
+/// Whether the contenders give `--supersede`, and which (its own stream; a plain draw
+/// only, so that the semaphores and queues of earlier seeds stay as they were).
+fn draw_supersede(seed: u64) -> Option<&'static str> {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5e9e);
+    match rng.f64() {
+        x if x < 0.15 => Some("waiting"),
+        x if x < 0.3 => Some("running"),
+        _ => None,
     }
 }
 
@@ -197,6 +215,9 @@ impl Draw {
                 f.extend(["--if-vanished", "rerun", "--max-attempts", "3"]);
             }
         }
+        if let Some(which) = self.supersede {
+            f.extend(["--supersede", which]);
+        }
         f.into_iter().map(String::from).collect()
     }
 
@@ -212,6 +233,9 @@ impl Draw {
             if_vanished: self.once_per && self.rerun,
             max_attempts: self.once_per && self.rerun,
             once_id: false,
+            supersede: self.supersede.is_some(),
+            order_key: false,
+            may_wait: true,
         };
         redlock::policy::refused::refusal(&given).is_some()
     }
@@ -344,6 +368,12 @@ fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
     }
     if d.once_per || d.bounded_wait {
         w.allowed.push(codes::BUSY);
+    }
+    if d.supersede.is_some() {
+        w.allowed.push(codes::SUPERSEDED);
+    }
+    if d.supersede == Some("running") {
+        w.allowed.push(codes::PREEMPTED);
     }
     if d.bounded_wait {
         w.wait = "3s".into();
@@ -486,17 +516,18 @@ fn run_trial(
     c.hold("every key written expires", no_ttl.is_empty(), || {
         format!("{no_ttl:?}")
     });
+    // A verdict for a superseded waiter that never came back (killed by a fault) is
+    // kept its two minutes: it expires, and it is no lock.
+    let left = |n: &&Node| {
+        let mut keys = n.borrow().keys();
+        keys.retain(|k| !k.ends_with(":verdicts"));
+        keys
+    };
     let clean = eventually(Duration::from_millis(TTL_MS * 5), || {
-        servers.iter().all(|n| n.borrow().keys().is_empty())
+        servers.iter().all(|n| left(n).is_empty())
     });
     c.hold("no lock left after the last run", clean, || {
-        format!(
-            "{:?}",
-            servers
-                .iter()
-                .map(|n| n.borrow().keys())
-                .collect::<Vec<_>>()
-        )
+        format!("{:?}", servers.iter().map(left).collect::<Vec<_>>())
     });
     if let Some(codes) = &if_dead {
         let odd: Vec<_> = codes
@@ -781,6 +812,16 @@ fn tier_a_covers_every_draw() {
         "release --if-dead as a user to whom the holders are hidden"
     );
     assert!(any(&|d| runs(d) && d.wait_verb), "redlock wait");
+    for which in ["waiting", "running"] {
+        assert!(
+            any(&|d| runs(d) && d.supersede == Some(which)),
+            "--supersede {which}"
+        );
+    }
+    assert!(
+        any(&|d| d.is_refused() && d.supersede.is_some()),
+        "--supersede refused beside --fair, --limit, --once-per or Redlock"
+    );
     assert!(
         any(&|d| runs(d) && d.local == Local::Off),
         "--no-local-queue"

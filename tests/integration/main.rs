@@ -21,6 +21,7 @@ mod quorum;
 mod review;
 mod signals;
 mod state;
+mod supersede;
 mod top;
 mod topology;
 mod untrusted_text;

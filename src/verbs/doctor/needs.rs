@@ -20,7 +20,7 @@ pub fn optional(need: &Need) -> bool {
     use Key::*;
     matches!(
         need.key,
-        Some(History | Slot | Queue | Beats | QueueInfo | OwnWake | Once)
+        Some(History | Slot | Queue | Beats | QueueInfo | OwnWake | Once | Verdicts | Order)
     ) || (need.key == Some(Mode) && need.command != "get")
         // The release's backup wake-up: without SCARD it falls back to EXISTS and one
         // wake-up (a user whose ACL predates it still releases and wakes).
@@ -39,6 +39,9 @@ impl Script {
                 | Script::FairAcquire
                 | Script::FairLeave
                 | Script::WakeHead
+                | Script::NewestAcquire
+                | Script::Preempt
+                | Script::Notify
         );
         self.calls().iter().filter(move |n| whole || !optional(n))
     }
@@ -141,6 +144,28 @@ pub const USES: &[Use] = &[
         ],
         // A waiter blocks on its own wake list.
         direct: &[on("blpop", Key::OwnWake)],
+        wrapper: false,
+    },
+    Use {
+        name: "run --supersede",
+        scripts: &[
+            Script::NewestAcquire,
+            Script::Notify,
+            Script::FairLeave,
+            Script::WakeHead,
+            Script::Settle,
+            Script::Renew,
+            Script::Release,
+        ],
+        // A waiter blocks on its own wake list, and so does a holder for a request to
+        // stop.
+        direct: &[on("blpop", Key::OwnWake)],
+        wrapper: false,
+    },
+    Use {
+        name: "preempt",
+        scripts: &[Script::Preempt, Script::Notify, Script::Inspect],
+        direct: &[],
         wrapper: false,
     },
     Use {

@@ -88,6 +88,36 @@ pub fn redlock_run() -> Command {
     clean(Command::new(RUN))
 }
 
+/// Whether `unshare --uts` works here.
+pub fn hosts_can_be_namespaces() -> bool {
+    Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `redlock-run ARGS` as host `host`: in a UTS namespace whose host name is `host`.
+pub fn on_host(host: &str, args: &[String], namespaces: bool) -> Command {
+    if !namespaces {
+        let mut cmd = redlock_run();
+        cmd.args(args);
+        return cmd;
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--uts",
+        "sh",
+        "-c",
+        "hostname \"$0\" && exec \"$@\"",
+        host,
+        RUN,
+    ])
+    .args(args)
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
 /// `redlock` with a clean environment.
 pub fn redlock() -> Command {
     clean(Command::new(REDLOCK))
@@ -216,6 +246,8 @@ pub mod codes {
     pub const AUTH: i32 = Code::Auth.value() as i32;
     pub const LOST: i32 = Code::Lost.value() as i32;
     pub const MAX_HOLD: i32 = Code::MaxHold.value() as i32;
+    pub const SUPERSEDED: i32 = Code::Superseded.value() as i32;
+    pub const PREEMPTED: i32 = Code::Preempted.value() as i32;
     pub const CANNOT_EXECUTE: i32 = Code::CannotExecute.value() as i32;
     pub const NOT_FOUND: i32 = Code::NotFound.value() as i32;
 }

@@ -206,12 +206,15 @@ impl Redis {
     }
 
     /// All keys a run may not leave behind (for leftover checks): every key but the
-    /// fence counters (`…:fence`) and run histories (`…:history`), which outlive every
-    /// lock by design, for `--retain` (the fencing number must keep growing; the
-    /// history answers "did it run?" after the lock is gone).
+    /// fence counters (`…:fence`), run histories (`…:history`) and the largest order
+    /// key started (`…:order`), which outlive every lock by design, for `--retain` (the
+    /// fencing number must keep growing; the history answers "did it run?" after the
+    /// lock is gone; an older `--order-key` must stay outdated).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
-        keys.retain(|k| !k.ends_with(":fence") && !k.ends_with(":history"));
+        keys.retain(|k| {
+            !k.ends_with(":fence") && !k.ends_with(":history") && !k.ends_with(":order")
+        });
         keys.sort();
         keys
     }
