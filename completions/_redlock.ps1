@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
+            [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -67,12 +68,16 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--once-id', '--once-id', [CompletionResultType]::ParameterName, 'Run once per ID (e.g. a release tag), across hosts and time: the first run for this name and ID runs the command; runs of the same ID that come meanwhile wait for it (--wait defaults to forever); when it exits 0 they exit 0 without running (one line says who ran it), when it fails one of them runs it (up to --max-attempts, 3); any later run of the ID exits 0 at once. The record is kept --retain. Not with --once-per or --limit')
             [CompletionResult]::new('--max-attempts', '--max-attempts', [CompletionResultType]::ParameterName, 'With --once-per: the most runs that may start in one slot (failed and vanished ones count); the next try is skipped with the reason attempts_exhausted. Default: 3 with --if-vanished rerun, no limit otherwise')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel')
+            [CompletionResult]::new('--supersede', '--supersede', [CompletionResultType]::ParameterName, 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel')
+            [CompletionResult]::new('--order-key', '--order-key', [CompletionResultType]::ParameterName, 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)')
+            [CompletionResult]::new('--preempt-signal', '--preempt-signal', [CompletionResultType]::ParameterName, 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after')
             [CompletionResult]::new('--retain', '--retain', [CompletionResultType]::ParameterName, 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]')
             [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]')
             [CompletionResult]::new('--label', '--label', [CompletionResultType]::ParameterName, 'Record TEXT in the holder metadata and the history instead of the command line (for a command whose arguments carry secrets the masking does not know); wins over --hide-args')
             [CompletionResult]::new('--local-dir', '--local-dir', [CompletionResultType]::ParameterName, 'Directory of the host-local queue: runs that wait queue here first, and only the first of each host contends in Redis; share one between users to queue them together [env: REDLOCK_LOCAL_DIR] [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--fair', '--fair', [CompletionResultType]::ParameterName, 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel')
+            [CompletionResult]::new('--uninterruptible', '--uninterruptible', [CompletionResultType]::ParameterName, 'Refuse to be preempted (--supersede running, redlock preempt): a newer run waits for this one to end instead')
             [CompletionResult]::new('--hide-args', '--hide-args', [CompletionResultType]::ParameterName, 'Record only the program name in the holder metadata, not its arguments')
             [CompletionResult]::new('--no-local-queue', '--no-local-queue', [CompletionResultType]::ParameterName, 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no, on|off]. A flag on the command line wins over both variables; from the same place, this wins over the directory')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors (no waiting line, no busy note)')
@@ -250,6 +255,22 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'redlock;preempt' {
+            [CompletionResult]::new('--signal', '--signal', [CompletionResultType]::ParameterName, 'The signal the command gets (TERM, INT, HUP, ...) [default: the holder''s --preempt-signal]')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until the holder has stopped and released, at most DURATION (1ms to 365 days); 75 when it still holds the lock then')
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
+            [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
+            [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
@@ -269,6 +290,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
+            [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -304,6 +326,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;top' {
+            break
+        }
+        'redlock;help;preempt' {
             break
         }
         'redlock;help;generate' {

@@ -23,7 +23,7 @@ _redlock__run() {
 
     case "${cmd}" in
         redlock__run)
-            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --max-attempts --fair --limit --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help --version"
+            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --max-attempts --fair --limit --supersede --order-key --uninterruptible --preempt-signal --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -141,6 +141,18 @@ _redlock__run() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --supersede)
+                    COMPREPLY=($(compgen -W "waiting running" -- "${cur}"))
+                    return 0
+                    ;;
+                --order-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --preempt-signal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

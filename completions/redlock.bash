@@ -40,6 +40,9 @@ _redlock() {
             redlock,list)
                 cmd="redlock__subcmd__list"
                 ;;
+            redlock,preempt)
+                cmd="redlock__subcmd__preempt"
+                ;;
             redlock,release)
                 cmd="redlock__subcmd__release"
                 ;;
@@ -79,6 +82,9 @@ _redlock() {
             redlock__subcmd__help,list)
                 cmd="redlock__subcmd__help__subcmd__list"
                 ;;
+            redlock__subcmd__help,preempt)
+                cmd="redlock__subcmd__help__subcmd__preempt"
+                ;;
             redlock__subcmd__help,release)
                 cmd="redlock__subcmd__help__subcmd__release"
                 ;;
@@ -101,7 +107,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-h -V --help --version run status list release acquire extend wait history forget doctor top generate help"
+            opts="-h -V --help --version run status list release acquire extend wait history forget doctor top preempt generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -353,7 +359,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help)
-            opts="run status list release acquire extend wait history forget doctor top generate help"
+            opts="run status list release acquire extend wait history forget doctor top preempt generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -465,6 +471,20 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__preempt)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -644,6 +664,56 @@ _redlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        redlock__subcmd__preempt)
+            opts="-h --signal --wait --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --signal)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         redlock__subcmd__release)
             opts="-h --token --force --if-dead --slot --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -695,7 +765,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --max-attempts --fair --limit --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
+            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --max-attempts --fair --limit --supersede --order-key --uninterruptible --preempt-signal --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -813,6 +883,18 @@ _redlock() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --supersede)
+                    COMPREPLY=($(compgen -W "waiting running" -- "${cur}"))
+                    return 0
+                    ;;
+                --order-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --preempt-signal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

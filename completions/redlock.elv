@@ -33,6 +33,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
+            cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -63,12 +64,16 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --once-id 'Run once per ID (e.g. a release tag), across hosts and time: the first run for this name and ID runs the command; runs of the same ID that come meanwhile wait for it (--wait defaults to forever); when it exits 0 they exit 0 without running (one line says who ran it), when it fails one of them runs it (up to --max-attempts, 3); any later run of the ID exits 0 at once. The record is kept --retain. Not with --once-per or --limit'
             cand --max-attempts 'With --once-per: the most runs that may start in one slot (failed and vanished ones count); the next try is skipped with the reason attempts_exhausted. Default: 3 with --if-vanished rerun, no limit otherwise'
             cand --limit 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel'
+            cand --supersede 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel'
+            cand --order-key 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)'
+            cand --preempt-signal 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after'
             cand --retain 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]'
             cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --label 'Record TEXT in the holder metadata and the history instead of the command line (for a command whose arguments carry secrets the masking does not know); wins over --hide-args'
             cand --local-dir 'Directory of the host-local queue: runs that wait queue here first, and only the first of each host contends in Redis; share one between users to queue them together [env: REDLOCK_LOCAL_DIR] [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --fair 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
+            cand --uninterruptible 'Refuse to be preempted (--supersede running, redlock preempt): a newer run waits for this one to end instead'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
             cand --no-local-queue 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no, on|off]. A flag on the command line wins over both variables; from the same place, this wins over the directory'
             cand -q 'Print nothing but errors (no waiting line, no busy note)'
@@ -235,6 +240,21 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;preempt'= {
+            cand --signal 'The signal the command gets (TERM, INT, HUP, ...) [default: the holder''s --preempt-signal]'
+            cand --wait 'Wait until the holder has stopped and released, at most DURATION (1ms to 365 days); 75 when it still holds the lock then'
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --json 'Print JSON'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -253,6 +273,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand forget 'Delete a free lock''s run history and fence counter now, instead of --retain after its last use (refused while the lock is held or waited for)'
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
+            cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -277,6 +298,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;doctor'= {
         }
         &'redlock;help;top'= {
+        }
+        &'redlock;help;preempt'= {
         }
         &'redlock;help;generate'= {
         }

@@ -99,6 +99,13 @@ pub struct Stopping {
     /// A request to stop that it was sent (JSON: who asked, the signal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preempt: Option<serde_json::Value>,
+    /// Waiting runs that newer ones superseded while it held (`--supersede`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub superseded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A lock kept by `--hold-min` after its run ended, so that other hosts do not run the
@@ -177,6 +184,9 @@ impl Holder {
                 uninterruptible: field("uninterruptible").as_deref() == Some("1"),
                 order_key: field("order_key").and_then(|p| p.parse().ok()),
                 preempt: field("preempt").and_then(|p| serde_json::from_str(&p).ok()),
+                superseded: field("superseded")
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(0),
             });
             holder.kept = field("kept_until_ms")
                 .and_then(|p| p.parse().ok())

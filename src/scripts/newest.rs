@@ -32,7 +32,8 @@ pub const VERDICT_KEEP_MS: u64 = 2 * crate::policy::mode::FIFO_MAX_BEAT.as_milli
 /// written, it leaves the queue, and its token is returned to be woken, so it learns on
 /// its next try (`{-9, who}`, the verdict then removed) within one round trip. With a preempt request, the holder
 /// is asked to stop (the request in its metadata, its token returned to be woken) unless
-/// its metadata says `uninterruptible`. A run whose order key is lower than the largest
+/// its metadata says `uninterruptible`; the holder's metadata counts the superseded
+/// (`superseded`, for `status`). A run whose order key is lower than the largest
 /// that started is refused (`{-10, largest}`); a run that takes the lock records its
 /// order key there. A free lock is taken by the newest waiter, or by an arrival that
 /// superseded every waiter.
@@ -104,9 +105,12 @@ if arriving then
     drop(old)
     table.insert(wake, old)
   end
-  if #wake > 0 then redis.call('PEXPIRE', KEYS[9], --VERDICT_KEEP--) end
-  if ARGV[9] ~= '' and holder and redis.pcall('HGET', KEYS[2], 'token') == holder
-      and redis.call('HGET', KEYS[2], 'uninterruptible') ~= '1' then
+  local ours = holder and redis.pcall('HGET', KEYS[2], 'token') == holder
+  if #wake > 0 then
+    redis.call('PEXPIRE', KEYS[9], --VERDICT_KEEP--)
+    if ours then redis.call('HINCRBY', KEYS[2], 'superseded', #wake) end
+  end
+  if ARGV[9] ~= '' and ours and redis.call('HGET', KEYS[2], 'uninterruptible') ~= '1' then
     redis.call('HSET', KEYS[2], 'preempt', ARGV[9])
     table.insert(wake, holder)
   end
@@ -159,7 +163,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("5fa9528eb1e3f5d1f67b1531768d58ac285f47c2", || {
+pub static NEWEST: Lua = Lua::new("753844730a3ce58a44436437be0dab0363d8037b", || {
     NEWEST_TEXT.as_str()
 });
 
@@ -178,6 +182,7 @@ pub const NEWEST_CALLS: &[Need] = taking_calls![
     on("zrangebyscore", Key::Queue),
     on("hset", Key::Verdicts),
     on("pexpire", Key::Verdicts),
+    on("hincrby", Key::Meta),
     on("hset", Key::Meta),
     on("zadd", Key::Queue),
     on("hset", Key::QueueInfo),

@@ -58,9 +58,13 @@ pub struct LockState {
     /// A semaphore: every slot, in order (`holder` null when free).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<SlotState>,
-    /// A fair queue (`--fair`): its waiters, first in line first; absent otherwise.
+    /// A fair queue (`--fair`): its waiters, first in line first; where newest wins
+    /// (`--supersede`), the one waiting run; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<Vec<Waiting>>,
+    /// The flag that made the queue (`--fair`, `--supersede`), for the text.
+    #[serde(skip)]
+    pub queue_flag: &'static str,
     /// This host's local queue (`status` only; absent when no run of this host is in it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalWaiters>,
@@ -109,6 +113,10 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     if mode.order.is_queue() {
         let mut state = read_one(nodes, keys).await?;
         state.queue = Some(queue(nodes, keys).await);
+        state.queue_flag = match mode.order.supersedes() {
+            true => "--supersede",
+            false => "--fair",
+        };
         return Ok(state);
     }
     let Some(limit) = mode.holders.slots() else {
@@ -281,6 +289,7 @@ impl LockState {
             held: None,
             slots: Vec::new(),
             queue: None,
+            queue_flag: "",
             local: None,
         }
     }
@@ -294,7 +303,11 @@ impl LockState {
     pub fn describe(&self, now_ms: u64) -> String {
         let mut out = self.describe_holder(now_ms);
         if let Some(queue) = &self.queue {
-            out.push_str(&format!("\n  queue:   {} waiting (--fair)", queue.len()));
+            out.push_str(&format!(
+                "\n  queue:   {} waiting ({})",
+                queue.len(),
+                self.queue_flag
+            ));
             for w in queue {
                 out.push_str(&format!(
                     "\n    #{} {} ({}){}",
@@ -372,6 +385,7 @@ impl LockState {
         if let Some(fence) = h.fence {
             out.push_str(&format!("\n  fence:   {fence}"));
         }
+        out.push_str(&newest_lines(h));
         if self.nodes > 1 {
             out.push_str(&format!(
                 "\n  nodes:   present on {}: {}",
@@ -402,6 +416,33 @@ impl LockState {
         }
         out
     }
+}
+
+/// What `status` says of a holder where newest wins (or that may be preempted): its
+/// order key, whether it refuses to be stopped, a request to stop it, and how many
+/// waiting runs newer ones superseded while it held.
+fn newest_lines(h: &Holder) -> String {
+    let s = &h.stopping;
+    let mut out = String::new();
+    if let Some(key) = s.order_key {
+        out.push_str(&format!("\n  order key: {key}"));
+    }
+    if s.uninterruptible {
+        out.push_str("\n  uninterruptible: a newer run waits for it (--uninterruptible)");
+    }
+    if s.preempt.is_some() {
+        out.push_str(&format!(
+            "\n  stopping:{}",
+            h.stop_note().trim_start_matches(',')
+        ));
+    }
+    if s.superseded > 0 {
+        out.push_str(&format!(
+            "\n  superseded: {} waiting runs while it held (--supersede)",
+            s.superseded
+        ));
+    }
+    out
 }
 
 /// "2 of 3 nodes (1 unreachable)".

@@ -635,3 +635,124 @@ fn refused_combinations_and_bad_values_say_one_line() {
     assert!(stderr(&plain).contains("--supersede"), "{}", stderr(&plain));
     holder.wait().unwrap();
 }
+
+/// The README's CI line (a YAML list item: `item` before the command) whose command
+/// starts with `command`, as `sh` runs it.
+fn readme_ci_line(item: &str, command: &str) -> String {
+    readme()
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix(item))
+        .find(|l| l.starts_with(command))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the README has a line {item}{command}…"))
+}
+
+/// `sh -c line` with `./deploy.sh` replaced by `deploy` and `env` set; `redlock-run` is
+/// the built one.
+fn ci_step(line: &str, deploy: &std::path::Path, env: &[(&str, &str)], redis: &Redis) -> Child {
+    let line = line
+        .replace("./deploy.sh", &deploy.display().to_string())
+        .replacen("redlock-run", RUN, 1);
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &line])
+        .env("REDLOCK_REDIS_URL", redis.url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("spawn")
+}
+
+/// The README's GitHub Actions and GitLab CI lines, run as written: a newer run stops
+/// the deploy in progress gracefully (GitHub: SIGINT) or lets it finish (GitLab), only
+/// the newest waiting one deploys after it, and an old run retried late exits 73 (the
+/// GitHub step a success through `|| test $? -eq 73`) without deploying.
+#[test]
+fn the_readme_ci_examples_keep_only_the_newest() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("deploys");
+    let j = journal.display().to_string();
+    let deploy = s.script(
+        "deploy.sh",
+        &format!(
+            "trap 'echo INT $N >> {j}; sleep 0.5; echo cleaned $N >> {j}; exit 130' INT\n\
+             echo start $N >> {j}; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done; echo end $N >> {j}"
+        ),
+    );
+    let github = readme_ci_line("- run: ", "redlock-run --key deploy-production --supersede");
+    let step = |n: &str| {
+        ci_step(
+            &github,
+            &deploy,
+            &[("GITHUB_RUN_NUMBER", n), ("N", n)],
+            &redis,
+        )
+    };
+    let first = watch(step("1"));
+    assert!(eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("start 1"))
+    }));
+    let (_, second) = watch(step("2")).join().unwrap();
+    let (_, first) = first.join().unwrap();
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "preempted: the step fails: {}",
+        stderr(&first)
+    );
+    let (_, retried) = watch(step("1")).join().unwrap();
+    assert_eq!(retried.status.code(), Some(0), "{}", stderr(&retried));
+    assert!(
+        stderr(&retried).contains("(outdated)"),
+        "{}",
+        stderr(&retried)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        "start 1\nINT 1\ncleaned 1\nstart 2\nend 2\n"
+    );
+
+    let gitlab = readme_ci_line("- ", "redlock-run --key \"deploy-$CI_ENVIRONMENT_SLUG\"");
+    std::fs::remove_file(&journal).unwrap();
+    let step = |n: &str| {
+        let env = [
+            ("CI_ENVIRONMENT_SLUG", "production"),
+            ("CI_PIPELINE_IID", n),
+            ("N", n),
+        ];
+        ci_step(&gitlab, &deploy, &env, &redis)
+    };
+    let fifth = watch(step("5"));
+    assert!(eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("start 5"))
+    }));
+    let sixth = watch(step("6"));
+    std::thread::sleep(Duration::from_millis(300));
+    let seventh = watch(step("7"));
+    let (_, sixth) = sixth.join().unwrap();
+    assert_eq!(
+        sixth.status.code(),
+        Some(codes::SUPERSEDED),
+        "{}",
+        stderr(&sixth)
+    );
+    for run in [fifth, seventh] {
+        let (_, out) = run.join().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let (_, retried) = watch(step("6")).join().unwrap();
+    assert_eq!(
+        retried.status.code(),
+        Some(codes::SUPERSEDED),
+        "{}",
+        stderr(&retried)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        "start 5\nend 5\nstart 7\nend 7\n"
+    );
+}
