@@ -243,6 +243,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "*/10 * * * * redlock-run --key nightly-report --once-per 1d --if-vanished rerun -- /opt/jobs/report.sh",
             ),
             (
+                "CI, newest wins: a newer pipeline stops the deploy in progress gracefully (SIGINT, 2 minutes to clean up) and replaces any waiting one; an older pipeline retried late exits 73 without deploying.",
+                "redlock-run --key deploy-production --supersede running --order-key \"$CI_PIPELINE_IID\" --preempt-signal INT --kill-after 2m --ttl 5m --wait 1h -- ./deploy.sh",
+            ),
+            (
                 "Redlock over three independent masters.",
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),

@@ -19,10 +19,9 @@ pub const TEXT: &str = r#"
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local renewed = 1
-  local mine = redis.pcall('HMGET', KEYS[2], 'token', 'preempt')
-  if type(mine) == 'table' and mine[1] == ARGV[1] then
+  if redis.pcall('HGET', KEYS[2], 'token') == ARGV[1] then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    if mine[2] then renewed = mine[2] end
+    renewed = redis.call('HGET', KEYS[2], 'preempt') or 1
   end
   if KEYS[3] then
     local left = redis.call('PTTL', KEYS[3])
@@ -36,12 +35,12 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 "#;
-pub static RENEW: Lua = Lua::new("e7de6b6bf78af6814530a301cf6560a20ea65165", || TEXT);
+pub static RENEW: Lua = Lua::new("013db7f120121761fb238acebd0e03a360078d0d", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("get", Key::Lock),
     on("pexpire", Key::Lock),
-    on("hmget", Key::Meta),
+    on("hget", Key::Meta),
     on("pexpire", Key::Meta),
     on("pttl", Key::Mode),
     on("set", Key::Mode),

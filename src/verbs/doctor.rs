@@ -296,7 +296,6 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("set", Some(k)) => vec![key(k), s("1")],
         ("hset", Some(k)) => vec![key(k), s("f"), s("v")],
         ("hget", Some(k)) => vec![key(k), s("token")],
-        ("hmget", Some(k)) => vec![key(k), s("token"), s("preempt")],
         ("pexpire", Some(k)) => vec![key(k), s("1000")],
         ("sadd" | "srem", Some(k)) => vec![key(k), s("t")],
         ("lpush", Some(k)) => vec![key(k), s("1")],

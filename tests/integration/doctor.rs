@@ -134,7 +134,7 @@ fn an_acl_user_without_evalsha_is_an_error_and_the_password_stays_hidden() {
         assert!(found[0].contains("EVALSHA denied"), "{text}");
         assert!(
             found[0]
-                .contains("breaks run, run --wait, acquire, extend, status, list, release, forget, run --limit, run --fair, run --once-per, wait"),
+                .contains("breaks run, run --wait, acquire, extend, status, list, release, forget, run --limit, run --fair, run --supersede, preempt, run --once-per, wait"),
             "{text}"
         );
         assert!(found[0].contains("+evalsha"), "{text}");
