@@ -138,7 +138,7 @@ fn announce(run: &Run<'_>, lease: &Lease) {
 /// with the reason `unfinished_run`: a slot that may have lost its run must not be
 /// skipped silently; so is a slot whose attempts are spent (`attempts_exhausted`).
 fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
-    if let Closed::Superseded | Closed::Outdated { .. } = skip.why {
+    if skip.why.is_newer() {
         return superseded(run, lease, skip);
     }
     let report = run.report;

@@ -215,6 +215,13 @@ pub enum Closed {
     Exhausted { starts: u32 },
 }
 
+impl Closed {
+    /// Whether a newer run made this one moot (`--supersede`: superseded, outdated).
+    pub fn is_newer(self) -> bool {
+        matches!(self, Closed::Superseded | Closed::Outdated { .. })
+    }
+}
+
 /// Decodes an acquire script's reply; `None` when it has another shape.
 pub fn decode(value: Value) -> Option<Acquired> {
     let mut items = array(value)?;

@@ -147,6 +147,9 @@ pub async fn acquire(
 async fn after_waiting(lease: &Lease, waited: &Result<Waited>) {
     match waited {
         Ok(Waited::Acquired { .. }) => lease.nodes().iter().for_each(|n| n.close_blocking()),
+        // Superseded or outdated: the newer run's acquire has already taken it out of
+        // the queue (or it never joined), and no wake-up of the lock's came for it.
+        Ok(Waited::Skipped(skip)) if skip.why.is_newer() => {}
         // The wake-up that brought it here is of use to the next waiter (a --once-per
         // run finds the slot done, and so will the others; a plain run takes the lock).
         Ok(Waited::Skipped(_)) => lease.hand_on().await,
