@@ -98,19 +98,25 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         .map(|d| d.as_millis() as u64);
     let state_text = match (state.limit, state.held) {
         (Some(limit), Some(held)) => format!("{held} of {limit} slots"),
+        _ if holder.is_some_and(|h| h.stopping.preempt.is_some()) => "stopping".to_string(),
         _ if holder.is_some() => "held".to_string(),
         _ => "free".to_string(),
     };
-    let waiting = match &state.queue {
+    let kind = state.queue_flag.trim_start_matches("--");
+    let mut waiting = match &state.queue {
         Some(queue) if !queue.is_empty() => {
             let line: Vec<String> = queue
                 .iter()
                 .map(|w| format!("#{} {}", w.place, w.who.host_pid_user()))
                 .collect();
-            format!("{} (fair: {})", queue.len(), line.join(", "))
+            format!("{} ({kind}: {})", queue.len(), line.join(", "))
         }
         _ => waiters.to_string(),
     };
+    // Newest wins: how many waiting runs newer ones superseded while it held.
+    if let Some(n) = holder.map(|h| h.stopping.superseded).filter(|n| *n > 0) {
+        waiting.push_str(&format!(", {n} superseded"));
+    }
     let who = holder.map_or(String::new(), |h| {
         if h.is_known() {
             format!(

@@ -96,7 +96,7 @@ fn the_newest_of_twenty_waiters_runs_and_the_others_exit_superseded() {
             &redis,
             &name,
             &flags,
-            &format!("echo START holder >> {j}; sleep 2.5; echo END holder >> {j}"),
+            &format!("echo START holder >> {j}; sleep 3; echo END holder >> {j}"),
         );
         let holder = watch(holder);
         waits_for(&journal);
@@ -108,6 +108,19 @@ fn the_newest_of_twenty_waiters_runs_and_the_others_exit_superseded() {
             spawned.push(Instant::now());
             ends.push(watch(run_as(&host, &redis, &name, &flags, &job)));
             std::thread::sleep(Duration::from_millis(100));
+        }
+        if round == 0 {
+            // What operators read meanwhile: the one waiting run, and the count.
+            let url = redis.url();
+            let status = output(redlock().args(["status", &name, "--redis", &url]));
+            let text = stdout(&status);
+            assert!(text.contains("queue:   1 waiting (--supersede)"), "{text}");
+            assert!(
+                text.contains("superseded: 19 waiting runs while it held"),
+                "{text}"
+            );
+            let top = output(redlock().args(["top", "--once", "--redis", &url]));
+            assert!(stdout(&top).contains("19 superseded"), "{}", stdout(&top));
         }
         let ends: Vec<(Instant, Output)> = ends.into_iter().map(|h| h.join().unwrap()).collect();
         let (_, held) = holder.join().unwrap();
