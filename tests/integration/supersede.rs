@@ -112,13 +112,13 @@ fn the_newest_of_twenty_waiters_runs_and_the_others_exit_superseded() {
         if round == 0 {
             // What operators read meanwhile: the one waiting run, and the count.
             let url = redis.url();
-            let status = output(redlock().args(["status", &name, "--redis", &url]));
-            let text = stdout(&status);
-            assert!(text.contains("queue:   1 waiting (--supersede)"), "{text}");
-            assert!(
-                text.contains("superseded: 19 waiting runs while it held"),
-                "{text}"
-            );
+            let mut text = String::new();
+            let read = eventually(Duration::from_millis(800), || {
+                text = stdout(&output(redlock().args(["status", &name, "--redis", &url])));
+                text.contains("queue:   1 waiting (--supersede)")
+                    && text.contains("superseded: 19 waiting runs while it held")
+            });
+            assert!(read, "{text}");
             let top = output(redlock().args(["top", "--once", "--redis", &url]));
             assert!(stdout(&top).contains("19 superseded"), "{}", stdout(&top));
         }
