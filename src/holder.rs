@@ -379,6 +379,19 @@ impl Meta {
         }
     }
 
+    /// The hash's field/value pairs for a try sent at `since_ms` (wall clock): a
+    /// lock's "held for" counts from the try that took it, not from the start of the
+    /// wait before it.
+    pub fn fields_at(&self, since_ms: u64) -> Vec<(&'static str, String)> {
+        let mut fields = self.fields();
+        for (name, value) in fields.iter_mut() {
+            if *name == "since_ms" {
+                *value = since_ms.to_string();
+            }
+        }
+        fields
+    }
+
     /// The hash's field/value pairs, in the order written.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         let mut fields = vec![

@@ -613,7 +613,7 @@ impl Lease {
 
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
-        let fields = meta.fields();
+        let fields = meta.fields_at(crate::clock::wall_ms());
         let request = |heartbeat_ms: u64| {
             acquire::Request {
                 keys: &self.keys,

@@ -137,6 +137,9 @@ impl Metrics {
                 };
             }
             Event::Preempted => facts.preempted = true,
+            // The release found the key no longer ours: the lock was lost (exit 79),
+            // also for a run too short for a renewal to find it first.
+            Event::Released if fields["result"] == "not_ours" => facts.lost = true,
             Event::Exited => {
                 facts.command_status = fields["command_status"].as_u64().map(|c| c as u8)
             }

@@ -17,6 +17,7 @@ mod lease_life;
 mod local_queue;
 mod metrics;
 mod nemesis;
+mod operators;
 mod quorum;
 mod review;
 mod signals;

@@ -357,3 +357,27 @@ fn a_metrics_link_is_followed_to_its_target() {
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
 }
+
+/// A lock found lost at the release (the run too short for a renewal to find it) is
+/// `lost`, as its exit status (79) and the history say, not `ran`.
+#[test]
+fn a_lock_lost_at_the_release_is_lost() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let file = s.path("lost.prom");
+    let args = lock_args(&redis, "m-lost");
+    let key = lock_key("m-lost");
+    let flag = s.path("started");
+    let script = format!("touch {}; sleep 1", flag.display());
+    let run = std::thread::spawn({
+        let (args, file) = (args.clone(), file.clone());
+        move || run_with_metrics(&args, &file, &[], &script)
+    });
+    assert!(eventually(Duration::from_secs(10), || flag.exists()));
+    let _: i64 = redis.cmd(&["DEL", &key]);
+    let (status, err) = run.join().unwrap();
+    assert_eq!(status, codes::LOST, "{err}");
+    let m = metrics_at(&file);
+    assert_eq!(outcome(&m), "lost");
+    assert_eq!(value(&m, "redlock_last_run_exit_status"), Some(79.0));
+}

@@ -1,0 +1,46 @@
+//! What an operator reads is true (issue 31, `newcomer-4.md`): "held for" is the hold,
+//! typos get clap's suggestion, a wait that runs out says so.
+
+use std::time::Duration;
+
+use crate::harness::*;
+
+/// "held for" and `since_ms` count from the acquisition, not from the start of the
+/// holder's wait (P3): a run that waited 2 s reads as held for under a second just
+/// after it took the lock.
+#[test]
+fn held_for_counts_from_the_acquisition_not_the_wait() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let url = redis.url();
+    let mut first = redlock_run()
+        .args(["--redis", &url, "--key", "since", "--", "sleep", "2"])
+        .spawn()
+        .unwrap();
+    assert!(eventually(Duration::from_secs(5), || redis
+        .get(&lock_key("since"))
+        .is_some()));
+    let taken = s.path("taken");
+    let job = format!("touch {}; sleep 3", taken.display());
+    let mut second = redlock_run()
+        .args(["--redis", &url, "--key", "since", "--wait", "1m"])
+        .args(["--", "sh", "-c", &job])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), || taken.exists()));
+    let out = output(redlock().args(["status", "since", "--json", "--redis", &url]));
+    let json: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let since = json["holder"]["since_ms"].as_u64().expect("since_ms");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        now.saturating_sub(since) < 1000,
+        "held for {} ms just after the acquisition (it waited about 2 s)",
+        now.saturating_sub(since)
+    );
+    first.wait().unwrap();
+    second.wait().unwrap();
+}
