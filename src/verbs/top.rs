@@ -13,6 +13,7 @@
 //! locks: 168 to 182 request bursts through the test proxy against 8,011 one after another,
 //! 0.35 s against 3 s). A frame starts only after the previous one is drawn.
 
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -179,6 +180,12 @@ fn text(lines: &[Line]) -> String {
 async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
     let mut signals = crate::signals::listen()
         .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
+    // Not a terminal (`top | head`): said before anything is written to the pipe.
+    if !std::io::stdout().is_terminal() {
+        return Err(Error::usage(
+            "redlock top needs a terminal (stdout is not one); use --once",
+        ));
+    }
     let mut terminal = ratatui::try_init().map_err(|e| {
         ratatui::restore();
         Error::usage(format!("redlock top needs a terminal ({e}); use --once"))
@@ -197,7 +204,7 @@ async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
             terminal
                 .draw(|frame| frame.render_widget(table(&lines, &title), frame.area()))
                 .map_err(|e| Error::internal(format!("cannot draw: {e}")))?;
-            if quit_within(config.every)? || signals.try_recv().is_ok() {
+            if quit_within(config.every)? || stopped(&mut signals) {
                 return Ok::<u8, Error>(0);
             }
         }
@@ -205,6 +212,16 @@ async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
     let result = shown.await;
     ratatui::restore();
     result
+}
+
+/// Whether a signal that ends the view came (INT, TERM, HUP, QUIT); a resize (SIGWINCH)
+/// or a user signal does not: the view redraws on a resize.
+fn stopped(signals: &mut tokio::sync::mpsc::UnboundedReceiver<nix::sys::signal::Signal>) -> bool {
+    let mut stop = false;
+    while let Ok(sig) = signals.try_recv() {
+        stop |= crate::signals::ends_wait(sig);
+    }
+    stop
 }
 
 /// Waits up to `every` for a key: whether it asks to quit (a resize redraws at once).

@@ -185,6 +185,22 @@ fn live_view_in_a_terminal_shows_changes_within_two_refreshes_and_q_restores_the
         "{}",
         tmux.screen()
     );
+    // Five more resizes: the view stays (newcomer-4 P6: it quit on SIGWINCH).
+    for (x, y) in [(80, 24), (120, 30), (90, 20), (100, 30), (80, 24)] {
+        let (x, y) = (x.to_string(), y.to_string());
+        let resized = tmux
+            .cmd()
+            .args(["resize-window", "-x", &x, "-y", &y])
+            .status();
+        assert!(resized.unwrap().success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("TOP-EXITED") && screen.contains("redlock top:"),
+        "quit on a resize:\n{screen}"
+    );
     tmux.keys("q");
     assert!(
         eventually(READY, || tmux.screen().contains("TOP-EXITED 0")),
@@ -207,6 +223,8 @@ fn without_a_terminal_the_live_view_says_to_use_once() {
     assert_eq!(code(&out), 64, "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("--once"), "{}", stderr(&out));
+    // Nothing in the pipe: no escape sequence before the error (P15).
+    assert!(out.stdout.is_empty(), "{:?}", stdout(&out));
 }
 
 /// (review 4, #11) `top` and `list` read many locks together: 2,000 held locks were read
