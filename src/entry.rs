@@ -150,14 +150,26 @@ fn clap_message(e: &clap::Error) -> String {
 
 /// What to do about a clap error: a stray word that is not a flag is most often a
 /// command given without `--`.
-fn clap_hint(e: &clap::Error) -> &'static str {
+fn clap_hint(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    // Clap's own suggestion ("a similar argument exists"), kept on the one line.
+    for kind in [ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand] {
+        let suggested = match e.get(kind) {
+            Some(ContextValue::String(s)) => Some(s.clone()),
+            Some(ContextValue::Strings(v)) => v.first().cloned(),
+            _ => None,
+        };
+        if let Some(suggested) = suggested {
+            return format!("did you mean {suggested}? see --help");
+        }
+    }
     let stray_word = e.kind() == ErrorKind::UnknownArgument
-        && e.get(clap::error::ContextKind::InvalidArg)
+        && e.get(ContextKind::InvalidArg)
             .is_some_and(|arg| !arg.to_string().starts_with('-'));
     if stray_word {
-        "put the command after --, e.g. redlock-run --key job -- ./job.sh"
+        "put the command after --, e.g. redlock-run --key job -- ./job.sh".to_string()
     } else {
-        "see --help"
+        "see --help".to_string()
     }
 }
 

@@ -53,6 +53,8 @@ struct Run<'r> {
     program: PathBuf,
     signals: Signals,
     patience: Patience,
+    /// When the run started: what it waited, all levels told, is measured from here.
+    started: crate::timing::Point,
     report: &'r Reporter,
 }
 
@@ -74,6 +76,13 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
 }
 
 impl<'r> Run<'r> {
+    /// How long the run has waited for the lock, in its host's queue and in Redis
+    /// (`None` for a run that may not wait).
+    fn waited(&self) -> Option<std::time::Duration> {
+        (self.config.wait != Wait::For(std::time::Duration::ZERO))
+            .then(|| crate::clock::now().saturating_sub(self.started))
+    }
+
     /// Finds the command, takes over the forwarded signals and makes the wrapper the
     /// subreaper of what the command leaves behind.
     fn start(config: RunConfig, report: &'r Reporter) -> Result<Run<'r>> {
@@ -84,6 +93,7 @@ impl<'r> Run<'r> {
         let _ = nix::sys::prctl::set_child_subreaper(true);
         Ok(Run {
             patience: Patience::new(config.wait),
+            started: crate::clock::now(),
             config,
             program,
             signals,

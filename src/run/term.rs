@@ -95,7 +95,8 @@ async fn take(
         Waited::Acquired { t_sent } => Ok((t_sent, guard)),
         Waited::Busy(holder) => {
             let name = lease.keys().display_name();
-            wait::busy_note(&name, lease.limit(), &holder, config.busy_code, report);
+            let busy = (config.busy_code, run.waited());
+            wait::busy_note(&name, lease.limit(), &holder, busy, report);
             Err(End::Status(config.busy_code))
         }
         Waited::Interrupted(sig) => Err(run.interrupted_while_waiting(sig)),

@@ -49,11 +49,12 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Ok(0)
         }
         Waited::Busy(holder) => {
+            let waited = patience.allows_waiting().then(|| patience.waited());
             busy_note(
                 &lease.keys().display_name(),
                 lease.limit(),
                 &holder,
-                config.busy_code,
+                (config.busy_code, waited),
                 &report,
             );
             Ok(config.busy_code)

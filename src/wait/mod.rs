@@ -502,15 +502,26 @@ pub async fn pop_until(
 /// busy is fine (`--busy-exit-code 0`) says it only with `--verbose`, like `flock -n`,
 /// so that cron mails nothing. A holder not known (a run that gave up in the local
 /// queue before its head saw one) is said as such.
-pub fn busy_note(name: &str, limit: u32, holder: &Holder, busy_code: u8, report: &Reporter) {
+pub fn busy_note(
+    name: &str,
+    limit: u32,
+    holder: &Holder,
+    (busy_code, waited): (u8, Option<Duration>),
+    report: &Reporter,
+) {
     let line = || {
         let who = if holder.token.is_empty() {
             "a run this host's queue waited behind".to_string()
         } else {
             holder.describe(wall_ms())
         };
+        // A wait that ran out says so (newcomer-4 P15): "busy" alone reads as a try.
+        let busy = match waited {
+            Some(waited) => format!("still busy after waiting {}", human(waited)),
+            None => "busy".to_string(),
+        };
         format!(
-            "lock {name} is busy{}: held by {who}{}",
+            "lock {name} is {busy}{}: held by {who}{}",
             match limit {
                 1 => String::new(),
                 n => format!(" (all {n} slots held; the first to come free)"),

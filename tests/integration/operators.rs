@@ -44,3 +44,59 @@ fn held_for_counts_from_the_acquisition_not_the_wait() {
     first.wait().unwrap();
     second.wait().unwrap();
 }
+
+/// A mistyped flag or verb keeps clap's suggestion on its one line (P11).
+#[test]
+fn typos_get_a_suggestion_on_their_one_line() {
+    for (mut cmd, args, says) in [
+        (
+            redlock_run(),
+            vec!["--wiat", "5s", "--key", "x", "--", "true"],
+            "did you mean --wait?",
+        ),
+        (
+            redlock_run(),
+            vec!["--busy-exit", "0", "--key", "x", "--", "true"],
+            "did you mean --busy-exit-code?",
+        ),
+        (redlock(), vec!["stauts", "x"], "did you mean status?"),
+        (
+            redlock(),
+            vec!["status", "x", "--jsn"],
+            "did you mean --json?",
+        ),
+    ] {
+        let out = output(cmd.args(&args));
+        assert_eq!(code(&out), codes::USAGE, "{args:?}");
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// A `--wait` that runs out says it waited (P15), not only "busy".
+#[test]
+fn a_wait_that_runs_out_says_so() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let holder = Holding::start(&[
+        "--redis".to_string(),
+        url.clone(),
+        "--key".into(),
+        "to".into(),
+    ]);
+    let out =
+        output(redlock_run().args(["--redis", &url, "--key", "to", "--wait", "1s", "--", "true"]));
+    assert_eq!(code(&out), codes::BUSY, "{}", stderr(&out));
+    let last = stderr(&out).trim().lines().last().unwrap_or("").to_string();
+    assert!(
+        last.contains("lock to is still busy after waiting 1s: held by"),
+        "{last}"
+    );
+    let tried = output(redlock_run().args(["--redis", &url, "--key", "to", "--", "true"]));
+    assert!(
+        stderr(&tried).contains("lock to is busy: held by"),
+        "{}",
+        stderr(&tried)
+    );
+    drop(holder);
+}
