@@ -37,6 +37,22 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "REDLOCK_BUSY_EXIT_CODE",
         "exit status when the lock is busy (default 75)",
     ),
+    (
+        "REDLOCK_METRICS",
+        "file for the run's outcome in the Prometheus text format (--metrics)",
+    ),
+    (
+        "REDLOCK_LABEL",
+        "text recorded instead of the command line (--label)",
+    ),
+    (
+        "REDLOCK_LOCAL_DIR",
+        "directory of the host-local queue (--local-dir; default $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID)",
+    ),
+    (
+        "REDLOCK_NO_LOCAL_QUEUE",
+        "1/0, true/false, yes/no, on/off: wait in Redis directly, without the host-local queue",
+    ),
     ("REDLOCK_KEY", "given to the command: the lock's Redis key"),
     ("REDLOCK_NAME", "given to the command: the lock name"),
     (
@@ -55,7 +71,48 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "REDLOCK_FENCE",
         "given to the command: the fencing number, larger for every acquisition",
     ),
+    (
+        "REDLOCK_SLOT_START",
+        "given to the command with --once-per: its slot's start, Unix ms on the Redis server's clock",
+    ),
+    (
+        "REDLOCK_ATTEMPT",
+        "given to the command with --once-per or --once-id: its start in the slot or for the ID (1 first)",
+    ),
 ];
+
+#[cfg(test)]
+mod environment_tests {
+    /// Every `REDLOCK_*` name the crate's source reads or sets is in [`super::ENVIRONMENT`]
+    /// (the man pages' ENVIRONMENT, `--help` and the README are made from it).
+    #[test]
+    fn every_variable_the_source_names_is_documented() {
+        let documented: Vec<&str> = super::ENVIRONMENT.iter().map(|(n, _)| *n).collect();
+        let mut missing = std::collections::BTreeSet::new();
+        let mut dirs = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for part in text.split("REDLOCK_").skip(1) {
+                    let name: String = part
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                        .collect();
+                    let name = format!("REDLOCK_{}", name.trim_end_matches('_'));
+                    if name.len() > "REDLOCK_".len() && !documented.contains(&name.as_str()) {
+                        missing.insert(name);
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in ENVIRONMENT: {missing:?}");
+    }
+}
 
 fn env_help() -> String {
     let mut out =

@@ -141,6 +141,8 @@ complete -F {ours} -o bashdefault -o default {bin}
 /// `-- COMMAND`), then EXIT STATUS (this page's rows only), ENVIRONMENT, EXAMPLES and
 /// SEE ALSO as real sections.
 fn man(cmd: clap::Command, page_of: Page) -> Vec<u8> {
+    // `redlock help` is clap's, and has no page of its own to point to.
+    let cmd = cmd.disable_help_subcommand(true);
     let mut buf = Vec::new();
     let has_subcommands = cmd.has_subcommands();
     let has_version = cmd.get_version().is_some();

@@ -107,3 +107,40 @@ fn readme_carries_the_outcome_table() {
     let table = redlock::outcome::markdown();
     assert_readme_carries("outcome table", "src/outcome.rs", table);
 }
+
+/// Every page a man page points to exists, and every `REDLOCK_*` variable the code reads
+/// is in the pages' ENVIRONMENT (newcomer-4 P13).
+#[test]
+fn man_pages_point_only_to_pages_that_exist() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        pages.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        for part in text.split("redlock\\-").skip(1) {
+            let Some((verb, _)) = part.split_once("(1)") else {
+                continue;
+            };
+            if verb
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '\\' || c == '-')
+            {
+                let name = format!("redlock-{}.1", verb.replace("\\-", "-"));
+                assert!(
+                    pages.contains(&name),
+                    "{page} points to {name}, which does not exist"
+                );
+            }
+        }
+        let run = std::fs::read_to_string(dir.join("redlock-run.1")).unwrap();
+        for var in [
+            "REDLOCK_METRICS",
+            "REDLOCK_LOCAL_DIR",
+            "REDLOCK_NO_LOCAL_QUEUE",
+        ] {
+            assert!(run.contains(var), "redlock-run(1) ENVIRONMENT lacks {var}");
+        }
+    }
+}
