@@ -36,6 +36,9 @@ pub struct Conn {
     pub urls: Vec<RedisUrl>,
     pub prefix: String,
     pub node_timeout: Option<Duration>,
+    /// `--redis-url-file` when it holds a password and others may read it (a warning,
+    /// as ssh gives for a key file others can read).
+    pub exposed_file: Option<std::path::PathBuf>,
 }
 
 /// A checked `redlock-run` configuration.
@@ -367,6 +370,7 @@ impl Conn {
         }
         let node_timeout = bounded_opt(NODE_TIMEOUT, args.node_timeout.as_deref())?;
         Ok(Conn {
+            exposed_file: exposed_url_file(args),
             urls,
             prefix,
             node_timeout,
@@ -435,6 +439,23 @@ fn raw_urls(args: &ConnArgs) -> Result<Vec<String>> {
         )));
     }
     Ok(raw)
+}
+
+/// `--redis-url-file` when the URLs come from it, one of them has a password, and
+/// others may read it (mode o+r).
+fn exposed_url_file(args: &ConnArgs) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = args
+        .redis_url_file
+        .as_ref()
+        .filter(|_| args.redis.is_empty())?;
+    let others_read = std::fs::metadata(path).ok()?.permissions().mode() & 0o004 != 0;
+    let text = std::fs::read_to_string(path).ok()?;
+    let has_password = text
+        .lines()
+        .flat_map(split_list)
+        .any(|raw| crate::redis::redact(&raw) != raw);
+    (others_read && has_password).then(|| path.clone())
 }
 
 /// The `--tls-*` options, with the files read (usage errors name the flag).

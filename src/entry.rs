@@ -49,7 +49,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
     };
     let report = Reporter::new("redlock", false, false);
     let result = verb.and_then(|verb| {
-        warn_insecure(&report, verb.conn());
+        warn_about_connection(&report, verb.conn());
         block_on(verbs::run(verb, &report))
     });
     finish(&report, result)
@@ -59,7 +59,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
 fn wrapper(program: &'static str, args: RunArgs) -> u8 {
     let mut report = Reporter::new(program, args.quiet, args.verbose);
     let result = RunConfig::from_args(args).and_then(|config| {
-        warn_insecure(&report, &config.conn);
+        warn_about_connection(&report, &config.conn);
         if let Some(path) = &config.events {
             let sink = crate::events::EventSink::open(path).map_err(|e| {
                 Error::usage(format!("--events {}: cannot open it: {e}", path.display()))
@@ -107,11 +107,18 @@ fn finish(report: &Reporter, result: Result<u8>) -> u8 {
     }
 }
 
-/// The loud warning for `--tls-insecure-skip-verify` / `#insecure`, once per URL.
-fn warn_insecure(report: &Reporter, conn: &Conn) {
+/// The loud warning for `--tls-insecure-skip-verify` / `#insecure`, once per URL; and
+/// one for a URL file with a password that others may read.
+fn warn_about_connection(report: &Reporter, conn: &Conn) {
     for url in conn.urls.iter().filter(|u| u.insecure()) {
         report.warn(&format!(
             "TLS certificate verification is OFF for {url} (--tls-insecure-skip-verify): anyone on the network path can read the traffic, the password included, and impersonate the server"
+        ));
+    }
+    if let Some(file) = &conn.exposed_file {
+        report.warn(&format!(
+            "{} holds a Redis password and every user of this machine may read it; chmod 600 it (or 640 for a group)",
+            file.display()
         ));
     }
 }

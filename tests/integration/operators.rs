@@ -100,3 +100,36 @@ fn a_wait_that_runs_out_says_so() {
     );
     drop(holder);
 }
+
+/// A URL file with a password that every user may read gets a warning (P16), which
+/// does not print the password; mode 600 gets none.
+#[test]
+fn a_url_file_others_may_read_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let file = s.path("url");
+    std::fs::write(
+        &file,
+        format!("redis://:S3cret-pw@127.0.0.1:{}\n", redis.port),
+    )
+    .unwrap();
+    let run = || {
+        output(
+            redlock_run()
+                .arg("--redis-url-file")
+                .arg(&file)
+                .args(["--key", "w", "--", "true"]),
+        )
+    };
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = stderr(&run());
+    assert!(
+        err.contains("every user of this machine may read it; chmod 600"),
+        "{err}"
+    );
+    assert!(!err.contains("S3cret-pw"), "{err}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let err = stderr(&run());
+    assert!(!err.contains("WARNING"), "{err}");
+}
