@@ -322,6 +322,14 @@ pub async fn first_failure(
     {
         return full;
     }
+    if err.is_timeout() {
+        // The server may be fine and the node timeout too short (a short --ttl makes
+        // it ttl/15): say which timeout ran out, not only that it did.
+        return Error::unreachable(format!(
+            "{url}: no answer within the node timeout of {} (--node-timeout, else ttl/15); the server may be overloaded or unreachable, or the timeout too short for this host: give a longer --ttl or --node-timeout",
+            crate::report::human(timeouts.response)
+        ));
+    }
     connect_error(url, err)
 }
 

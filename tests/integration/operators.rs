@@ -133,3 +133,31 @@ fn a_url_file_others_may_read_is_warned_about() {
     let err = stderr(&run());
     assert!(!err.contains("WARNING"), "{err}");
 }
+
+/// A node timeout too short for the server's answer says which timeout ran out and what
+/// to give (P12), not only "cannot reach Redis (timed out)".
+#[test]
+fn a_node_timeout_that_runs_out_says_which_and_what_to_do() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let redis = Redis::start();
+    let proxy = Proxy::start(redis.port);
+    proxy.set(Mode::Latency(Duration::from_millis(60)));
+    let out = output(redlock_run().args([
+        "--redis",
+        &proxy.url(),
+        "--key",
+        "short",
+        "--node-timeout",
+        "20ms",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no answer within the node timeout of 20ms"),
+        "{err}"
+    );
+    assert!(err.contains("--node-timeout"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
