@@ -28,7 +28,7 @@ pub fn redlock_run(args: impl IntoIterator<Item = OsString>) -> u8 {
 
 /// `redlock`.
 pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(verb_first(args.into_iter().collect())) {
         Ok(cli) => cli,
         Err(e) => return clap_exit("redlock", e),
     };
@@ -94,6 +94,50 @@ fn generate(args: &crate::cli::GenerateArgs) -> u8 {
             Code::Internal.value()
         }
     }
+}
+
+/// The connection flags, which every verb takes (`ConnArgs`): with a value, and alone.
+const CONN_FLAGS: [&str; 7] = [
+    "--redis",
+    "--redis-url-file",
+    "--prefix",
+    "--node-timeout",
+    "--tls-ca",
+    "--tls-cert",
+    "--tls-key",
+];
+const CONN_SWITCHES: [&str; 1] = ["--tls-insecure-skip-verify"];
+
+/// `redlock --redis URL status NAME`: connection flags given before the verb are moved
+/// after it, where every verb takes them (etcdctl, redis-cli and kubectl users type
+/// them first). Anything else before the verb is left for clap to judge.
+fn verb_first(args: Vec<OsString>) -> Vec<OsString> {
+    let mut i = 1;
+    while let Some(arg) = args.get(i).and_then(|a| a.to_str()) {
+        let with_value = CONN_FLAGS.contains(&arg);
+        let joined = CONN_FLAGS.iter().any(|f| {
+            arg.strip_prefix(f)
+                .is_some_and(|rest| rest.starts_with('='))
+        });
+        if with_value && i + 1 < args.len() {
+            i += 2;
+        } else if joined || CONN_SWITCHES.contains(&arg) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let verb_here = args
+        .get(i)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| !a.starts_with('-'));
+    if i == 1 || !verb_here {
+        return args;
+    }
+    let mut out = vec![args[0].clone(), args[i].clone()];
+    out.extend_from_slice(&args[1..i]);
+    out.extend_from_slice(&args[i + 1..]);
+    out
 }
 
 /// The exit status of a result; an error is printed as its one line.
@@ -193,6 +237,46 @@ fn clap_exit(program: &str, e: clap::Error) -> u8 {
         _ => {
             eprintln!("{program}: {}; {}", clap_message(&e), clap_hint(&e));
             Code::Usage.value()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verb_first;
+
+    fn v(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(|a| a.into()).collect()
+    }
+
+    #[test]
+    fn connection_flags_before_the_verb_go_after_it() {
+        assert_eq!(
+            verb_first(v(&["redlock", "--redis", "redis://h", "status", "x"])),
+            v(&["redlock", "status", "--redis", "redis://h", "x"])
+        );
+        assert_eq!(
+            verb_first(v(&[
+                "redlock",
+                "--prefix=p:",
+                "--tls-insecure-skip-verify",
+                "list"
+            ])),
+            v(&[
+                "redlock",
+                "list",
+                "--prefix=p:",
+                "--tls-insecure-skip-verify"
+            ])
+        );
+        for same in [
+            v(&["redlock", "status", "--redis", "u", "x"]),
+            v(&["redlock", "--redis", "u"]),
+            v(&["redlock", "--version"]),
+            v(&["redlock", "--redis", "u", "--help"]),
+            v(&["redlock", "--wait", "1s", "status"]),
+        ] {
+            assert_eq!(verb_first(same.clone()), same);
         }
     }
 }

@@ -161,3 +161,18 @@ fn a_node_timeout_that_runs_out_says_which_and_what_to_do() {
     assert!(err.contains("--node-timeout"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Connection flags before the verb work too (`redlock --redis URL status NAME`), as
+/// etcdctl, redis-cli and kubectl users type them.
+#[test]
+fn connection_flags_may_come_before_the_verb() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let _: () = redis.cmd(&["SET", &lock_key("first"), "someone", "PX", "60000"]);
+    let out = output(redlock().args(["--redis", &url, "status", "first"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("first: held"), "{}", stdout(&out));
+    let out = output(redlock().args([&format!("--redis={url}"), "--prefix", "redlock:", "list"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("first"), "{}", stdout(&out));
+}
