@@ -4,12 +4,24 @@
 //! when the run ends, each time whole: a temporary file in the same directory, then
 //! `rename(2)`, so a scrape never reads half a file.
 //!
+//! The file keeps two stories apart, so that the README's alerts work where the same
+//! cron line runs every minute on every host:
+//! - the last run **on this host that held the lock** (`redlock_running`, its start,
+//!   wait, fence, end, duration and exit status): written only by a run that held it; a
+//!   try that did not (busy, skipped, superseded) keeps them as they were, so the next
+//!   try beside a hung job never hides it;
+//! - the last **try** (`redlock_last_outcome`, `redlock_last_try_timestamp_seconds`):
+//!   every run's, a try that did not get the lock reporting `busy` or `skipped`, never a
+//!   failure;
+//! - and, kept across runs, the last success and the first try this file recorded
+//!   (`redlock_first_try_timestamp_seconds`: a job that never succeeded anywhere is
+//!   alerted on from it).
+//!
+//! Runs of one host writing one file read and write it under a `flock(2)` of its
+//! directory, so no write is lost between another's read and write.
+//!
 //! The run's story comes from its lifecycle events (see `events.rs`): `acquired`,
-//! `lost`, `skipped`, `exited`; the end from the exit status. A run that did not get
-//! the lock reports `busy` or `skipped`, never a failure: with N hosts on one cron
-//! line only the winner ran the job, and the alert is on the newest success over
-//! hosts (`redlock_last_success_timestamp_seconds`, kept from the previous file by a
-//! run that was not a success).
+//! `lost`, `skipped`, `exited`, `released`, `preempted`; the end from the exit status.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -120,8 +132,7 @@ impl Metrics {
                 facts.fence = fields["fence"].as_u64();
                 facts.slot = fields["slot"].as_u64().map(|s| s as u32);
                 facts.waited_s = fields["waited_ms"].as_u64().unwrap_or(0) as f64 / 1e3;
-                let text = render(&self.name, &facts, None, self.last_success());
-                return write_atomically(&self.path, &text);
+                return self.write(&facts, None);
             }
             Event::Lost => {
                 facts.lost = true;
@@ -159,21 +170,16 @@ impl Metrics {
             status,
             error,
         };
-        let text = render(&self.name, &facts, Some(&end), self.last_success());
-        write_atomically(&self.path, &text)
+        self.write(&facts, Some(&end))
     }
 
-    /// The newest success the file records for this name, if any.
-    fn last_success(&self) -> Option<f64> {
-        let text = std::fs::read_to_string(&self.path).ok()?;
-        let series = format!(
-            "redlock_last_success_timestamp_seconds{{name=\"{}\"",
-            escape(&self.name)
-        );
-        text.lines()
-            .find(|l| l.starts_with(&series))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
+    /// Reads what the file says, renders this run's state over it and writes it whole,
+    /// under a lock of the directory that the runs of this host writing there share.
+    fn write(&self, facts: &RunFacts, end: Option<&Ending>) -> std::io::Result<()> {
+        let _guard = lock_dir(&self.path);
+        let previous = Previous::read(&self.path, &self.name);
+        let text = render(&self.name, facts, end, &previous);
+        write_atomically(&self.path, &text)
     }
 
     /// The file's path.
@@ -210,14 +216,114 @@ impl Text {
     }
 }
 
-/// The file's text: at the start (`end` None) or the end of a run. `previous_success`:
-/// what the file said before; a success now replaces it.
-pub fn render(
-    name: &str,
-    facts: &RunFacts,
-    end: Option<&Ending>,
-    previous_success: Option<f64>,
-) -> String {
+/// What the file said before this write, for this name: the series a run keeps when it
+/// has nothing newer.
+#[derive(Debug, Default)]
+pub struct Previous {
+    text: String,
+    name: String,
+}
+
+impl Previous {
+    fn read(path: &Path, name: &str) -> Previous {
+        Previous {
+            text: std::fs::read_to_string(link_target(path)).unwrap_or_default(),
+            name: escape(name),
+        }
+    }
+
+    /// The sample lines of `metric` for this name, as written.
+    fn samples(&self, metric: &str) -> Vec<&str> {
+        let head = format!("{metric}{{name=\"{}\"", self.name);
+        self.text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix(&head)
+                    .is_some_and(|rest| rest.starts_with('}') || rest.starts_with(','))
+            })
+            .collect()
+    }
+
+    /// The value of `metric` for this name (its first sample).
+    fn value(&self, metric: &str) -> Option<f64> {
+        self.samples(metric)
+            .first()
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// The HELP and TYPE of `metric` and its samples as they were (nothing when it had
+    /// none).
+    fn keep(&self, text: &mut Text, metric: &str, help: &str) {
+        let samples = self.samples(metric);
+        if samples.is_empty() {
+            return;
+        }
+        text.out
+            .push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
+        for sample in samples {
+            text.out.push_str(sample);
+            text.out.push('\n');
+        }
+    }
+}
+
+/// The series of the last run on this host that held the lock, with their help.
+const HELD: [(&str, &str); 7] = [
+    (
+        "redlock_running",
+        "1 while a run of this host holds the lock and its command runs, 0 after.",
+    ),
+    (
+        "redlock_last_run_start_timestamp_seconds",
+        "When the last run of this host that held the lock took it (Unix seconds).",
+    ),
+    (
+        "redlock_last_run_waited_seconds",
+        "How long that run waited for the lock.",
+    ),
+    (
+        "redlock_fence",
+        "The fencing number of that run's acquisition.",
+    ),
+    (
+        "redlock_last_run_end_timestamp_seconds",
+        "When that run ended (Unix seconds).",
+    ),
+    (
+        "redlock_last_run_duration_seconds",
+        "How long that run held the lock.",
+    ),
+    (
+        "redlock_last_run_exit_status",
+        "That run's exit status (the command's, or redlock-run's own code).",
+    ),
+];
+
+/// The series of the last try (every run's), with their help.
+const TRIED: [(&str, &str); 2] = [
+    (
+        "redlock_last_outcome",
+        "How the last try ended (a run that did not get the lock included): 1 for its outcome, 0 for the others.",
+    ),
+    (
+        "redlock_last_try_timestamp_seconds",
+        "When the last try ended (Unix seconds).",
+    ),
+];
+
+const SUCCESS: (&str, &str) = (
+    "redlock_last_success_timestamp_seconds",
+    "When a run last ended with its command exiting 0 (kept across runs that did not).",
+);
+const FIRST_TRY: (&str, &str) = (
+    "redlock_first_try_timestamp_seconds",
+    "When this file recorded its first try (kept): a job tried since then that never succeeded is missed.",
+);
+
+/// The file's text: at the start (`end` None) or the end of a run, over what the file
+/// said before (`previous`).
+pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Previous) -> String {
     let mut labels = format!("name=\"{}\"", escape(name));
     if let Some(slot) = facts.slot {
         labels.push_str(&format!(",slot=\"{slot}\""));
@@ -226,61 +332,50 @@ pub fn render(
         out: String::new(),
         labels,
     };
-    text.one(
-        "redlock_running",
-        "1 while the run holds the lock and its command runs, 0 after.",
-        if end.is_some() { "0" } else { "1" }.into(),
-    );
-    text.one(
-        "redlock_last_run_start_timestamp_seconds",
-        "When the last run started (Unix seconds).",
-        seconds(facts.start_s),
-    );
-    text.one(
-        "redlock_last_run_waited_seconds",
-        "How long the last run waited for the lock.",
-        seconds(facts.waited_s),
-    );
-    if let Some(fence) = facts.fence {
-        text.one(
-            "redlock_fence",
-            "The fencing number of the last run's acquisition.",
-            fence.to_string(),
-        );
+    match facts.acquired_s {
+        Some(acquired_s) => render_held(&mut text, facts, acquired_s, end),
+        None => HELD
+            .iter()
+            .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
     }
-    let mut success = previous_success;
-    if let Some(end) = end {
-        success = render_end(&mut text, facts, end).or(success);
+    let success = match end {
+        Some(end) => render_try(&mut text, facts, end),
+        None => {
+            TRIED
+                .iter()
+                .for_each(|(metric, help)| previous.keep(&mut text, metric, help));
+            None
+        }
+    };
+    if let Some(success) = success.or_else(|| previous.value(SUCCESS.0)) {
+        text.one(SUCCESS.0, SUCCESS.1, seconds(success));
     }
-    if let Some(success) = success {
-        text.one(
-            "redlock_last_success_timestamp_seconds",
-            "When a run last ended with its command exiting 0 (kept across runs that did not).",
-            seconds(success),
-        );
-    }
+    let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
+    text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));
     text.out
 }
 
-/// The gauges of a run's end; when it was a success, its time.
-fn render_end(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
+/// The series of a run that held the lock: at its start, or with its end.
+fn render_held(text: &mut Text, facts: &RunFacts, acquired_s: f64, end: Option<&Ending>) {
+    let [running, start, waited, fence, ended, duration, status] = HELD;
+    text.one(running.0, running.1, u8::from(end.is_none()).to_string());
+    text.one(start.0, start.1, seconds(acquired_s));
+    text.one(waited.0, waited.1, seconds(facts.waited_s));
+    if let Some(f) = facts.fence {
+        text.one(fence.0, fence.1, f.to_string());
+    }
+    if let Some(end) = end {
+        text.one(ended.0, ended.1, seconds(end.end_s));
+        let held = (end.end_s - acquired_s).max(0.0);
+        text.one(duration.0, duration.1, seconds(held));
+        text.one(status.0, status.1, end.status.to_string());
+    }
+}
+
+/// The series of the try that just ended; when it was a success, its time.
+fn render_try(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
     let outcome = facts.outcome(end);
-    let held = facts.acquired_s.map_or(0.0, |a| (end.end_s - a).max(0.0));
-    text.one(
-        "redlock_last_run_end_timestamp_seconds",
-        "When the last run ended (Unix seconds).",
-        seconds(end.end_s),
-    );
-    text.one(
-        "redlock_last_run_duration_seconds",
-        "How long the last run held the lock (0 when it did not get it).",
-        seconds(held),
-    );
-    text.one(
-        "redlock_last_run_exit_status",
-        "The last run's exit status (the command's, or redlock-run's own code).",
-        end.status.to_string(),
-    );
+    let [(outcomes, help), (tried, tried_help)] = TRIED;
     let rows: Vec<(String, String)> = crate::outcome::metric_labels()
         .into_iter()
         .map(|label| {
@@ -290,12 +385,21 @@ fn render_end(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
             )
         })
         .collect();
-    text.gauge(
-        "redlock_last_outcome",
-        "How the last run ended: 1 for its outcome, 0 for the others.",
-        &rows,
-    );
+    text.gauge(outcomes, help, &rows);
+    text.one(tried, tried_help, seconds(end.end_s));
     (outcome == Outcome::Ran && end.status == 0).then_some(end.end_s)
+}
+
+/// Holds an exclusive `flock(2)` of the directory of `path` while it lives (nothing
+/// when the directory cannot be opened: the write goes on unlocked, as before).
+fn lock_dir(path: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    let target = link_target(path);
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let file = std::fs::File::open(dir).ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
 /// Seconds with millisecond precision.
@@ -433,19 +537,52 @@ mod tests {
             fence: None,
             ..facts()
         };
-        let text = render("job", &busy, Some(&end(75)), Some(50.0));
+        let before = |success: f64| Previous {
+            text: format!("redlock_last_success_timestamp_seconds{{name=\"job\"}} {success}\n"),
+            name: "job".into(),
+        };
+        let text = render("job", &busy, Some(&end(75)), &before(50.0));
         assert!(text.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 50.000\n"));
         assert!(text.contains("redlock_last_outcome{name=\"job\",outcome=\"busy\"} 1\n"));
         assert!(text.contains("redlock_last_outcome{name=\"job\",outcome=\"ran\"} 0\n"));
-        let ok = render("job", &facts(), Some(&end(0)), Some(50.0));
+        let ok = render("job", &facts(), Some(&end(0)), &before(50.0));
         assert!(ok.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 110.000\n"));
-        let failed = render("job", &facts(), Some(&end(1)), Some(50.0));
+        let failed = render("job", &facts(), Some(&end(1)), &before(50.0));
         assert!(failed.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 50.000\n"));
     }
 
     #[test]
+    fn a_try_that_did_not_hold_keeps_the_held_runs_series() {
+        let held = render("job", &facts(), None, &Previous::default());
+        assert!(held.contains("redlock_running{name=\"job\"} 1\n"), "{held}");
+        assert!(held.contains("redlock_last_run_start_timestamp_seconds{name=\"job\"} 101.000\n"));
+        let busy = RunFacts {
+            start_s: 500.0,
+            acquired_s: None,
+            command_status: None,
+            fence: None,
+            ..facts()
+        };
+        let previous = Previous {
+            text: held,
+            name: "job".into(),
+        };
+        let text = render("job", &busy, Some(&end(75)), &previous);
+        assert!(text.contains("redlock_running{name=\"job\"} 1\n"), "{text}");
+        assert!(text.contains("redlock_last_run_start_timestamp_seconds{name=\"job\"} 101.000\n"));
+        assert!(text.contains("redlock_last_outcome{name=\"job\",outcome=\"busy\"} 1\n"));
+        assert!(text.contains("redlock_first_try_timestamp_seconds{name=\"job\"} 100.000\n"));
+        // Another name's series in the same text are not this name's.
+        let other = Previous {
+            text: "redlock_running{name=\"jobs\"} 1\n".into(),
+            name: "job".into(),
+        };
+        assert!(!render("job", &busy, Some(&end(75)), &other).contains("redlock_running"));
+    }
+
+    #[test]
     fn label_values_are_escaped() {
-        let text = render("a\"b\\c\nd", &facts(), None, None);
+        let text = render("a\"b\\c\nd", &facts(), None, &Previous::default());
         assert!(text.contains("{name=\"a\\\"b\\\\c\\nd\"}"), "{text}");
     }
 }

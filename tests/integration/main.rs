@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod alerts;
 mod basics;
 mod capacity;
 mod cron;

@@ -130,7 +130,11 @@ fn every_outcome_leaves_a_file_a_scraper_reads() {
         value(&m, "redlock_last_success_timestamp_seconds"),
         Some(success)
     );
-    assert_eq!(value(&m, "redlock_last_run_duration_seconds"), Some(0.0));
+    // A try that did not get the lock keeps the series of the last run of this host
+    // that held it (the exit 3 above): it never hides a job that hangs.
+    assert_eq!(value(&m, "redlock_last_run_exit_status"), Some(3.0));
+    assert_eq!(value(&m, "redlock_running"), Some(0.0));
+    assert!(value(&m, "redlock_last_try_timestamp_seconds").is_some());
 
     // lost: the key deleted behind the run.
     let key = lock_key("job");
@@ -271,7 +275,12 @@ fn hosts_that_lose_the_race_report_busy_never_a_failure() {
     );
     for h in 0..4 {
         let m = metrics_at(&s.path(&format!("host{h}.prom")));
-        assert_eq!(value(&m, "redlock_last_run_exit_status"), Some(0.0));
+        // Only the host that held the lock has a held run's series; every host its try.
+        let held = outcome(&m) == "ran";
+        let status = value(&m, "redlock_last_run_exit_status");
+        assert_eq!(status, held.then_some(0.0), "host {h}");
+        assert!(value(&m, "redlock_last_try_timestamp_seconds").is_some());
+        assert!(value(&m, "redlock_first_try_timestamp_seconds").is_some());
     }
 }
 

@@ -1,0 +1,338 @@
+//! The shipped alert rules (`contrib/prometheus/redlock.rules.yml`) under `promtool test
+//! rules`, fed with the `--metrics` files the binary wrote (issue 31, newcomer-4 P2):
+//! each scenario runs real runs whose clocks read a time of the test's day (faketime
+//! from the Unix epoch, where promtool's time starts), snapshots every host's file
+//! after each step, and turns the snapshots into promtool's input series, one sample a
+//! minute: what the textfile collector would have exported at each scrape.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::harness::*;
+
+/// Every host's file as it was after each step: host → (minute, text).
+#[derive(Default)]
+struct Snapshots(BTreeMap<String, Vec<(u64, String)>>);
+
+impl Snapshots {
+    fn take(&mut self, host: &str, minute: u64, file: &Path) {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        self.0
+            .entry(host.to_string())
+            .or_default()
+            .push((minute, text));
+    }
+
+    /// promtool's `input_series`: each sample line of each host, one value a minute up
+    /// to `last`, from the newest snapshot at or before that minute ('_' before any).
+    fn input_series(&self, last: u64) -> String {
+        let mut out = String::new();
+        for (host, snapshots) in &self.0 {
+            let mut lines: Vec<String> = Vec::new();
+            for (_, text) in snapshots {
+                for line in text.lines().filter(|l| !l.starts_with('#')) {
+                    let series = line.rsplit_once(' ').unwrap().0.to_string();
+                    if !lines.contains(&series) {
+                        lines.push(series);
+                    }
+                }
+            }
+            for series in lines {
+                let values: Vec<String> = (0..=last)
+                    .map(|minute| {
+                        snapshots
+                            .iter()
+                            .rev()
+                            .find(|(at, _)| *at <= minute)
+                            .and_then(|(_, text)| {
+                                text.lines()
+                                    .find(|l| l.rsplit_once(' ').unwrap().0 == series)
+                                    .map(|l| l.rsplit_once(' ').unwrap().1.to_string())
+                            })
+                            .unwrap_or_else(|| "_".to_string())
+                    })
+                    .collect();
+                let labelled =
+                    series.replacen('{', &format!("{{instance=\"{host}\",job=\"node\","), 1);
+                out.push_str(&format!(
+                    "      - series: '{labelled}'\n        values: '{}'\n",
+                    values.join(" ")
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// `redlock-run` as a host whose clock reads `minute` minutes after the epoch.
+fn at_minute(minute: u64, redis: &Redis, file: &Path, flags: &[&str], script: &str) -> Command {
+    let mut cmd = redlock_run();
+    let (h, m) = (minute / 60, minute % 60);
+    let day = 1 + h / 24;
+    with_clock_offset(
+        &mut cmd,
+        &format!("@1970-01-{day:02} {:02}:{m:02}:00", h % 24),
+    );
+    cmd.args(["--redis", &redis.url(), "--key", "nightly", "--metrics"])
+        .arg(file)
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn run_at(minute: u64, redis: &Redis, file: &Path, flags: &[&str], script: &str) -> i32 {
+    let status = at_minute(minute, redis, file, flags, script)
+        .status()
+        .unwrap();
+    status.code().unwrap_or(-1)
+}
+
+/// An alert expected at `minute`: name and labels; an empty list expects none.
+struct Expect {
+    minute: u64,
+    alert: &'static str,
+    fired: Vec<(&'static str, String)>,
+}
+
+fn alert_tests(expects: &[Expect]) -> String {
+    let mut out = String::from("    alert_rule_test:\n");
+    for e in expects {
+        out.push_str(&format!(
+            "      - eval_time: {}m\n        alertname: {}\n        exp_alerts:",
+            e.minute, e.alert
+        ));
+        if e.fired.is_empty() {
+            out.push_str(" []\n");
+            continue;
+        }
+        out.push_str("\n          - exp_labels:\n");
+        for (k, v) in &e.fired {
+            out.push_str(&format!("              {k}: {v}\n"));
+        }
+        let summary = match e.alert {
+            "RedlockJobMissed" => {
+                "nightly: no run has succeeded on any host for 26 hours".to_string()
+            }
+            _ => format!(
+                "nightly on {}: a run has held the lock for more than 2 hours",
+                e.fired.iter().find(|(k, _)| *k == "instance").unwrap().1
+            ),
+        };
+        out.push_str(&format!(
+            "            exp_annotations:\n              summary: \"{summary}\"\n"
+        ));
+    }
+    out
+}
+
+fn rules() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/prometheus/redlock.rules.yml")
+}
+
+/// A job hung for 3 h on host0 while host0's and host1's next tries find it busy:
+/// "running too long" fires for host0, nothing is missed yet.
+fn hung(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let (f0, f1) = (s.path("hung0.prom"), s.path("hung1.prom"));
+    let started = s.path("hung-started");
+    let mut holder: Child = at_minute(
+        1,
+        &redis,
+        &f0,
+        &[],
+        &format!("touch {}; sleep 60", started.display()),
+    )
+    .spawn()
+    .unwrap();
+    assert!(eventually(Duration::from_secs(10), || started.exists()));
+    snaps.take("host0", 1, &f0);
+    for minute in (30..=180).step_by(30) {
+        for (host, file) in [("host0", &f0), ("host1", &f1)] {
+            let code = run_at(minute, &redis, file, &["--busy-exit-code", "0"], "true");
+            assert_eq!(code, 0);
+            snaps.take(host, minute, file);
+        }
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let host0 = || {
+        vec![
+            ("name", "nightly".to_string()),
+            ("instance", "host0".to_string()),
+            ("severity", "ticket".to_string()),
+        ]
+    };
+    let expects = [
+        Expect {
+            minute: 100,
+            alert: "RedlockJobRunningTooLong",
+            fired: vec![],
+        },
+        Expect {
+            minute: 180,
+            alert: "RedlockJobRunningTooLong",
+            fired: host0(),
+        },
+        Expect {
+            minute: 180,
+            alert: "RedlockJobMissed",
+            fired: vec![],
+        },
+    ];
+    format!(
+        "  - name: a job hung for 3 hours while the hosts keep trying\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(180),
+        alert_tests(&expects)
+    )
+}
+
+/// Every run fails on two hosts for 27 h: no success series exists anywhere, and
+/// "missed" fires once the job has been tried for 26 h.
+fn never_succeeded(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let files = [s.path("never0.prom"), s.path("never1.prom")];
+    for minute in (0..=1620).step_by(180) {
+        for (h, file) in files.iter().enumerate() {
+            assert_eq!(run_at(minute + h as u64, &redis, file, &[], "exit 1"), 1);
+            snaps.take(&format!("host{h}"), minute + h as u64, file);
+        }
+    }
+    let missed = vec![
+        ("name", "nightly".to_string()),
+        ("severity", "page".to_string()),
+    ];
+    let expects = [
+        Expect {
+            minute: 1500,
+            alert: "RedlockJobMissed",
+            fired: vec![],
+        },
+        Expect {
+            minute: 1620,
+            alert: "RedlockJobMissed",
+            fired: missed,
+        },
+        Expect {
+            minute: 1620,
+            alert: "RedlockJobRunningTooLong",
+            fired: vec![],
+        },
+    ];
+    format!(
+        "  - name: a job that never succeeded\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(1621),
+        alert_tests(&expects)
+    )
+}
+
+/// A day with one success on host0 at 02:00 and skipped tries on three hosts all day:
+/// nothing fires.
+fn a_good_day(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let files = [
+        s.path("day0.prom"),
+        s.path("day1.prom"),
+        s.path("day2.prom"),
+    ];
+    assert_eq!(
+        run_at(120, &redis, &files[0], &["--once-per", "1d"], "true"),
+        0
+    );
+    snaps.take("host0", 120, &files[0]);
+    for minute in (180..=1380).step_by(120) {
+        for (h, file) in files.iter().enumerate() {
+            let flags = ["--once-per", "1d", "--busy-exit-code", "0"];
+            assert_eq!(run_at(minute + h as u64, &redis, file, &flags, "true"), 0);
+            snaps.take(&format!("host{h}"), minute + h as u64, file);
+        }
+    }
+    let expects = [
+        Expect {
+            minute: 1440,
+            alert: "RedlockJobMissed",
+            fired: vec![],
+        },
+        Expect {
+            minute: 1440,
+            alert: "RedlockJobRunningTooLong",
+            fired: vec![],
+        },
+    ];
+    format!(
+        "  - name: one success on one host, skipped everywhere else\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(1440),
+        alert_tests(&expects)
+    )
+}
+
+/// The shipped rules, `promtool check rules`, then `promtool test rules` on the three
+/// scenarios above.
+#[test]
+fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
+    let promtool = Command::new("promtool").arg("--version").output();
+    assert!(
+        promtool.is_ok_and(|o| o.status.success()),
+        "promtool is missing: scripts/test installs Debian's prometheus package"
+    );
+    let check = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(rules())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let s = Scratch::new();
+    let tests = format!(
+        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}",
+        rules().display(),
+        hung(&s),
+        never_succeeded(&s),
+        a_good_day(&s)
+    );
+    // Every file the runs left is clean to promtool's own lint of the text format.
+    for entry in std::fs::read_dir(s.path("")).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "prom") {
+            let text = std::fs::read(entry.path()).unwrap();
+            let mut lint = Command::new("promtool")
+                .args(["check", "metrics"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write as _;
+            lint.stdin.take().unwrap().write_all(&text).unwrap();
+            let out = lint.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "promtool check metrics {}: {}{}",
+                entry.path().display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let file = s.path("redlock.rules.test.yml");
+    std::fs::write(&file, &tests).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool test rules failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
