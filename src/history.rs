@@ -87,11 +87,20 @@ impl RunRecord {
     /// One line: `2026-11-22T06:00:01Z  exit 0  took 12s  ci-7 pid 4242 user deploy
     /// fence 42  ./close_orders.sh`.
     pub fn describe(&self) -> String {
+        let took = match self.running {
+            // Still going: how long so far (the record has no end to measure).
+            true => format!(
+                "for {}",
+                human(Duration::from_millis(
+                    crate::clock::wall_ms().saturating_sub(self.start_ms)
+                ))
+            ),
+            false => format!("took {}", human(Duration::from_millis(self.duration_ms))),
+        };
         let mut out = format!(
-            "{}  {}  took {}  {}",
+            "{}  {}  {took}  {}",
             rfc3339(self.start_ms),
             self.outcome(),
-            human(Duration::from_millis(self.duration_ms)),
             self.who.host_pid_user(),
         );
         if let Some(fence) = self.fence {
@@ -108,6 +117,36 @@ impl RunRecord {
         }
         out
     }
+}
+
+/// The runs with the lock's holder of now among them (newcomer-4 P9): its `--once-per`
+/// start mark, which carries only its token and start, gets who it is; a run whose
+/// record is only written at its end (any other) is put first, running, from its
+/// metadata. A holder without redlock metadata (another client) is left out.
+pub fn with_holder(
+    mut runs: Vec<RunRecord>,
+    holder: Option<&crate::holder::Holder>,
+) -> Vec<RunRecord> {
+    let Some(holder) = holder.filter(|h| h.is_known()) else {
+        return runs;
+    };
+    if let Some(mark) = runs.iter_mut().find(|r| r.token == holder.token) {
+        if mark.running && !mark.who.is_known() {
+            mark.who = holder.who.clone();
+            mark.fence = mark.fence.or(holder.fence);
+        }
+        return runs;
+    }
+    let record = RunRecord {
+        token: holder.token.clone(),
+        who: holder.who.clone(),
+        fence: holder.fence,
+        start_ms: holder.since_ms.unwrap_or_else(crate::clock::wall_ms),
+        running: true,
+        ..RunRecord::default()
+    };
+    runs.insert(0, record);
+    runs
 }
 
 /// The nodes' histories as one, newest first, at most `limit` runs. A run is on every

@@ -26,6 +26,11 @@ pub struct Who {
 }
 
 impl Who {
+    /// Whether anything is known of who it is (a host or a pid).
+    pub fn is_known(&self) -> bool {
+        self.host.is_some() || self.pid.is_some()
+    }
+
     /// `web-1 pid 4242 user deploy`, with `?` for what is not known, shown safely.
     pub fn host_pid_user(&self) -> String {
         format!(

@@ -27,7 +27,7 @@ pub async fn run(config: HistoryConfig) -> Result<u8> {
     if let Some(since) = config.timeline {
         return draw(&nodes, &config, since).await;
     }
-    let runs = read(&nodes, &config.keys, config.limit).await?;
+    let runs = read_with_holder(&nodes, &config.keys, config.limit).await?;
     if config.json {
         print_json(&HistoryJson {
             names: JsonName::of(&config.keys),
@@ -72,7 +72,7 @@ async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration)
     }
     let mut out = String::new();
     for keys in &names {
-        let runs = read(nodes, keys, config.limit).await?;
+        let runs = read_with_holder(nodes, keys, config.limit).await?;
         out.push_str(&timeline::render(
             &keys.display_name(),
             &runs,
@@ -116,4 +116,14 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<Ru
         return Err(e);
     }
     Ok(merge(per_node, limit))
+}
+
+/// [`read`], with the lock's holder of now among the runs (see `history::with_holder`):
+/// what `history` and its timeline show.
+async fn read_with_holder(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<RunRecord>> {
+    let runs = read(nodes, keys, limit).await?;
+    let holder = super::state::holder(nodes, keys).await.ok().flatten();
+    let mut runs = crate::history::with_holder(runs, holder.as_ref());
+    runs.truncate(limit.max(1));
+    Ok(runs)
 }

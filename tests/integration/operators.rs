@@ -176,3 +176,60 @@ fn connection_flags_may_come_before_the_verb() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("first"), "{}", stdout(&out));
 }
+
+/// A run in progress is in `history` and its timeline, with host, pid and user (P9): a
+/// plain run (whose record is only written at its end) and a `--once-per` run (whose
+/// start mark carries only its token).
+#[test]
+fn runs_in_progress_show_who_runs_them() {
+    let redis = Redis::start();
+    let url = redis.url();
+    for (name, extra) in [("plainrun", vec![]), ("onceper", vec!["--once-per", "1h"])] {
+        let mut run = redlock_run()
+            .args(["--redis", &url, "--key", name])
+            .args(&extra)
+            .args(["--", "sleep", "3"])
+            .spawn()
+            .unwrap();
+        assert!(eventually(Duration::from_secs(5), || redis
+            .get(&lock_key(name))
+            .is_some()));
+        let pid = run.id();
+        let out = output(redlock().args(["history", name, "--redis", &url]));
+        let text = stdout(&out);
+        assert!(text.contains(&format!("pid {pid} user")), "{name}: {text}");
+        assert!(
+            text.contains("sleep 3") && !text.contains("? pid ?"),
+            "{name}: {text}"
+        );
+        let out = output(
+            redlock()
+                .args([
+                    "history",
+                    name,
+                    "--timeline",
+                    "--since",
+                    "1h",
+                    "--redis",
+                    &url,
+                ])
+                .env("COLUMNS", "80"),
+        );
+        let host = nix::unistd::gethostname()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let row = stdout(&out)
+            .lines()
+            .find(|l| l.trim_start().starts_with(&host[..host.len().min(6)]))
+            .map(str::to_string)
+            .unwrap_or_default();
+        assert!(
+            row.contains(':'),
+            "{name}: no running mark on the host's row:\n{}",
+            stdout(&out)
+        );
+        run.kill().unwrap();
+        run.wait().unwrap();
+    }
+}
