@@ -73,7 +73,7 @@ async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
             Err(e) if e.kind() == Kind::NotALock => continue,
             Err(e) => return Err(e),
         };
-        lines.push(line(&state, waiters, last.map(|r| r.describe()), now));
+        lines.push(line(&state, waiters, last.map(|r| last_run(&r, now)), now));
     }
     lines.sort_by(|a, b| {
         b.attention
@@ -81,6 +81,22 @@ async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
             .then(a.cells[0].cmp(&b.cells[0]))
     });
     Ok(lines)
+}
+
+/// The last run as a cell: how it ended first, then when and where (`exit 0, 3m ago on
+/// web-1`), so that a narrow column still shows the outcome.
+fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
+    let at = if run.running {
+        run.start_ms
+    } else {
+        run.end_ms.max(run.start_ms)
+    };
+    format!(
+        "{}, {} ago on {}",
+        run.outcome(),
+        human(Duration::from_millis(now.saturating_sub(at))),
+        run.who.host_text()
+    )
 }
 
 /// How many runs wait in Redis (the waiters set on the primary node).
@@ -202,7 +218,10 @@ async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
                 human(config.every)
             );
             terminal
-                .draw(|frame| frame.render_widget(table(&lines, &title), frame.area()))
+                .draw(|frame| {
+                    let area = frame.area();
+                    frame.render_widget(table(&lines, &title, area.width), area)
+                })
                 .map_err(|e| Error::internal(format!("cannot draw: {e}")))?;
             if quit_within(config.every)? || stopped(&mut signals) {
                 return Ok::<u8, Error>(0);
@@ -246,21 +265,80 @@ fn quit_within(every: Duration) -> Result<bool> {
     }
 }
 
-fn table<'a>(lines: &'a [Line], title: &'a str) -> Table<'a> {
+/// How each column is sized and which go first when the terminal is narrow: its
+/// place in [`HEADER`], the most it takes (its longest cell, up to this), and the least
+/// it is shown with; in the order columns are dropped, last first.
+const COLUMNS: [(usize, u16, u16); 8] = [
+    (0, 30, 30), // NAME: the longest name, up to 30, whole
+    (1, 12, 12), // STATE
+    (2, 40, 10), // HOLDER
+    (3, 8, 8),   // HELD
+    (6, 30, 7),  // WAITERS
+    (7, 30, 10), // LAST RUN: its outcome first
+    // Optional: shown whole when there is room left.
+    (4, 7, 7),   // TTL
+    (5, 16, 16), // FENCE
+];
+
+/// How many of [`COLUMNS`] are essential: shown, shrunk if need be, before any other.
+const ESSENTIAL: usize = 6;
+
+/// The columns that fit in `width` (borders and gaps told) and each one's width, in
+/// the table's order: the lowest in priority are dropped first, so that at 80 columns
+/// the name, state, holder, held for, waiters and last run stay; what is left over
+/// widens the columns that were shown at less than their longest cell, by priority.
+fn fitting(lines: &[Line], width: u16) -> Vec<(usize, u16)> {
+    let longest = |i: usize| {
+        lines
+            .iter()
+            .map(|l| l.cells[i].chars().count())
+            .chain([HEADER[i].len()])
+            .max()
+            .unwrap_or(0) as u16
+    };
+    let mut room = width.saturating_sub(2);
+    let mut chosen: Vec<(usize, u16, u16)> = Vec::new();
+    let (essential, optional) = COLUMNS.split_at(ESSENTIAL);
+    // The essential columns at their least, as many as fit, by priority; then each
+    // widened to its longest cell, by priority; then the optional ones whole, if room.
+    for &(i, cap, least) in essential {
+        let want = longest(i).min(cap);
+        let need = want.min(least).max(HEADER[i].len() as u16);
+        let gap = u16::from(!chosen.is_empty());
+        if need + gap > room {
+            break;
+        }
+        room -= need + gap;
+        chosen.push((i, need, want));
+    }
+    for (_, shown, want) in chosen.iter_mut() {
+        let more = want.saturating_sub(*shown).min(room);
+        *shown += more;
+        room -= more;
+    }
+    if chosen.len() == ESSENTIAL {
+        for &(i, cap, _) in optional {
+            let want = longest(i).min(cap);
+            if want + 1 > room {
+                break;
+            }
+            room -= want + 1;
+            chosen.push((i, want, want));
+        }
+    }
+    let mut out: Vec<(usize, u16)> = chosen.into_iter().map(|(i, w, _)| (i, w)).collect();
+    out.sort_by_key(|c| c.0);
+    out
+}
+
+fn table<'a>(lines: &'a [Line], title: &'a str, width: u16) -> Table<'a> {
+    let shown = fitting(lines, width);
     let rows = lines
         .iter()
-        .map(|l| Row::new(l.cells.iter().map(String::as_str)));
-    let widths = [
-        Constraint::Min(12),
-        Constraint::Length(13),
-        Constraint::Min(20),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(17),
-        Constraint::Min(8),
-        Constraint::Min(20),
-    ];
+        .map(|l| Row::new(shown.iter().map(|(i, _)| l.cells[*i].as_str())));
+    let widths: Vec<Constraint> = shown.iter().map(|(_, w)| Constraint::Length(*w)).collect();
+    let header = Row::new(shown.iter().map(|(i, _)| HEADER[*i]));
     Table::new(rows, widths)
-        .header(Row::new(HEADER).style(Style::default().add_modifier(Modifier::BOLD)))
+        .header(header.style(Style::default().add_modifier(Modifier::BOLD)))
         .block(Block::bordered().title(title))
 }

@@ -83,7 +83,12 @@ struct Tmux {
 
 impl Tmux {
     fn start(command: &str) -> Tmux {
-        let socket = format!("redlock-top-{}", std::process::id());
+        Tmux::sized(command, 160, 24)
+    }
+
+    /// A session of `x`×`y`.
+    fn sized(command: &str, x: u16, y: u16) -> Tmux {
+        let socket = format!("redlock-top-{}-{x}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
             .cmd()
@@ -91,9 +96,9 @@ impl Tmux {
                 "new-session",
                 "-d",
                 "-x",
-                "160",
+                &x.to_string(),
                 "-y",
-                "24",
+                &y.to_string(),
                 "sh",
                 "-c",
                 command,
@@ -258,4 +263,39 @@ fn two_thousand_locks_are_read_in_a_few_round_trips() {
         assert!(trips < 400, "{verb:?}: {trips} round trips");
         eprintln!("{verb:?}: {trips} round trips for 2,000 locks");
     }
+}
+
+/// At 80×24 and 100×30 a 29-character name, the holder, how long it is held, its
+/// waiters and the last run's outcome stay legible (newcomer-4 P7: names were cut to 12
+/// characters and the outcome never showed); the fence goes first when it is narrow.
+#[test]
+fn a_narrow_terminal_keeps_the_name_holder_held_waiters_and_outcome() {
+    let redis = Redis::start();
+    let name = "release-train-production-eu-1";
+    let url = redis.url();
+    let ran = output(redlock_run().args(["--redis", &url, "--key", name, "--", "true"]));
+    assert_eq!(code(&ran), 0);
+    let mut running = vec![holder(&redis, name, &[])];
+    assert!(eventually(READY, || redis.exists(&lock_key(name))));
+    running.push(holder(&redis, name, &["--wait", "60s", "--no-local-queue"]));
+    for (x, y) in [(80, 24), (100, 30)] {
+        let tmux = Tmux::sized(
+            &format!("'{REDLOCK}' top --redis '{url}' -n 300ms; sleep 60"),
+            x,
+            y,
+        );
+        let legible = eventually(Duration::from_secs(8), || {
+            let screen = tmux.screen();
+            let row = screen.lines().find(|l| l.contains(name)).unwrap_or("");
+            let pid = format!("pid {}", running[0].id());
+            row.contains("held")
+                && row.contains(&pid)
+                && (x < 100 || row.contains("sleep 60"))
+                && row.contains("exit 0")
+                && row.contains(" 1 ")
+                && screen.contains("HELD")
+        });
+        assert!(legible, "{x}×{y}:\n{}", tmux.screen());
+    }
+    stop(running);
 }
