@@ -42,6 +42,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "file for the run's outcome in the Prometheus text format (--metrics)",
     ),
     (
+        "REDLOCK_HOST",
+        "the host name recorded and shown for the run (a CI job's name in a container); the machine's own is kept for release --if-dead",
+    ),
+    (
         "REDLOCK_LABEL",
         "text recorded instead of the command line (--label)",
     ),

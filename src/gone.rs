@@ -104,7 +104,9 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
              that the lock's user is gone cannot be proved (give `redlock acquire --holder-pid PID` to record it exactly)"
         ));
     }
-    if here.host.as_ref() != Some(host) {
+    // The machine's own name (the holder may show another: REDLOCK_HOST).
+    let machine = holder.machine.as_ref().unwrap_or(host);
+    if here.host.as_ref() != Some(machine) {
         return refuse(format!(
             "on another host; --if-dead checks processes on this host ({}) only",
             here.host.as_deref().unwrap_or("?")

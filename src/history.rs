@@ -299,6 +299,7 @@ mod tests {
             pid_from: crate::holder::PidFrom::Own,
             uninterruptible: false,
             order_key: None,
+            machine: None,
         };
         let run = Run {
             meta: &meta,

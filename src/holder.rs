@@ -86,6 +86,9 @@ pub struct Holder {
     /// `--hold-min`: the run has ended and the lock is kept on purpose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<Box<Kept>>,
+    /// The machine's own host name, when the holder showed another (`REDLOCK_HOST`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// Newest wins: how the holder may be stopped for a newer run.
     #[serde(flatten)]
     pub stopping: Box<Stopping>,
@@ -181,6 +184,7 @@ impl Holder {
             holder.started = field("started");
             holder.fence = field("fence").and_then(|p| p.parse().ok());
             holder.pidns = field("pidns");
+            holder.machine = field("machine");
             holder.pid_from = field("pid_from").map(|f| match f.as_str() {
                 "given" => PidFrom::Given,
                 _ => PidFrom::Guessed,
@@ -319,15 +323,33 @@ pub struct Meta {
     pub uninterruptible: bool,
     /// `--order-key`.
     pub order_key: Option<u64>,
+    /// The machine's own host name, when `REDLOCK_HOST` shows another.
+    pub machine: Option<String>,
 }
 
 impl Meta {
     /// Metadata of this process, for `token`, recording `cmd`.
     pub fn local(token: &str, cmd: &str, ttl: Duration) -> Self {
-        let host = nix::unistd::gethostname()
+        let machine = nix::unistd::gethostname()
             .ok()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_else(|| "?".into());
+        // REDLOCK_HOST: what operators read as the host (a CI job's name rather than a
+        // container's hash); the machine's own name is kept beside it for the proof of
+        // `release --if-dead`, which only the machine's name can give.
+        let shown = std::env::var("REDLOCK_HOST")
+            .ok()
+            .map(|h| {
+                crate::error::one_line(h.trim())
+                    .chars()
+                    .take(255)
+                    .collect::<String>()
+            })
+            .filter(|h| !h.is_empty());
+        let (host, machine) = match shown {
+            Some(shown) if shown != machine => (shown, Some(machine)),
+            _ => (machine, None),
+        };
         // $USER or $LOGNAME (cron sets LOGNAME) first: looking the uid up goes through
         // NSS (files, maybe LDAP), which costs more than the rest of the wrapper's
         // start-up; metadata is for display.
@@ -354,6 +376,7 @@ impl Meta {
             pid_from: PidFrom::Own,
             uninterruptible: false,
             order_key: None,
+            machine,
         }
     }
 
@@ -422,6 +445,9 @@ impl Meta {
         }
         if let Some(key) = self.order_key {
             fields.push(("order_key", key.to_string()));
+        }
+        if let Some(machine) = &self.machine {
+            fields.push(("machine", machine.clone()));
         }
         fields
     }

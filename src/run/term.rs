@@ -121,7 +121,7 @@ fn announce(run: &Run<'_>, lease: &Lease) {
     );
     report.verbose(|| {
         format!(
-            "acquired {name} (token {}, ttl {})",
+            "holding {name} (token {}, ttl {})",
             &lease.token()[..8],
             human(ttl)
         )

@@ -2,6 +2,8 @@
 //! KEYS) on every node, one line each (tab-separated) or one JSON object each.
 
 use super::state::{LockState, read};
+use std::io::IsTerminal;
+
 use super::{open, print_json, print_line};
 use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, ListConfig};
@@ -19,6 +21,7 @@ pub async fn run(config: ListConfig) -> Result<u8> {
         async move { read(nodes, &keys).await }
     })
     .await?;
+    let mut shown = 0;
     for result in read {
         let state = match result {
             Ok(state) if state.holder.is_some() => state,
@@ -26,11 +29,16 @@ pub async fn run(config: ListConfig) -> Result<u8> {
             Err(e) if e.kind() == Kind::NotALock => continue, // not one of our locks
             Err(e) => return Err(e),
         };
+        shown += 1;
         if config.json {
             print_json(&state)?;
         } else {
             print_line(&line(&state, now));
         }
+    }
+    // On a terminal an empty answer says so (a script reading the list gets nothing).
+    if shown == 0 && !config.json && std::io::stdout().is_terminal() {
+        print_line(&format!("no locks held under {}", config.conn.prefix));
     }
     Ok(0)
 }

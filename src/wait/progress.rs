@@ -254,6 +254,11 @@ fn same_kind(a: Option<Place>, b: Option<Place>) -> bool {
 fn waited(patience: &Patience) -> String {
     let left = match patience.left() {
         Some(left) if left == Duration::MAX => " (no limit)".to_string(),
+        // Rounded up: a fresh `--wait 3s` has 3s left, not "2s" (2.998 s).
+        Some(left) if left >= Duration::from_secs(1) => {
+            let whole = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            format!(", {} left", human(Duration::from_secs(whole)))
+        }
         Some(left) => format!(", {} left", human(left)),
         None => ", no time left".to_string(),
     };

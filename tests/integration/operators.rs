@@ -233,3 +233,28 @@ fn runs_in_progress_show_who_runs_them() {
         run.wait().unwrap();
     }
 }
+
+/// REDLOCK_HOST names the host operators read (a CI job in a container, P17); `release
+/// --if-dead` still judges by the machine's own name: a live holder is alive, not "on
+/// another host".
+#[test]
+fn redlock_host_names_the_host_shown() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut run = redlock_run()
+        .env("REDLOCK_HOST", "ci-job-7")
+        .args(["--redis", &url, "--key", "shown", "--", "sleep", "3"])
+        .spawn()
+        .unwrap();
+    assert!(eventually(Duration::from_secs(5), || redis
+        .get(&lock_key("shown"))
+        .is_some()));
+    let status = stdout(&output(
+        redlock().args(["status", "shown", "--redis", &url]),
+    ));
+    assert!(status.contains("held by ci-job-7 pid"), "{status}");
+    let dead = output(redlock().args(["release", "shown", "--if-dead", "--redis", &url]));
+    assert_eq!(code(&dead), codes::BUSY, "{}", stderr(&dead));
+    assert!(!stderr(&dead).contains("another host"), "{}", stderr(&dead));
+    run.wait().unwrap();
+}
