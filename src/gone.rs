@@ -105,7 +105,7 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
         ));
     }
     // The machine's own name (the holder may show another: REDLOCK_HOST).
-    let machine = holder.machine.as_ref().unwrap_or(host);
+    let machine = holder.stopping.machine.as_ref().unwrap_or(host);
     if here.host.as_ref() != Some(machine) {
         return refuse(format!(
             "on another host; --if-dead checks processes on this host ({}) only",

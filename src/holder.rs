@@ -86,18 +86,20 @@ pub struct Holder {
     /// `--hold-min`: the run has ended and the lock is kept on purpose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<Box<Kept>>,
-    /// The machine's own host name, when the holder showed another (`REDLOCK_HOST`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub machine: Option<String>,
-    /// Newest wins: how the holder may be stopped for a newer run.
+    /// What fewer holders have (boxed: most have none of it).
     #[serde(flatten)]
     pub stopping: Box<Stopping>,
 }
 
-/// How a holder may be stopped for a newer run (`--supersede`, `redlock preempt`).
+/// How a holder may be stopped (`--supersede`, `redlock preempt`, `release --if-dead`):
+/// what fewer holders record.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Stopping {
+    /// The machine's own host name, when the holder showed another (`REDLOCK_HOST`):
+    /// what `release --if-dead` judges by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// `--uninterruptible`: a preempt request against it is refused.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub uninterruptible: bool,
@@ -184,12 +186,12 @@ impl Holder {
             holder.started = field("started");
             holder.fence = field("fence").and_then(|p| p.parse().ok());
             holder.pidns = field("pidns");
-            holder.machine = field("machine");
             holder.pid_from = field("pid_from").map(|f| match f.as_str() {
                 "given" => PidFrom::Given,
                 _ => PidFrom::Guessed,
             });
             holder.stopping = Box::new(Stopping {
+                machine: field("machine"),
                 uninterruptible: field("uninterruptible").as_deref() == Some("1"),
                 order_key: field("order_key").and_then(|p| p.parse().ok()),
                 preempt: field("preempt").and_then(|p| serde_json::from_str(&p).ok()),
