@@ -81,7 +81,7 @@ async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration)
             style,
         ));
     }
-    out.push_str(&timeline::legend(style.color));
+    out.push_str(&timeline::legend(style.color, style.width));
     print!("{out}");
     Ok(0)
 }

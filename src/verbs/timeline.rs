@@ -187,14 +187,27 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
     out
 }
 
-/// The legend under the pictures.
-pub fn legend(color: bool) -> String {
-    let parts: Vec<String> = crate::outcome::LEGEND
-        .iter()
-        .filter_map(|o| o.row().mark)
-        .map(|m| format!("{} {}", Cell(m.rank).draw(color), m.legend))
-        .collect();
-    format!("  {}\n", parts.join("   "))
+/// The legend under the pictures, its entries wrapped to `width` columns (newcomer-4
+/// P14: one 130-column line wrapped by the terminal mid-entry).
+pub fn legend(color: bool, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::from(" ");
+    let mut used = 1;
+    for mark in crate::outcome::LEGEND.iter().filter_map(|o| o.row().mark) {
+        let shown = 2 + mark.legend.chars().count();
+        if used > 1 && used + 3 + shown > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(" ");
+            used = 1;
+        }
+        let gap = if used > 1 { "   " } else { " " };
+        line.push_str(&format!("{gap}{} {}", Cell(mark.rank).draw(color), mark.legend));
+        used += gap.len() + shown;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 fn host_of(run: &RunRecord) -> String {

@@ -116,6 +116,8 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
     let state_text = match (state.limit, state.held) {
         (Some(limit), Some(held)) => format!("{held} of {limit} slots"),
         _ if holder.is_some_and(|h| h.stopping.preempt.is_some()) => "stopping".to_string(),
+        // --hold-min: the run ended; the lock is kept on purpose (newcomer-4 P10).
+        _ if holder.is_some_and(|h| h.kept.is_some()) => "kept".to_string(),
         _ if holder.is_some() => "held".to_string(),
         _ => "free".to_string(),
     };
