@@ -39,22 +39,54 @@ impl Cell {
 }
 
 /// Tick spacings to choose from (ms), and whether labels show the date.
-const TICKS: [(u64, bool); 14] = [
-    (60_000, false),
-    (2 * 60_000, false),
-    (5 * 60_000, false),
-    (10 * 60_000, false),
-    (15 * 60_000, false),
-    (30 * 60_000, false),
-    (3_600_000, false),
-    (2 * 3_600_000, false),
-    (3 * 3_600_000, false),
-    (6 * 3_600_000, false),
-    (12 * 3_600_000, false),
-    (86_400_000, true),
-    (2 * 86_400_000, true),
-    (7 * 86_400_000, true),
+/// The axis's tick spacings, finest first, and how each labels its ticks.
+const TICKS: [(u64, Label); 18] = [
+    (5_000, Label::Seconds),
+    (10_000, Label::Seconds),
+    (15_000, Label::Seconds),
+    (30_000, Label::Seconds),
+    (60_000, Label::Minutes),
+    (2 * 60_000, Label::Minutes),
+    (5 * 60_000, Label::Minutes),
+    (10 * 60_000, Label::Minutes),
+    (15 * 60_000, Label::Minutes),
+    (30 * 60_000, Label::Minutes),
+    (3_600_000, Label::Minutes),
+    (2 * 3_600_000, Label::Minutes),
+    (3 * 3_600_000, Label::Minutes),
+    (6 * 3_600_000, Label::Minutes),
+    (12 * 3_600_000, Label::Minutes),
+    (86_400_000, Label::Date),
+    (2 * 86_400_000, Label::Date),
+    (7 * 86_400_000, Label::Date),
 ];
+
+/// How a tick is labelled: `07:28:30`, `07:28`, `11-26`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    Seconds,
+    Minutes,
+    Date,
+}
+
+impl Label {
+    /// The label of the tick at `ms`, and the columns it takes with a gap after it.
+    fn of(self, ms: u64) -> String {
+        let text = crate::report::rfc3339(ms);
+        match self {
+            Label::Seconds => text[11..19].to_string(),
+            Label::Minutes => text[11..16].to_string(),
+            Label::Date => text[5..10].to_string(),
+        }
+    }
+
+    fn room(self) -> u128 {
+        match self {
+            Label::Seconds => 10,
+            _ => 8,
+        }
+    }
+}
 
 /// Where a picture's columns fall: its window, the width of its bars and labels.
 struct Frame {
@@ -111,10 +143,12 @@ impl Frame {
     fn axis(&self) -> String {
         let (from_ms, to_ms, bar_w) = (self.from_ms, self.to_ms, self.bar_w);
         let [_, corner_l, corner_r, rule, tick_mark] = self.glyphs();
-        let (every, dated) = TICKS
+        let (every, label) = TICKS
             .iter()
             .copied()
-            .find(|(every, _)| (*every as u128 * bar_w as u128 / self.span as u128) >= 8)
+            .find(|(every, label)| {
+                (*every as u128 * bar_w as u128 / self.span as u128) >= label.room()
+            })
             .unwrap_or(TICKS[TICKS.len() - 1]);
         let mut axis = vec![rule; bar_w];
         let mut labels = vec![' '; bar_w + 1];
@@ -122,8 +156,7 @@ impl Frame {
         while tick <= to_ms {
             let col = self.col_of(tick);
             axis[col] = tick_mark;
-            let text = stamp(tick, dated);
-            let text = if dated { &text[5..10] } else { &text[11..16] };
+            let text = label.of(tick);
             // A label that would run past the frame is left out (its tick stays).
             if col + text.len() <= bar_w + 1 {
                 for (i, c) in text.chars().enumerate() {
@@ -170,10 +203,12 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         label_w,
         color: style.color,
     };
+    // A window under an hour says its seconds too (P14: "07:28 to 07:29" for a minute).
+    let seconds = span < 3_600_000;
     let mut out = format!(
         "{name}: {} to {} UTC, one column {}\n",
-        stamp(from_ms, true),
-        stamp(to_ms, true),
+        stamp(from_ms, seconds),
+        stamp(to_ms, seconds),
         crate::report::human(std::time::Duration::from_millis(span / bar_w as u64))
     );
     if shown.is_empty() {
@@ -202,7 +237,11 @@ pub fn legend(color: bool, width: usize) -> String {
             used = 1;
         }
         let gap = if used > 1 { "   " } else { " " };
-        line.push_str(&format!("{gap}{} {}", Cell(mark.rank).draw(color), mark.legend));
+        line.push_str(&format!(
+            "{gap}{} {}",
+            Cell(mark.rank).draw(color),
+            mark.legend
+        ));
         used += gap.len() + shown;
     }
     out.push_str(&line);
@@ -224,9 +263,10 @@ fn end_of(run: &RunRecord, to_ms: u64) -> u64 {
 }
 
 /// `2026-11-21 05:44` (UTC).
-fn stamp(ms: u64, _date: bool) -> String {
+fn stamp(ms: u64, seconds: bool) -> String {
     let text = crate::report::rfc3339(ms);
-    format!("{} {}", &text[..10], &text[11..16])
+    let end = if seconds { 19 } else { 16 };
+    format!("{} {}", &text[..10], &text[11..end])
 }
 
 /// How to draw on this stdout: a terminal's width and colours (unless `NO_COLOR`);
