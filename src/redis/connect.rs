@@ -322,7 +322,9 @@ pub async fn first_failure(
     {
         return full;
     }
-    if err.is_timeout() {
+    // (A TLS handshake that gets no answer says what it most likely is instead: a
+    // plain-text port; see `connect_error`.)
+    if err.is_timeout() && !url.is_tls() {
         // The server may be fine and the node timeout too short (a short --ttl makes
         // it ttl/15): say which timeout ran out, not only that it did.
         return Error::unreachable(format!(

@@ -63,6 +63,7 @@ local verdict = redis.pcall('HGET', KEYS[9], token)
 if type(verdict) == 'table' then return foreign('verdicts', KEYS[9]) end
 if verdict then
   redis.call('HDEL', KEYS[9], token)
+  redis.pcall('LTRIM', KEYS[8], 1, 0)
   return {-9, verdict}
 end
 local high = redis.pcall('GET', KEYS[10])
@@ -163,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("753844730a3ce58a44436437be0dab0363d8037b", || {
+pub static NEWEST: Lua = Lua::new("018ad4ae9eed0f18ef641de8ab06922f9f73ae7e", || {
     NEWEST_TEXT.as_str()
 });
 
@@ -283,22 +284,33 @@ pub fn decode_preempt(value: Value) -> Option<Asked> {
 }
 
 /// Wakes one run on its own wake list with `element` (a superseded waiter: it tries
-/// again and finds its verdict; a holder: the preempt request). KEYS: the wake list.
-/// ARGV: element, ttl ms. A key of another type there is left alone (0).
+/// again and finds its verdict; a holder: the preempt request), only while that is
+/// still news: the waiter's verdict is unread, or the holder still holds the lock (a
+/// push nobody pops would linger its ten seconds). KEYS: the wake list, verdicts, lock.
+/// ARGV: the run's token, element, ttl ms. A key of another type there is left alone
+/// (0).
 pub const NOTIFY_TEXT: &str = r#"
-if type(redis.pcall('LPUSH', KEYS[1], ARGV[1])) ~= 'number' then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if type(redis.pcall('HGET', KEYS[2], ARGV[1])) ~= 'string' and redis.pcall('GET', KEYS[3]) ~= ARGV[1] then
+  return 0
+end
+if type(redis.pcall('LPUSH', KEYS[1], ARGV[2])) ~= 'number' then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 "#;
-pub static NOTIFY: Lua = Lua::new("59db6d83f6ccf96fadd19a65d46f71a0a50c7c1c", || NOTIFY_TEXT);
+pub static NOTIFY: Lua = Lua::new("2d19b424fbcf040ee340fb41806cbce55b4b5687", || NOTIFY_TEXT);
 
-pub const NOTIFY_CALLS: &[Need] = &[on("lpush", Key::OwnWake), on("pexpire", Key::OwnWake)];
+pub const NOTIFY_CALLS: &[Need] = &[
+    on("hget", Key::Verdicts),
+    on("get", Key::Lock),
+    on("lpush", Key::OwnWake),
+    on("pexpire", Key::OwnWake),
+];
 
 /// The call waking `token` on `keys` with `element`.
 pub fn notify(keys: &LockKeys, token: &str, element: &str) -> Call {
     let own = keys.own_wake(token);
-    let mut call = invocation(&NOTIFY, &[&own]);
-    call.arg(element).arg(WAKE_TTL_MS);
+    let mut call = invocation(&NOTIFY, &[&own, &keys.verdicts, &keys.lock]);
+    call.arg(token).arg(element).arg(WAKE_TTL_MS);
     call
 }
 
