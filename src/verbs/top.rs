@@ -204,6 +204,7 @@ async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
             "redlock top needs a terminal (stdout is not one); use --once",
         ));
     }
+    watch_for_hang_up();
     let mut terminal = ratatui::try_init().map_err(|e| {
         ratatui::restore();
         Error::usage(format!("redlock top needs a terminal ({e}); use --once"))
@@ -235,6 +236,46 @@ async fn live(nodes: &Nodes, config: &TopConfig) -> Result<u8> {
     result
 }
 
+/// A hung-up terminal (its window closed, tmux killed) reads as end of file for good,
+/// and crossterm, inside its own read, reads it for ever at full speed: a watch thread
+/// ends the view (status 129, as SIGHUP would) once the terminal is gone.
+fn watch_for_hang_up() {
+    let _ = std::thread::Builder::new()
+        .name("hang-up".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_millis(300));
+                if hung_up() {
+                    std::process::exit(i32::from(crate::exit::from_signal(1)));
+                }
+            }
+        });
+}
+
+/// Whether the terminal on stdin has hung up: no terminal any more, or readable with
+/// nothing to read (end of file: `poll(2)` says POLLIN or POLLHUP and `FIONREAD` 0),
+/// which crossterm would read for ever.
+fn hung_up() -> bool {
+    use std::os::fd::{AsFd, AsRawFd};
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return true;
+    }
+    let mut fds = [nix::poll::PollFd::new(
+        stdin.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let ready = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok_and(|n| n > 0);
+    let flags = fds[0].revents().unwrap_or(nix::poll::PollFlags::empty());
+    if flags.intersects(nix::poll::PollFlags::POLLHUP | nix::poll::PollFlags::POLLERR) {
+        return true;
+    }
+    let mut waiting: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes the byte count into the int it is given.
+    let asked = unsafe { nix::libc::ioctl(stdin.as_raw_fd(), nix::libc::FIONREAD, &mut waiting) };
+    ready && flags.contains(nix::poll::PollFlags::POLLIN) && asked == 0 && waiting == 0
+}
+
 /// Whether a signal that ends the view came (INT, TERM, HUP, QUIT); a resize (SIGWINCH)
 /// or a user signal does not: the view redraws on a resize.
 fn stopped(signals: &mut tokio::sync::mpsc::UnboundedReceiver<nix::sys::signal::Signal>) -> bool {
@@ -250,7 +291,9 @@ fn quit_within(every: Duration) -> Result<bool> {
     let until = std::time::Instant::now() + every;
     loop {
         let left = until.saturating_duration_since(std::time::Instant::now());
-        if !event::poll(left).map_err(|e| Error::internal(format!("terminal: {e}")))? {
+        if left.is_zero()
+            || !event::poll(left).map_err(|e| Error::internal(format!("terminal: {e}")))?
+        {
             return Ok(false);
         }
         match event::read().map_err(|e| Error::internal(format!("terminal: {e}")))? {
