@@ -394,10 +394,7 @@ fn render_try(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
 /// when the directory cannot be opened: the write goes on unlocked, as before).
 fn lock_dir(path: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
     let target = link_target(path);
-    let dir = target
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let dir = dir_of(&target);
     let file = std::fs::File::open(dir).ok()?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
 }
@@ -424,10 +421,7 @@ fn escape(value: &str) -> String {
 /// name), and never removed.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let target = link_target(path);
-    let dir = target
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let dir = dir_of(&target);
     let base = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -453,6 +447,14 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The directory `target` is in (`.` for a bare file name).
+fn dir_of(target: &Path) -> PathBuf {
+    target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// The file `path` names: itself, or the target of the symbolic link(s) it is.
