@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
+            [CompletionResult]::new('leader', 'leader', [CompletionResultType]::ParameterValue, 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -71,6 +72,10 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--supersede', '--supersede', [CompletionResultType]::ParameterName, 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel')
             [CompletionResult]::new('--order-key', '--order-key', [CompletionResultType]::ParameterName, 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)')
             [CompletionResult]::new('--preempt-signal', '--preempt-signal', [CompletionResultType]::ParameterName, 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after')
+            [CompletionResult]::new('--on-exit', '--on-exit', [CompletionResultType]::ParameterName, 'With --elect: what the leader does when its command exits by itself. resign: release, back off 2 renewal intervals, contend again; restart: run it again, keeping the lock, after a back-off of 1s doubling to 60s; exit: release and exit with its status [default: resign]')
+            [CompletionResult]::new('--elect-max-terms', '--elect-max-terms', [CompletionResultType]::ParameterName, 'With --elect: exit after N terms (1 to 1000000), with the last term''s status')
+            [CompletionResult]::new('--announce', '--announce', [CompletionResultType]::ParameterName, 'A value recorded beside the holder (up to 256 characters; e.g. the leader''s address), shown by `redlock leader` and `redlock status`')
+            [CompletionResult]::new('--ready-file', '--ready-file', [CompletionResultType]::ParameterName, 'Create this file (atomically, holding the fencing number) when the command starts under the lock, and remove it before the command is stopped or when it ends: a readiness probe that says "this copy leads"')
             [CompletionResult]::new('--retain', '--retain', [CompletionResultType]::ParameterName, 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]')
             [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]')
             [CompletionResult]::new('--label', '--label', [CompletionResultType]::ParameterName, 'Record TEXT in the holder metadata and the history instead of the command line (for a command whose arguments carry secrets the masking does not know); wins over --hide-args')
@@ -78,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--fair', '--fair', [CompletionResultType]::ParameterName, 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel')
             [CompletionResult]::new('--uninterruptible', '--uninterruptible', [CompletionResultType]::ParameterName, 'Refuse to be preempted (--supersede running, redlock preempt): a newer run waits for this one to end instead')
+            [CompletionResult]::new('--elect', '--elect', [CompletionResultType]::ParameterName, 'Hot standby: wait for the lock for as long as this runs, run the command while holding it, and when the lock is lost (the command is stopped as for any lost lock) contend again instead of exiting 79. Each term has a new fencing number. Exits on SIGTERM/SIGINT (the command is stopped, the lock released and the next standby woken), on a usage or auth error, or after --elect-max-terms. Not with --once-per, --once-id, --limit, --supersede, --hold-min, --wait')
             [CompletionResult]::new('--hide-args', '--hide-args', [CompletionResultType]::ParameterName, 'Record only the program name in the holder metadata, not its arguments')
             [CompletionResult]::new('--no-local-queue', '--no-local-queue', [CompletionResultType]::ParameterName, 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no, on|off]. A flag on the command line wins over both variables; from the same place, this wins over the directory')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors (no waiting line, no busy note)')
@@ -271,6 +277,22 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'redlock;leader' {
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters')
+            [CompletionResult]::new('--redis-url-file', '--redis-url-file', [CompletionResultType]::ParameterName, 'Read the Redis URL(s) from this file, one per line (for secrets)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Namespace prefix of every key (no braces) [default: redlock:]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
+            [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'Print a line (with --json, a JSON line) now and at every change of leader, until interrupted; changes are seen within 250ms')
+            [CompletionResult]::new('--is-me', '--is-me', [CompletionResultType]::ParameterName, 'Exit 0 when this host leads, 1 when another does or none does (69 when Redis cannot be reached): a readiness probe. The host is REDLOCK_HOST when set, else the machine''s name, as the runs record it')
+            [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
@@ -291,6 +313,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
+            [CompletionResult]::new('leader', 'leader', [CompletionResultType]::ParameterValue, 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -329,6 +352,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;preempt' {
+            break
+        }
+        'redlock;help;leader' {
             break
         }
         'redlock;help;generate' {

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
+            cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -67,6 +68,10 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --supersede 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel'
             cand --order-key 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)'
             cand --preempt-signal 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after'
+            cand --on-exit 'With --elect: what the leader does when its command exits by itself. resign: release, back off 2 renewal intervals, contend again; restart: run it again, keeping the lock, after a back-off of 1s doubling to 60s; exit: release and exit with its status [default: resign]'
+            cand --elect-max-terms 'With --elect: exit after N terms (1 to 1000000), with the last term''s status'
+            cand --announce 'A value recorded beside the holder (up to 256 characters; e.g. the leader''s address), shown by `redlock leader` and `redlock status`'
+            cand --ready-file 'Create this file (atomically, holding the fencing number) when the command starts under the lock, and remove it before the command is stopped or when it ends: a readiness probe that says "this copy leads"'
             cand --retain 'How long the name''s fence counter and run history are kept after its last use (1s to 365 days), refreshed by every acquisition and release; a name unused that long leaves nothing in Redis. With --once-per, at least twice the period [default: 30d]'
             cand --history 'How many past runs the lock''s history keeps (`redlock history`, `redlock status`), 0 to 1000; 0 records nothing [default: 20]'
             cand --label 'Record TEXT in the holder metadata and the history instead of the command line (for a command whose arguments carry secrets the masking does not know); wins over --hide-args'
@@ -74,6 +79,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --fair 'Wait in a first-come, first-served queue: the lock goes to the longest waiter, and the waiting line says your place ("you are #2 of 4"). Every run on the name must give --fair. One server, Cluster or Sentinel'
             cand --uninterruptible 'Refuse to be preempted (--supersede running, redlock preempt): a newer run waits for this one to end instead'
+            cand --elect 'Hot standby: wait for the lock for as long as this runs, run the command while holding it, and when the lock is lost (the command is stopped as for any lost lock) contend again instead of exiting 79. Each term has a new fencing number. Exits on SIGTERM/SIGINT (the command is stopped, the lock released and the next standby woken), on a usage or auth error, or after --elect-max-terms. Not with --once-per, --once-id, --limit, --supersede, --hold-min, --wait'
             cand --hide-args 'Record only the program name in the holder metadata, not its arguments'
             cand --no-local-queue 'Wait in Redis directly, without the host-local queue (every waiting run holds a Redis connection) [env: REDLOCK_NO_LOCAL_QUEUE=1|0, true|false, yes|no, on|off]. A flag on the command line wins over both variables; from the same place, this wins over the directory'
             cand -q 'Print nothing but errors (no waiting line, no busy note)'
@@ -255,6 +261,21 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'redlock;leader'= {
+            cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
+            cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
+            cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]'
+            cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
+            cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
+            cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
+            cand --watch 'Print a line (with --json, a JSON line) now and at every change of leader, until interrupted; changes are seen within 250ms'
+            cand --is-me 'Exit 0 when this host leads, 1 when another does or none does (69 when Redis cannot be reached): a readiness probe. The host is REDLOCK_HOST when set, else the machine''s name, as the runs record it'
+            cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
+            cand --json 'Print JSON'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'redlock;generate'= {
             cand --man 'Directory for the man pages'
             cand --completions 'Directory for the completions'
@@ -274,6 +295,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand doctor 'Check the Redis a lock depends on: eviction, replica role, persistence, ACL, clock offset, latency against the ttl'
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
+            cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
             cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -300,6 +322,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;top'= {
         }
         &'redlock;help;preempt'= {
+        }
+        &'redlock;help;leader'= {
         }
         &'redlock;help;generate'= {
         }

@@ -316,6 +316,37 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIGNAL")]
     pub preempt_signal: Option<String>,
 
+    /// Hot standby: wait for the lock for as long as this runs, run the command while
+    /// holding it, and when the lock is lost (the command is stopped as for any lost
+    /// lock) contend again instead of exiting 79. Each term has a new fencing number.
+    /// Exits on SIGTERM/SIGINT (the command is stopped, the lock released and the next
+    /// standby woken), on a usage or auth error, or after --elect-max-terms. Not with
+    /// --once-per, --once-id, --limit, --supersede, --hold-min, --wait.
+    #[arg(long)]
+    pub elect: bool,
+
+    /// With --elect: what the leader does when its command exits by itself. resign:
+    /// release, back off 2 renewal intervals, contend again; restart: run it again,
+    /// keeping the lock, after a back-off of 1s doubling to 60s; exit: release and exit
+    /// with its status [default: resign].
+    #[arg(long, value_name = "WHAT", value_enum, requires = "elect")]
+    pub on_exit: Option<crate::policy::OnExit>,
+
+    /// With --elect: exit after N terms (1 to 1000000), with the last term's status.
+    #[arg(long, value_name = "N", requires = "elect", allow_hyphen_values = true)]
+    pub elect_max_terms: Option<String>,
+
+    /// A value recorded beside the holder (up to 256 characters; e.g. the leader's
+    /// address), shown by `redlock leader` and `redlock status`.
+    #[arg(long, value_name = "VALUE")]
+    pub announce: Option<String>,
+
+    /// Create this file (atomically, holding the fencing number) when the command starts
+    /// under the lock, and remove it before the command is stopped or when it ends: a
+    /// readiness probe that says "this copy leads".
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    pub ready_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub retain: RetainArg,
 
@@ -458,6 +489,11 @@ pub enum Command {
     /// stopped: never two holders. An --uninterruptible holder is refused (75).
     #[command(after_long_help = verb_help(Page::Preempt))]
     Preempt(PreemptArgs),
+    /// Who leads an --elect name: host, pid, term (its fencing number), since, its
+    /// --announce value; --watch prints a line per change, --is-me answers with the
+    /// exit status (a readiness probe).
+    #[command(after_long_help = verb_help(Page::Leader))]
+    Leader(LeaderArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -538,6 +574,27 @@ pub struct ReleaseArgs {
     /// the token holds; --if-dead: every slot; --force asks for it].
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub slot: Option<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LeaderArgs {
+    /// Lock name (the --key of the --elect runs).
+    #[arg(value_name = "NAME")]
+    pub key: OsString,
+    /// Print a line (with --json, a JSON line) now and at every change of leader, until
+    /// interrupted; changes are seen within 250ms.
+    #[arg(long, conflicts_with = "is_me")]
+    pub watch: bool,
+    /// Exit 0 when this host leads, 1 when another does or none does (69 when Redis
+    /// cannot be reached): a readiness probe. The host is REDLOCK_HOST when set, else
+    /// the machine's name, as the runs record it.
+    #[arg(long)]
+    pub is_me: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
     /// Print JSON.

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::exit::Code;
 use crate::keys::{DEFAULT_PREFIX, LockKeys};
 use crate::policy::refused::Given;
-use crate::policy::{Completion, Newest, Policy, Stop};
+use crate::policy::{Completion, Elect, Newest, Policy, Stop};
 use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
 use crate::report::human;
 use crate::timing::{self, Budget, BudgetError};
@@ -68,6 +68,10 @@ pub struct RunConfig {
     pub label: Option<String>,
     /// Where the host-local queue is (`--local-dir`, `--no-local-queue`).
     pub local: LocalDir,
+    /// `--announce`: recorded beside the holder.
+    pub announce: Option<String>,
+    /// `--ready-file`: present while the command runs under the lock.
+    pub ready_file: Option<std::path::PathBuf>,
     pub command: Vec<OsString>,
 }
 
@@ -239,8 +243,44 @@ fn run_wait(args: &RunArgs) -> Result<Wait> {
     match (args.waiting.wait.as_deref(), &args.once_id) {
         (Some(raw), _) => wait(raw),
         (None, Some(_)) => Ok(Wait::Forever),
+        (None, None) if args.elect => Ok(Wait::Forever),
         (None, None) => Ok(Wait::For(Duration::ZERO)),
     }
+}
+
+/// The longest `--announce` value.
+const MAX_ANNOUNCE: usize = 256;
+
+/// `--announce`: printable text, recorded as given.
+fn announce(raw: Option<&str>) -> Result<Option<String>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    if raw.chars().count() > MAX_ANNOUNCE || raw.chars().any(char::is_control) {
+        return Err(Error::usage(format!(
+            "--announce {:?}: give up to {MAX_ANNOUNCE} printable characters, e.g. host:port",
+            crate::error::one_line(raw).chars().take(40).collect::<String>()
+        )));
+    }
+    Ok(Some(raw.to_string()))
+}
+
+/// `--ready-file`: a file name in a directory that exists.
+fn ready_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if file.file_name().is_none() || !dir.is_dir() {
+        return Err(Error::usage(format!(
+            "--ready-file {}: needs a file name in a directory that exists",
+            file.display()
+        )));
+    }
+    Ok(Some(file.to_path_buf()))
 }
 
 /// The longest `--once-id` (it is part of a key name).
@@ -320,6 +360,12 @@ pub fn signal(flag: &str, raw: &str) -> Result<Signal> {
 /// `--max-attempts`: 1 to 1000.
 fn max_attempts(raw: Option<&str>) -> Result<Option<u32>> {
     raw.map(|raw| count("--max-attempts", raw, 1..=1000, "a number of runs"))
+        .transpose()
+}
+
+/// `--elect-max-terms`: the terms after which an `--elect` run exits.
+fn elect_max_terms(raw: Option<&str>) -> Result<Option<u32>> {
+    raw.map(|raw| count("--elect-max-terms", raw, 1..=1_000_000, "a number of terms"))
         .transpose()
 }
 
@@ -520,6 +566,10 @@ impl RunConfig {
             supersede: args.supersede.is_some(),
             order_key: args.order_key.is_some(),
             may_wait: false,
+            elect: args.elect,
+            wait_given: args.waiting.wait.is_some(),
+            hold_min: hold_min.is_some(),
+            on_lost_keep: args.on_lost == OnLost::Keep,
         };
         let wait = run_wait(&args)?;
         let given = Given {
@@ -551,6 +601,16 @@ impl RunConfig {
                 .map_or(Ok(Signal::SIGTERM), |raw| signal("--preempt-signal", raw))?,
         };
         let policy = Policy::from_flags(given, completion, newest, stop)?;
+        let elect = args
+            .elect
+            .then(|| {
+                Ok::<_, Error>(Elect {
+                    on_exit: args.on_exit.unwrap_or_default(),
+                    max_terms: elect_max_terms(args.elect_max_terms.as_deref())?,
+                })
+            })
+            .transpose()?;
+        let policy = policy.electing(elect);
         Ok(RunConfig {
             conn,
             keys,
@@ -567,6 +627,8 @@ impl RunConfig {
             hide_args: args.hide_args,
             label: args.label,
             local: local_dir(&args.local)?,
+            announce: announce(args.announce.as_deref())?,
+            ready_file: ready_file(args.ready_file.as_deref())?,
             command: args.command,
         })
     }
@@ -975,6 +1037,30 @@ pub struct PreemptConfig {
     /// `--wait`: until the holder has released, at most this long.
     pub wait: Option<Duration>,
     pub json: bool,
+}
+
+/// A checked `redlock leader`.
+#[derive(Debug, Clone)]
+pub struct LeaderConfig {
+    pub conn: Conn,
+    pub keys: LockKeys,
+    pub watch: bool,
+    pub is_me: bool,
+    pub json: bool,
+}
+
+impl LeaderConfig {
+    pub fn from_args(args: crate::cli::LeaderArgs) -> Result<Self> {
+        let conn = Conn::from_args(&args.conn)?;
+        let keys = conn.keys(&args.key)?;
+        Ok(LeaderConfig {
+            conn,
+            keys,
+            watch: args.watch,
+            is_me: args.is_me,
+            json: args.json,
+        })
+    }
 }
 
 impl PreemptConfig {

@@ -357,6 +357,20 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock preempt tf-state --signal INT",
             ),
         ],
+        Page::Leader => &[
+            (
+                "Who runs the singleton consumer now, and since when.",
+                "redlock leader orders-consumer",
+            ),
+            (
+                "A readiness probe: ready only on the host that leads.",
+                "redlock leader orders-consumer --is-me",
+            ),
+            (
+                "Follow the hand-overs during a rollout, one JSON line per change.",
+                "redlock leader orders-consumer --watch --json",
+            ),
+        ],
         Page::Forget => &[
             (
                 "A CI branch's lock is gone for good: delete its history and fence counter now instead of 30 days after its last run.",

@@ -11,7 +11,7 @@ use clap::error::ErrorKind;
 use crate::cli::{Cli, Command, RunArgs, RunCli};
 use crate::config::{
     AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
-    PreemptConfig, ReleaseConfig, RunConfig, StatusConfig, WaitConfig,
+    LeaderConfig, PreemptConfig, ReleaseConfig, RunConfig, StatusConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;
@@ -44,6 +44,7 @@ pub fn redlock(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::History(args) => HistoryConfig::from_args(args).map(Verb::History),
         Command::Forget(args) => ForgetConfig::from_args(args).map(Verb::Forget),
         Command::Preempt(args) => PreemptConfig::from_args(args).map(Verb::Preempt),
+        Command::Leader(args) => LeaderConfig::from_args(args).map(Verb::Leader),
         Command::Doctor(args) => DoctorConfig::from_args(args).map(Verb::Doctor),
         Command::Top(args) => crate::config::TopConfig::from_args(args).map(Verb::Top),
     };

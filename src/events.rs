@@ -29,6 +29,10 @@ pub enum Event {
     Exited,
     Skipped,
     Preempted,
+    /// `--elect`: a term begins (the lock is taken, the command starts).
+    Elected,
+    /// `--elect`: a term ends (lost, the command exited, or the wrapper was stopped).
+    Deposed,
 }
 
 impl Event {
@@ -44,6 +48,8 @@ impl Event {
             Event::Exited => "exited",
             Event::Skipped => "skipped",
             Event::Preempted => "preempted",
+            Event::Elected => "elected",
+            Event::Deposed => "deposed",
         }
     }
 }

@@ -160,10 +160,11 @@ pub enum Page {
     Doctor,
     Top,
     Preempt,
+    Leader,
 }
 
 impl Page {
-    pub const ALL: [Page; 13] = [
+    pub const ALL: [Page; 14] = [
         Page::Run,
         Page::Redlock,
         Page::Status,
@@ -177,6 +178,7 @@ impl Page {
         Page::Doctor,
         Page::Top,
         Page::Preempt,
+        Page::Leader,
     ];
 
     /// The verb's name (`run` for the wrapper, `redlock` for the tool's own page).
@@ -195,6 +197,7 @@ impl Page {
             Page::Doctor => "doctor",
             Page::Top => "top",
             Page::Preempt => "preempt",
+            Page::Leader => "leader",
         }
     }
 
@@ -262,6 +265,13 @@ pub fn verb_table(page: Page) -> Vec<Row> {
                 "75",
                 "refused: the holder is --uninterruptible or another client's; or with --wait, it still held the lock",
             ),
+        ],
+        Page::Leader => &[
+            (
+                "0",
+                "said who leads (none is fine); --is-me: this host leads (--watch runs until a signal ends it: 128+N)",
+            ),
+            ("1", "--is-me: another host leads, or none does"),
         ],
         Page::Forget => &[
             ("0", "forgotten (or nothing was kept)"),

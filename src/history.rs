@@ -300,6 +300,7 @@ mod tests {
             uninterruptible: false,
             order_key: None,
             machine: None,
+            announce: None,
         };
         let run = Run {
             meta: &meta,

@@ -96,6 +96,9 @@ pub struct Holder {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Stopping {
+    /// `--announce`: the value the holder recorded (a leader's address).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub announce: Option<String>,
     /// The machine's own host name, when the holder showed another (`REDLOCK_HOST`):
     /// what `release --if-dead` judges by.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,6 +194,7 @@ impl Holder {
                 _ => PidFrom::Guessed,
             });
             holder.stopping = Box::new(Stopping {
+                announce: field("announce"),
                 machine: field("machine"),
                 uninterruptible: field("uninterruptible").as_deref() == Some("1"),
                 order_key: field("order_key").and_then(|p| p.parse().ok()),
@@ -327,6 +331,8 @@ pub struct Meta {
     pub order_key: Option<u64>,
     /// The machine's own host name, when `REDLOCK_HOST` shows another.
     pub machine: Option<String>,
+    /// `--announce`.
+    pub announce: Option<String>,
 }
 
 impl Meta {
@@ -379,7 +385,14 @@ impl Meta {
             uninterruptible: false,
             order_key: None,
             machine,
+            announce: None,
         }
+    }
+
+    /// The metadata of a run that announces `value` (`--announce`).
+    pub fn announcing(mut self, value: Option<String>) -> Self {
+        self.announce = value;
+        self
     }
 
     /// The metadata of a run that refuses to be preempted (`--uninterruptible`), and
@@ -450,6 +463,9 @@ impl Meta {
         }
         if let Some(machine) = &self.machine {
             fields.push(("machine", machine.clone()));
+        }
+        if let Some(value) = &self.announce {
+            fields.push(("announce", value.clone()));
         }
         fields
     }

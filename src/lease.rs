@@ -350,6 +350,17 @@ impl Lease {
         }
     }
 
+    /// The lease of the next term of an `--elect` run: the same nodes, name and
+    /// settings, a fresh token, nothing held yet.
+    pub fn next_term(self) -> Lease {
+        Lease {
+            token: new_token(),
+            grant: OnceCell::new(),
+            place: Cell::new(None),
+            ..self
+        }
+    }
+
     /// Newest wins (`--supersede`): this run's `--order-key`, and whether it asks the
     /// holder to stop (`--supersede running`).
     pub fn newest(mut self, order_key: Option<u64>, preempts: bool) -> Self {

@@ -52,6 +52,7 @@ mod metrics;
 pub mod outcome;
 pub mod policy;
 mod quorum;
+mod ready;
 mod redis;
 mod report;
 mod run;

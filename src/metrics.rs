@@ -54,6 +54,10 @@ pub struct RunFacts {
     pub preempted: bool,
     /// The command's own exit status.
     pub command_status: Option<u8>,
+    /// `--elect`: whether this host leads now (`None`: not an `--elect` run).
+    pub leader: Option<bool>,
+    /// `--elect`: the terms this host has led, kept across runs.
+    pub terms: u64,
 }
 
 /// The end of a run: its exit status, and whether it ended in an error.
@@ -154,6 +158,29 @@ impl Metrics {
             Event::Exited => {
                 facts.command_status = fields["command_status"].as_u64().map(|c| c as u8)
             }
+            Event::Elected => {
+                let previous = Previous::read(&self.path, &self.name);
+                facts.terms = previous.value(TERMS.0).unwrap_or(0.0) as u64 + 1;
+                facts.leader = Some(true);
+                return self.write(&facts, None);
+            }
+            // A term's end is a run's end; the wrapper stays, as a standby.
+            Event::Deposed => {
+                facts.leader = Some(false);
+                let end = Ending {
+                    end_s: now_s(),
+                    status: fields["status"].as_u64().unwrap_or(0) as u8,
+                    error: false,
+                };
+                let written = self.write(&facts, Some(&end));
+                *facts = RunFacts {
+                    start_s: facts.start_s,
+                    leader: Some(false),
+                    terms: facts.terms,
+                    ..RunFacts::default()
+                };
+                return written;
+            }
             _ => {}
         }
         Ok(())
@@ -165,6 +192,10 @@ impl Metrics {
             return Ok(());
         }
         let facts = self.facts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // A standby (`--elect`) that stops: its terms' ends are written already.
+        if facts.leader == Some(false) {
+            return self.write(&facts, None);
+        }
         let end = Ending {
             end_s: now_s(),
             status,
@@ -312,6 +343,15 @@ const TRIED: [(&str, &str); 2] = [
     ),
 ];
 
+const LEADER: (&str, &str) = (
+    "redlock_leader",
+    "--elect: 1 while this host leads (holds the lock and runs the command), 0 while it stands by.",
+);
+const TERMS: (&str, &str) = (
+    "redlock_leader_terms",
+    "--elect: how many terms this host has led (kept across runs).",
+);
+
 const SUCCESS: (&str, &str) = (
     "redlock_last_success_timestamp_seconds",
     "When a run last ended with its command exiting 0 (kept across runs that did not).",
@@ -349,6 +389,10 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
     };
     if let Some(success) = success.or_else(|| previous.value(SUCCESS.0)) {
         text.one(SUCCESS.0, SUCCESS.1, seconds(success));
+    }
+    if let Some(leader) = facts.leader {
+        text.one(LEADER.0, LEADER.1, u8::from(leader).to_string());
+        text.one(TERMS.0, TERMS.1, facts.terms.to_string());
     }
     let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
     text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));

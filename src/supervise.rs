@@ -47,6 +47,8 @@ pub struct Held<'a> {
     /// than find it at its next renewal.
     pub stop: Stop,
     pub listens: bool,
+    /// `--ready-file`: removed before the command is stopped.
+    pub ready_file: Option<&'a std::path::Path>,
 }
 
 /// How the run ended.
@@ -57,6 +59,11 @@ pub struct Outcome {
     pub lost: Option<Lost>,
     /// When the lease ends if it is still held (no renewal runs after the command).
     pub lease_end: Option<Point>,
+    /// When the last successful request for the lease was sent, if it is still held.
+    pub renewed_at: Option<Point>,
+    /// The signal to the wrapper that ended the command (INT, TERM, HUP, QUIT), if one
+    /// was forwarded.
+    pub signalled: Option<Signal>,
 }
 
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = Renew> + 'a>>;
@@ -97,6 +104,10 @@ struct Supervisor<'a> {
     /// The wait for a request to stop, while the run listens for one (the loop takes
     /// it: one future per run, kept across turns).
     listening: Option<RequestFuture<'a>>,
+    /// `--ready-file`, until it is removed.
+    ready: Option<&'a std::path::Path>,
+    /// The last ending signal forwarded to the command.
+    signalled: Option<Signal>,
 }
 
 /// Supervises `started` until it exits; with `held`, keeps the lease alive or stops the
@@ -128,6 +139,7 @@ pub async fn supervise(
             _ = tokio::time::sleep(nap) => {}
         }
     };
+    sup.unready();
     started.restore_terminal();
     started.group.leader_exited();
     if status.is_ok() {
@@ -140,6 +152,8 @@ pub async fn supervise(
     Outcome {
         status,
         lease_end: sup.lease_end(),
+        renewed_at: sup.renewed_at(),
+        signalled: sup.signalled,
         lost: sup.into_lost(),
     }
 }
@@ -179,7 +193,10 @@ impl<'a> Supervisor<'a> {
             .as_ref()
             .filter(|h| h.listens && !h.stop.uninterruptible)
             .map(|h| Box::pin(h.lease.next_request()) as RequestFuture<'a>);
+        let ready = held.as_ref().and_then(|h| h.ready_file);
         Supervisor {
+            ready,
+            signalled: None,
             give_up,
             lease: held.map(|h| (h.lease, h.budget, h.on_lost)),
             state,
@@ -305,11 +322,24 @@ impl<'a> Supervisor<'a> {
         started.resume();
     }
 
-    /// A signal sent to the wrapper goes to the command's whole group, once.
-    fn forward(&self, sig: Signal) {
+    /// A signal sent to the wrapper goes to the command's whole group, once; one that
+    /// ends the command (INT, TERM, HUP, QUIT) is remembered, and the ready file goes
+    /// first.
+    fn forward(&mut self, sig: Signal) {
         self.report
             .verbose(|| format!("forwarding {sig} to the command"));
+        if crate::signals::ends_wait(sig) {
+            self.signalled = Some(sig);
+            self.unready();
+        }
         self.group.signal(sig);
+    }
+
+    /// Removes the `--ready-file`, once.
+    fn unready(&mut self) {
+        if let Some(path) = self.ready.take() {
+            crate::ready::remove(path);
+        }
     }
 
     fn is_renewing(&self) -> bool {
@@ -410,6 +440,7 @@ impl<'a> Supervisor<'a> {
         let Some((lease, budget, on_lost)) = self.lease else {
             return;
         };
+        self.unready();
         let name = lease.keys().display_name();
         // Preempted: stopped whatever --on-lost says (it is asked to stop, not lost).
         let (on_lost, sig) = match &why {
@@ -476,6 +507,13 @@ impl<'a> Supervisor<'a> {
             (Some((_, budget, _)), LeaseState::Held { t_sent, .. }) => {
                 Some(budget.lease_end(*t_sent))
             }
+            _ => None,
+        }
+    }
+
+    fn renewed_at(&self) -> Option<Point> {
+        match &self.state {
+            LeaseState::Held { t_sent, .. } => Some(*t_sent),
             _ => None,
         }
     }

@@ -109,6 +109,23 @@ impl Budget {
     }
 }
 
+/// `--elect --on-exit resign`: how long a leader whose command exited by itself waits
+/// before it contends again: two renewal intervals (a standby woken by the release takes
+/// the lock well within them), at least 100ms, at most 30s.
+pub fn resign_backoff(renew_every: Duration) -> Duration {
+    (renew_every * 2).clamp(Duration::from_millis(100), Duration::from_secs(30))
+}
+
+/// `--elect --on-exit restart`: the pause before the `restarts`-th restart in a row of a
+/// command that keeps exiting: 1s, doubling, at most 60s.
+pub fn restart_backoff(restarts: u32) -> Duration {
+    Duration::from_secs(1u64 << restarts.min(6)).min(Duration::from_secs(60))
+}
+
+/// A command that ran this long before it exited was not flapping: the restart back-off
+/// starts over.
+pub const RESTART_SETTLED: Duration = Duration::from_secs(60);
+
 /// `E = t_sent + ttl − drift(ttl)`.
 pub fn lease_end(t_sent: Point, ttl: Duration) -> Point {
     (t_sent + ttl).saturating_sub(drift(ttl))
@@ -155,6 +172,16 @@ pub fn until_expiry(holder_ttl_left: Duration, jitter: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elect_back_offs() {
+        let ms = Duration::from_millis;
+        assert_eq!(resign_backoff(ms(10)), ms(100));
+        assert_eq!(resign_backoff(ms(1666)), ms(3332));
+        assert_eq!(resign_backoff(Duration::from_secs(3600)), Duration::from_secs(30));
+        let waits: Vec<u64> = (0..9).map(|n| restart_backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

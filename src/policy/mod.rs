@@ -126,6 +126,28 @@ impl Default for Stop {
     }
 }
 
+/// `--on-exit`: what a leader (`--elect`) does when its command exits by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnExit {
+    /// Release the lock, back off a little (so that a flapping host yields to a
+    /// standby) and contend again.
+    #[default]
+    Resign,
+    /// Run the command again, keeping the lock, after a back-off that grows from 1s to
+    /// 60s while it keeps exiting.
+    Restart,
+    /// Release the lock and exit with the command's status.
+    Exit,
+}
+
+/// `--elect`: the supervisor loops over terms (a hot standby).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Elect {
+    pub on_exit: OnExit,
+    /// `--elect-max-terms`: the wrapper exits after this many terms.
+    pub max_terms: Option<u32>,
+}
+
 /// What a run asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
@@ -135,9 +157,16 @@ pub struct Policy {
     pub newest: Option<Newest>,
     /// `--uninterruptible`, `--preempt-signal`.
     pub stop: Stop,
+    /// `--elect`, `--on-exit`, `--elect-max-terms`: the run is a loop of terms.
+    pub elect: Option<Elect>,
 }
 
 impl Policy {
+    /// The same policy, as a loop of terms (`--elect`).
+    pub fn electing(self, elect: Option<Elect>) -> Policy {
+        Policy { elect, ..self }
+    }
+
     /// The policy of a run's checked flags, or the one line of the first refused
     /// combination (usage error).
     pub fn from_flags(
@@ -159,6 +188,7 @@ impl Policy {
             completion,
             newest,
             stop,
+            elect: None,
         })
     }
 }

@@ -35,6 +35,14 @@ pub enum Flag {
     OrderKey,
     /// `--wait 0` (the default): the run never waits.
     NoWait,
+    /// `--elect`.
+    Elect,
+    /// `--wait` given (any value).
+    WaitGiven,
+    /// `--hold-min`.
+    HoldMin,
+    /// `--on-lost keep`.
+    OnLostKeep,
 }
 
 impl Flag {
@@ -55,6 +63,10 @@ impl Flag {
             Flag::NoSupersede => "no `--supersede`",
             Flag::OrderKey => "`--order-key`",
             Flag::NoWait => "no `--wait` (or `--wait 0`)",
+            Flag::Elect => "`--elect`",
+            Flag::WaitGiven => "`--wait`",
+            Flag::HoldMin => "`--hold-min`",
+            Flag::OnLostKeep => "`--on-lost keep`",
         }
     }
 }
@@ -80,8 +92,16 @@ pub struct Given {
     pub supersede: bool,
     /// `--order-key` given.
     pub order_key: bool,
-    /// The run may wait (`--wait` other than 0).
+    /// The run may wait (`--wait` other than 0, or `--elect`).
     pub may_wait: bool,
+    /// `--elect` given.
+    pub elect: bool,
+    /// `--wait` given.
+    pub wait_given: bool,
+    /// `--hold-min` given (and not 0).
+    pub hold_min: bool,
+    /// `--on-lost keep`.
+    pub on_lost_keep: bool,
 }
 
 impl Given {
@@ -101,6 +121,10 @@ impl Given {
             Flag::NoSupersede => !self.supersede,
             Flag::OrderKey => self.order_key,
             Flag::NoWait => !self.may_wait,
+            Flag::Elect => self.elect,
+            Flag::WaitGiven => self.wait_given,
+            Flag::HoldMin => self.hold_min,
+            Flag::OnLostKeep => self.on_lost_keep,
         }
     }
 
@@ -186,6 +210,34 @@ pub const RULES: &[Rule] = &[
         both: [Flag::Supersede, Flag::OnceId],
         line: "--supersede runs only the newest of the runs that come, and --once-id the first of an ID; use one or the other",
     },
+    Rule {
+        both: [Flag::Elect, Flag::OncePer],
+        line: "--elect keeps one copy of a service running for as long as it runs, and --once-per runs a job once per period; use one or the other",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::OnceId],
+        line: "--elect keeps one copy of a service running for as long as it runs, and --once-id runs a job once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::Limit],
+        line: "--elect elects one leader, and --limit {limit} lets {limit} runs hold the lock at once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::Supersede],
+        line: "--elect keeps the leader until it stops, and --supersede replaces it with the newest run; use one or the other",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::WaitGiven],
+        line: "--elect waits for the lock for as long as it runs (a standby); drop --wait",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::HoldMin],
+        line: "--elect holds the lock for as long as the leader leads, and --hold-min keeps it after a run ends; use one or the other",
+    },
+    Rule {
+        both: [Flag::Elect, Flag::OnLostKeep],
+        line: "--on-lost keep lets the command run on without the lock, and --elect contends again when it loses it: two copies would run; drop --on-lost keep",
+    },
 ];
 
 /// The line of the first rule `given` breaks, if any.
@@ -231,6 +283,10 @@ mod tests {
             Flag::NoSupersede => g.supersede = false,
             Flag::OrderKey => g.order_key = true,
             Flag::NoWait => g.may_wait = false,
+            Flag::Elect => g.elect = true,
+            Flag::WaitGiven => g.wait_given = true,
+            Flag::HoldMin => g.hold_min = true,
+            Flag::OnLostKeep => g.on_lost_keep = true,
         }
         g
     }
@@ -261,6 +317,12 @@ mod tests {
             newest,
             set(newest, Flag::OrderKey),
             set(plain, Flag::NoWait),
+            set(plain, Flag::Elect),
+            set(set(plain, Flag::Elect), Flag::Fair),
+            set(set(plain, Flag::Elect), Flag::Redlock),
+            set(plain, Flag::WaitGiven),
+            set(plain, Flag::HoldMin),
+            set(plain, Flag::OnLostKeep),
         ] {
             assert_eq!(refusal(&alone), None, "{alone:?}");
         }

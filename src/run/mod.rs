@@ -5,12 +5,14 @@
 //! release, report). Each stage returns a [`Step`]: what the next stage needs, or the
 //! [`End`] of the run. A run that does not start its command leaves no lock behind.
 //!
-//! - `term.rs`: one term: take, start, supervise, finish (what `--elect` will repeat);
+//! - `term.rs`: one term: take, start, supervise, finish;
+//! - `elect.rs`: `--elect`, a loop of terms (a hot standby);
 //! - `command.rs`: the command's start under the lock's environment and its supervision;
 //! - `nested.rs`: a run inside a holder of its own lock;
 //! - `release.rs`: the release with retries, the status it makes, the `released` event.
 
 mod command;
+mod elect;
 mod nested;
 mod release;
 mod term;
@@ -72,6 +74,9 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let head = run.queue_locally().await?;
     let lease = run.connect().await?;
     nested::run_if_nested(&mut run, &lease).await?;
+    if run.config.policy.elect.is_some() {
+        return elect::elect(&mut run, lease, head).await;
+    }
     term::term(&mut run, &lease, head).await
 }
 

@@ -19,6 +19,25 @@ use serde::Deserialize;
 
 /// The term, stage by stage; its exit status.
 pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<u8> {
+    let mut taken = begin(run, lease, head).await?;
+    let guard = taken.guard.take();
+    let outcome = command(run, lease, &taken, taken.t_sent, guard).await?;
+    Ok(finish(run, lease, &taken.meta, outcome, taken.acquired_at).await)
+}
+
+/// A term whose lock is held and whose command may start.
+pub(super) struct Taken {
+    pub meta: Meta,
+    /// When the acquisition was sent (the lease's clock starts there).
+    pub t_sent: Point,
+    pub acquired_at: Point,
+    /// The command's group guard when one was forked while waiting.
+    pub guard: Option<GroupGuard>,
+}
+
+/// Takes the lock and says so; ends the run when a signal came first or a `--once-per`
+/// start cannot be recorded.
+pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<Taken> {
     let meta = holder_meta(run, lease);
     let (t_sent, guard) = take(run, lease, &meta, head).await?;
     let acquired_at = crate::clock::now();
@@ -27,23 +46,56 @@ pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -
     if run.config.policy.completion.once_per.is_some() {
         start_in_slot(run, lease, acquired_at).await?;
     }
+    Ok(Taken {
+        meta,
+        t_sent,
+        acquired_at,
+        guard,
+    })
+}
+
+/// Runs the command under the supervisor, the lease renewed from `t_sent` (the last
+/// request that kept it); a command that cannot start gives the lock back.
+pub(super) async fn command(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    taken: &Taken,
+    t_sent: Point,
+    guard: Option<GroupGuard>,
+) -> Step<supervise::Outcome> {
+    let ready_file = run.config.ready_file.clone();
+    if let Some(path) = &ready_file {
+        let line = serde_json::json!({
+            "name": lease.keys().display_name(),
+            "fence": lease.fence(),
+            "pid": std::process::id(),
+            "since_ms": crate::clock::wall_ms(),
+        });
+        if let Err(e) = crate::ready::create(path, &line.to_string()) {
+            run.report
+                .note(&format!("--ready-file {}: {e}", path.display()));
+        }
+    }
     let held = Held {
         lease,
         budget: run.config.budget,
         on_lost: run.config.on_lost,
         t_sent,
-        give_up_at: run.config.max_hold.map(|d| t_sent + d),
+        give_up_at: run.config.max_hold.map(|d| taken.t_sent + d),
         stop: run.config.policy.stop,
         listens: lease.order().supersedes(),
+        ready_file: ready_file.as_deref(),
     };
-    let outcome = match command::run_command(run, Some(held), guard).await {
-        Ok(outcome) => outcome,
+    match command::run_command(run, Some(held), guard).await {
+        Ok(outcome) => Ok(outcome),
         Err(e) => {
-            give_back(lease, acquired_at, run.report).await;
-            return Err(e.into());
+            if let Some(path) = &ready_file {
+                crate::ready::remove(path);
+            }
+            give_back(lease, taken.acquired_at, run.report).await;
+            Err(e.into())
         }
-    };
-    Ok(finish(run, lease, &meta, outcome, acquired_at).await)
+    }
 }
 
 /// The holder metadata this run records: who runs what.
@@ -61,6 +113,7 @@ fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
     let order_key = config.policy.newest.and_then(|n| n.order_key);
     Meta::local(lease.token(), &cmdline, config.budget.ttl)
         .stopping(config.policy.stop.uninterruptible, order_key)
+        .announcing(config.announce.clone())
 }
 
 /// Takes the lock, waiting as configured: when it was sent for (the lease's clock
@@ -280,7 +333,7 @@ async fn start_in_slot(run: &Run<'_>, lease: &Lease, acquired_at: Point) -> Step
 /// and returns the run's exit status: the command's, or the lost-lock (79) or
 /// `--max-hold` (124) code when the lock was lost while it ran or found lost at the
 /// release.
-async fn finish(
+pub(super) async fn finish(
     run: &Run<'_>,
     lease: &Lease,
     meta: &Meta,

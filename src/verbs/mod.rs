@@ -1,5 +1,5 @@
 //! The operator and scripting verbs: `status`, `list`, `release`, `acquire`, `extend`,
-//! `wait`, `history`, `forget`, `doctor`, `top`, `preempt`, one file each (`doctor/` holds doctor's pure rules and
+//! `wait`, `history`, `forget`, `doctor`, `top`, `preempt`, `leader`, one file each (`doctor/` holds doctor's pure rules and
 //! command table), each taking its checked configuration from [`crate::config`]. They
 //! use the same key layout, scripts and nodes as the wrapper; with several `--redis` nodes
 //! they say on how many nodes a lock is present. Their text and JSON shapes are typed
@@ -7,7 +7,8 @@
 //!
 //! Exit statuses beyond the wrapper's table: `status` 0 when every named lock is held,
 //! 1 when one is free; `release --force` 0 removed, 1 it was free; `release --token` and
-//! `extend` 79 when the token no longer holds the lock; `doctor` 0 nothing at warning
+//! `extend` 79 when the token no longer holds the lock; `leader --is-me` 0 when this
+//! host leads, 1 when not; `doctor` 0 nothing at warning
 //! or worse, 1 a warning, 2 an error; `forget` 75 when a name is in use.
 
 mod acquire;
@@ -15,6 +16,7 @@ mod doctor;
 mod extend;
 mod forget;
 mod history;
+mod leader;
 mod list;
 mod preempt;
 mod release;
@@ -30,8 +32,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{
-    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
-    PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig,
+    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, LeaderConfig,
+    ListConfig, PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::quorum::Nodes;
@@ -50,6 +52,7 @@ pub enum Verb {
     Doctor(DoctorConfig),
     Top(TopConfig),
     Preempt(PreemptConfig),
+    Leader(LeaderConfig),
 }
 
 impl Verb {
@@ -67,6 +70,7 @@ impl Verb {
             Verb::Doctor(c) => &c.conn,
             Verb::Top(c) => &c.conn,
             Verb::Preempt(c) => &c.conn,
+            Verb::Leader(c) => &c.conn,
         }
     }
 }
@@ -85,6 +89,7 @@ pub async fn run(verb: Verb, report: &Reporter) -> Result<u8> {
         Verb::Doctor(config) => doctor::run(config).await,
         Verb::Top(config) => top::run(config).await,
         Verb::Preempt(config) => preempt::run(config).await,
+        Verb::Leader(config) => leader::run(config, report).await,
     }
 }
 

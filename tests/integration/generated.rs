@@ -236,6 +236,8 @@ impl Draw {
             supersede: self.supersede.is_some(),
             order_key: false,
             may_wait: true,
+            // The family draws no --elect (tests/integration/elect.rs attacks it).
+            ..Default::default()
         };
         redlock::policy::refused::refusal(&given).is_some()
     }

@@ -1,0 +1,249 @@
+//! `--elect`: a hot standby. The run is a loop of terms: wait for the lock for as long
+//! as it takes (wake-one, this host's queue as for any run), run the command while it
+//! is held, and when the term ends go back to waiting. A term ends when the lock is
+//! lost (the supervisor stopped the command before the lease could end elsewhere, as
+//! for any lost lock), when the command exits by itself (`--on-exit`), or when the
+//! wrapper is told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT: the command is stopped,
+//! the lock released, the next standby woken, and the wrapper exits). Each term is a
+//! new acquisition: a new token, a new fencing number, its own history record.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::term::{self, Taken};
+use super::{End, Run, Step};
+use crate::clock;
+use crate::events::Event;
+use crate::exit;
+use crate::lease::{Lease, Lost, Renew};
+use crate::policy::OnExit;
+use crate::report::human;
+use crate::supervise::Outcome;
+use crate::timing::{self, Point};
+use crate::wait::{Head, Patience};
+
+/// How a term ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deposed {
+    /// The lock was lost, given up (`--max-hold`) or asked for (`redlock preempt`).
+    Lost,
+    /// The command exited by itself while it led.
+    Exited,
+    /// The wrapper was told to stop.
+    Signalled(Signal),
+}
+
+impl Deposed {
+    fn reason(self) -> &'static str {
+        match self {
+            Deposed::Lost => "lost",
+            Deposed::Exited => "exited",
+            Deposed::Signalled(_) => "signal",
+        }
+    }
+}
+
+/// The loop of terms; the exit status of the last.
+pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -> Step<u8> {
+    let elect = run.config.policy.elect.clone().unwrap_or_default();
+    let mut lease = first;
+    let mut head = head;
+    let mut terms = 0u32;
+    loop {
+        terms += 1;
+        let (status, deposed) = one_term(run, &lease, head.take(), elect.on_exit).await?;
+        said_deposed(run, &lease, status, deposed);
+        let last = matches!(deposed, Deposed::Signalled(_))
+            || (deposed == Deposed::Exited && elect.on_exit == OnExit::Exit)
+            || elect.max_terms == Some(terms);
+        if last {
+            return Ok(status);
+        }
+        if deposed == Deposed::Exited {
+            let pause = timing::resign_backoff(run.config.budget.renew_every);
+            run.report.verbose(|| {
+                format!(
+                    "the command exited {status}; resigned, contending again in {}",
+                    human(pause)
+                )
+            });
+            stand_aside(run, pause).await?;
+        }
+        lease = lease.next_term();
+        run.patience = Patience::new(run.config.wait);
+        run.started = clock::now();
+        head = run.queue_locally().await?;
+    }
+}
+
+/// One term: take the lock, run the command (again, with `--on-exit restart`), release;
+/// its status and how it ended.
+async fn one_term(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    head: Option<Head>,
+    on_exit: OnExit,
+) -> Step<(u8, Deposed)> {
+    let mut taken = term::begin(run, lease, head).await?;
+    said_elected(run, lease);
+    let mut t_sent = taken.t_sent;
+    let mut guard = taken.guard.take();
+    let mut restarts = 0u32;
+    loop {
+        let started = clock::now();
+        let outcome = term::command(run, lease, &taken, t_sent, guard.take()).await?;
+        let deposed = match (&outcome.lost, outcome.signalled) {
+            (Some(_), _) => Deposed::Lost,
+            (None, Some(sig)) => Deposed::Signalled(sig),
+            (None, None) => Deposed::Exited,
+        };
+        let (outcome, deposed) = match (deposed, on_exit, outcome.renewed_at) {
+            (Deposed::Exited, OnExit::Restart, Some(renewed_at)) => {
+                if clock::now().saturating_sub(started) >= timing::RESTART_SETTLED {
+                    restarts = 0;
+                }
+                let pause = timing::restart_backoff(restarts);
+                restarts += 1;
+                say_restart(run, lease, &outcome, pause);
+                match keep_through(run, lease, renewed_at, pause).await {
+                    Kept::Held(renewed) => {
+                        t_sent = renewed;
+                        continue;
+                    }
+                    Kept::Lost(why) => {
+                        run.report.error(&format!(
+                            "lock {} lost while the command waited to restart: {why}",
+                            lease.keys().display_name()
+                        ));
+                        let lost = Outcome {
+                            lost: Some(why),
+                            lease_end: None,
+                            renewed_at: None,
+                            ..outcome
+                        };
+                        (lost, Deposed::Lost)
+                    }
+                    Kept::Signalled(sig) => (outcome, Deposed::Signalled(sig)),
+                }
+            }
+            _ => (outcome, deposed),
+        };
+        let status = finish(run, lease, &taken, outcome).await;
+        // A release that found the key no longer ours: the term was lost.
+        let deposed = match deposed {
+            Deposed::Exited if status == exit::Code::Lost.value() => Deposed::Lost,
+            other => other,
+        };
+        return Ok((status, deposed));
+    }
+}
+
+async fn finish(run: &Run<'_>, lease: &Lease, taken: &Taken, outcome: Outcome) -> u8 {
+    term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await
+}
+
+/// What holding the lock through a restart's pause came to.
+enum Kept {
+    /// Still held: the last renewal was sent then.
+    Held(Point),
+    Lost(Lost),
+    Signalled(Signal),
+}
+
+/// Keeps the lease for `pause` while no command runs (`--on-exit restart`), renewing it
+/// on the supervisor's schedule; a signal that ends the run ends the pause.
+async fn keep_through(run: &mut Run<'_>, lease: &Lease, t_sent: Point, pause: Duration) -> Kept {
+    let budget = run.config.budget;
+    let until = clock::now() + pause;
+    let (mut t_sent, mut last_attempt) = (t_sent, None);
+    loop {
+        let now = clock::now();
+        let end = budget.lease_end(t_sent);
+        if now >= budget.term_at(end) {
+            return Kept::Lost(Lost::Expiring { last_error: None });
+        }
+        let next = budget.next_renew(t_sent, last_attempt);
+        if now >= next {
+            last_attempt = Some(now);
+            match lease.renew().await {
+                Renew::Renewed { t_sent: sent } => t_sent = sent,
+                Renew::Preempt { request, .. } => return Kept::Lost(Lost::Preempted(request)),
+                Renew::Lost(why) => return Kept::Lost(why),
+                Renew::Unknown(_) => {}
+            }
+            continue;
+        }
+        if now >= until {
+            return Kept::Held(t_sent);
+        }
+        let wake = next.min(until).min(budget.term_at(end));
+        tokio::select! {
+            Some(sig) = run.signals.recv() => {
+                if crate::signals::ends_wait(sig) {
+                    return Kept::Signalled(sig);
+                }
+            }
+            _ = tokio::time::sleep(clock::sleep_for(wake)) => {}
+        }
+    }
+}
+
+/// `--on-exit resign`: waits `pause` before contending again, so that a standby takes
+/// the lock; a signal ends the run here (nothing runs).
+async fn stand_aside(run: &mut Run<'_>, pause: Duration) -> Step<()> {
+    let until = clock::now() + pause;
+    while clock::now() < until {
+        tokio::select! {
+            Some(sig) = run.signals.recv() => {
+                if crate::signals::ends_wait(sig) {
+                    return Err(End::Status(exit::from_signal(sig as i32)));
+                }
+            }
+            _ = tokio::time::sleep(clock::sleep_for(until)) => {}
+        }
+    }
+    Ok(())
+}
+
+/// One line per restart (a crash loop must show in the journal), and the restart's
+/// `exited` facts in the events.
+fn say_restart(run: &Run<'_>, lease: &Lease, outcome: &Outcome, pause: Duration) {
+    let code = crate::child::exit_code(outcome.status);
+    run.report.note(&format!(
+        "{}: the command exited {code}; restarting it in {} (--on-exit restart), keeping the lock",
+        lease.keys().display_name(),
+        human(pause)
+    ));
+}
+
+/// The `elected` event, and a line with `--verbose`.
+fn said_elected(run: &Run<'_>, lease: &Lease) {
+    let name = lease.keys().display_name();
+    run.report.event(
+        Event::Elected,
+        &name,
+        serde_json::json!({ "term": lease.fence(), "token": &lease.token()[..8] }),
+    );
+    run.report
+        .verbose(|| format!("leading {name} (term {})", lease.fence()));
+}
+
+/// The `deposed` event, and a line with `--verbose`.
+fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed) {
+    let name = lease.keys().display_name();
+    run.report.event(
+        Event::Deposed,
+        &name,
+        serde_json::json!({ "term": lease.fence(), "reason": deposed.reason(), "status": status }),
+    );
+    if !matches!(deposed, Deposed::Signalled(_)) {
+        run.report.verbose(|| {
+            format!(
+                "term {} of {name} ended ({}); standing by",
+                lease.fence(),
+                deposed.reason()
+            )
+        });
+    }
+}
