@@ -259,7 +259,10 @@ fn announce(raw: Option<&str>) -> Result<Option<String>> {
     if raw.chars().count() > MAX_ANNOUNCE || raw.chars().any(char::is_control) {
         return Err(Error::usage(format!(
             "--announce {:?}: give up to {MAX_ANNOUNCE} printable characters, e.g. host:port",
-            crate::error::one_line(raw).chars().take(40).collect::<String>()
+            crate::error::one_line(raw)
+                .chars()
+                .take(40)
+                .collect::<String>()
         )));
     }
     Ok(Some(raw.to_string()))

@@ -10,8 +10,8 @@ use clap::error::ErrorKind;
 
 use crate::cli::{Cli, Command, RunArgs, RunCli};
 use crate::config::{
-    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, ListConfig,
-    LeaderConfig, PreemptConfig, ReleaseConfig, RunConfig, StatusConfig, WaitConfig,
+    AcquireConfig, Conn, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, LeaderConfig,
+    ListConfig, PreemptConfig, ReleaseConfig, RunConfig, StatusConfig, WaitConfig,
 };
 use crate::error::{Error, Result};
 use crate::exit::Code;

@@ -32,7 +32,11 @@ mod tests {
         let path = dir.join("leader");
         super::create(&path, "{\"fence\":3}").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"fence\":3}\n");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temp file left"
+        );
         super::remove(&path);
         super::remove(&path);
         assert!(!path.exists());

@@ -178,7 +178,10 @@ mod tests {
         let ms = Duration::from_millis;
         assert_eq!(resign_backoff(ms(10)), ms(100));
         assert_eq!(resign_backoff(ms(1666)), ms(3332));
-        assert_eq!(resign_backoff(Duration::from_secs(3600)), Duration::from_secs(30));
+        assert_eq!(
+            resign_backoff(Duration::from_secs(3600)),
+            Duration::from_secs(30)
+        );
         let waits: Vec<u64> = (0..9).map(|n| restart_backoff(n).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     }

@@ -129,11 +129,14 @@ async fn one_term(
             }
             _ => (outcome, deposed),
         };
+        let between_runs = outcome.signalled.is_none();
         let status = finish(run, lease, &taken, outcome).await;
-        // A release that found the key no longer ours: the term was lost.
-        let deposed = match deposed {
-            Deposed::Exited if status == exit::Code::Lost.value() => Deposed::Lost,
-            other => other,
+        // A release that found the key no longer ours: the term was lost. A signal
+        // between two runs of the command ends the wrapper as it ends a wait: 128+N.
+        let (status, deposed) = match deposed {
+            Deposed::Exited if status == exit::Code::Lost.value() => (status, Deposed::Lost),
+            Deposed::Signalled(sig) if between_runs => (exit::from_signal(sig as i32), deposed),
+            other => (status, other),
         };
         return Ok((status, deposed));
     }

@@ -9,6 +9,7 @@ mod capacity;
 mod cron;
 mod docs;
 mod doctor;
+mod elect;
 mod exclusion;
 mod exit_status;
 mod generated;

@@ -1,0 +1,842 @@
+//! Hot standby (`redlock-run --elect`, `redlock leader`): one copy of a daemon runs
+//! across hosts; a killed leader is replaced within a ttl, a stopped one within a
+//! wake-up; across forced failovers (SIGKILL, SIGTERM, a blackholed Redis link) the
+//! terms never overlap and their fences strictly increase; a blackholed leader's
+//! command is dead before the next term starts and its wrapper stays, as a standby.
+//! Hosts are UTS namespaces where `unshare` may run.
+//!
+//! CI runs a few rounds of each; `REDLOCK_FULL_FIGURES=1` runs the issue's figures (50
+//! SIGKILLs and 50 SIGTERMs with `--ttl 5s --kill-after 2s`, 200 forced failovers, 1000
+//! `--is-me` samples) and prints them.
+
+use std::collections::HashMap;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::harness::proxy::{Mode, Proxy};
+use crate::harness::*;
+
+/// `ci` rounds, or `full` with `REDLOCK_FULL_FIGURES` set.
+fn rounds(ci: usize, full: usize) -> usize {
+    if std::env::var_os("REDLOCK_FULL_FIGURES").is_some() {
+        full
+    } else {
+        ci
+    }
+}
+
+/// The wall clock in ms.
+fn wall_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1e3
+}
+
+/// The daemon every candidate runs: it says when it starts (host, fence, pid, ms) and,
+/// on SIGTERM, when it stops, in the shared journal; meanwhile it idles. It also says
+/// whether the ready file was still there when it was told to stop.
+const DAEMON: &str = r#"j="$1"; h="$2"; r="$3"
+echo "START $h $REDLOCK_FENCE $$ $(date +%s%N)" >> "$j"
+trap 'if [ -n "$r" ] && [ -e "$r" ]; then echo "READY-AT-STOP $h" >> "$j"; fi; echo "STOP $h $REDLOCK_FENCE $$ $(date +%s%N)" >> "$j"; exit 0' TERM
+while :; do sleep 0.05; done"#;
+
+/// One term as the journal tells it.
+#[derive(Debug, Clone)]
+struct Term {
+    host: String,
+    fence: u64,
+    pid: i32,
+    start_ms: f64,
+    /// The STOP line's time (`None`: the command was killed, or still runs).
+    stop_ms: Option<f64>,
+}
+
+/// The terms of `journal`, in the order they started.
+fn terms(journal: &std::path::Path) -> Vec<Term> {
+    let text = std::fs::read_to_string(journal).unwrap_or_default();
+    let mut terms: Vec<Term> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["START", host, fence, pid, ns] => terms.push(Term {
+                host: host.to_string(),
+                fence: fence.parse().unwrap(),
+                pid: pid.parse().unwrap(),
+                start_ms: ns.parse::<f64>().unwrap() / 1e6,
+                stop_ms: None,
+            }),
+            ["STOP", _, fence, _, ns] => {
+                let fence: u64 = fence.parse().unwrap();
+                if let Some(t) = terms.iter_mut().rev().find(|t| t.fence == fence) {
+                    t.stop_ms = Some(ns.parse::<f64>().unwrap() / 1e6);
+                }
+            }
+            _ => {}
+        }
+    }
+    terms
+}
+
+/// A candidate: `redlock-run --elect` as host `host` through `url`.
+struct Candidate {
+    child: Child,
+}
+
+/// The field of candidates of one name.
+struct Field {
+    name: String,
+    s: Scratch,
+    daemon: std::path::PathBuf,
+    journal: std::path::PathBuf,
+    flags: Vec<String>,
+    spawned: usize,
+}
+
+impl Field {
+    fn new(name: &str, flags: &[&str]) -> Field {
+        let s = Scratch::new();
+        let daemon = s.script("daemon", DAEMON);
+        let journal = s.path("journal");
+        Field {
+            name: name.to_string(),
+            daemon,
+            journal,
+            s,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+            spawned: 0,
+        }
+    }
+
+    fn ready_file(&self, host: &str) -> std::path::PathBuf {
+        self.s.path(&format!("ready-{host}"))
+    }
+
+    /// A new candidate as `host`, talking to Redis at `url`.
+    fn spawn(&mut self, host: &str, url: &str) -> Candidate {
+        self.spawned += 1;
+        let ready = self.ready_file(host);
+        let local = self.s.path(&format!("local-{host}"));
+        let mut args: Vec<String> = vec![
+            "--redis".into(),
+            url.into(),
+            "--key".into(),
+            self.name.clone(),
+            "--elect".into(),
+            "--local-dir".into(),
+            local.display().to_string(),
+            "--ready-file".into(),
+            ready.display().to_string(),
+        ];
+        args.extend(self.flags.iter().cloned());
+        args.extend([
+            "--".into(),
+            self.daemon.display().to_string(),
+            self.journal.display().to_string(),
+            host.into(),
+            ready.display().to_string(),
+        ]);
+        let child = on_host(host, &args, hosts_can_be_namespaces())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        Candidate { child }
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        terms(&self.journal)
+    }
+
+    /// Waits for the term after the first `seen`; returns it.
+    fn next_term(&self, seen: usize, limit: Duration) -> Term {
+        let mut all = Vec::new();
+        let came = eventually(limit, || {
+            all = self.terms();
+            all.len() > seen
+        });
+        assert!(came, "no term after {seen} within {limit:?}: {all:?}");
+        all[seen].clone()
+    }
+}
+
+/// The process `pid` is gone (or a zombie).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// The parent of `pid` (`/proc/PID/stat`, field 4).
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit(')').next().unwrap();
+    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Terms never overlap (each starts after the one before has stopped, or its command
+/// was seen dead, `ends[pid]`), and fences strictly increase.
+fn assert_terms_are_sound(all: &[Term], ends: &HashMap<i32, f64>) {
+    for pair in all.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            b.fence > a.fence,
+            "fences must strictly increase: {a:?} then {b:?}"
+        );
+        let end = a
+            .stop_ms
+            .or_else(|| ends.get(&a.pid).copied())
+            .unwrap_or_else(|| panic!("term {a:?} never ended before {b:?}"));
+        assert!(end <= b.start_ms, "overlap: {a:?} ended after {b:?} began");
+    }
+}
+
+/// Three candidates on three hosts, `--ttl 5s --kill-after 2s`: the leader's wrapper
+/// SIGKILLed → a standby's command starts within ttl + 1 s; SIGTERM to the leader's
+/// wrapper → a standby's command starts within `--kill-after` + 500 ms of the old
+/// command's exit (a wake-up, not a ttl), and that wrapper exits.
+#[test]
+fn a_killed_leader_is_replaced_within_a_ttl_and_a_stopped_one_within_a_wake_up() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut field = Field::new("consumer", &["--ttl", "5s", "--kill-after", "2s"]);
+    let mut by_host: HashMap<String, Candidate> = HashMap::new();
+    for h in 0..3 {
+        let host = format!("standby-{h}");
+        by_host.insert(host.clone(), field.spawn(&host, &url));
+    }
+    let mut ends = HashMap::new();
+    let (kills, stops) = (rounds(2, 50), rounds(3, 50));
+    let (mut after_kill, mut after_stop) = (Vec::new(), Vec::new());
+    let mut seen = 0;
+    let mut leader = field.next_term(seen, Duration::from_secs(20));
+    seen += 1;
+    for round in 0..kills + stops {
+        let mut cand = by_host
+            .remove(&leader.host)
+            .expect("the leader's candidate");
+        let sig = if round < kills {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGTERM
+        };
+        let sent = wall_ms();
+        kill(Pid::from_raw(cand.child.id() as i32), sig).unwrap();
+        let next = field.next_term(seen, Duration::from_secs(20));
+        seen += 1;
+        assert_ne!(next.host, leader.host, "a standby took over");
+        if sig == Signal::SIGKILL {
+            // The guard killed the command with its wrapper.
+            assert!(eventually(Duration::from_secs(2), || gone(leader.pid)));
+            ends.insert(leader.pid, sent);
+            after_kill.push(next.start_ms - sent);
+            let _ = cand.child.wait();
+        } else {
+            let status = wait_child(&mut cand.child, Duration::from_secs(10));
+            assert_eq!(status.code(), Some(0), "the daemon exited 0 on SIGTERM");
+            let stopped = field.terms()[seen - 2].stop_ms.expect("the STOP line");
+            after_stop.push(next.start_ms - stopped);
+        }
+        by_host.insert(leader.host.clone(), field.spawn(&leader.host, &url));
+        leader = next;
+    }
+    for cand in by_host.values_mut() {
+        let _ = kill(Pid::from_raw(cand.child.id() as i32), Signal::SIGTERM);
+        wait_child(&mut cand.child, Duration::from_secs(10));
+    }
+    let all = field.terms();
+    assert_terms_are_sound(&all, &ends);
+    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    eprintln!(
+        "elect: {} SIGKILLs, take-over max {:.0} ms after the kill (bound 6000); {} SIGTERMs, max {:.0} ms after the old command's exit (bound 2500); {} terms, 0 overlaps",
+        after_kill.len(),
+        max(&after_kill),
+        after_stop.len(),
+        max(&after_stop),
+        all.len()
+    );
+    assert!(max(&after_kill) <= 6000.0, "{after_kill:?}");
+    assert!(max(&after_stop) <= 2500.0, "{after_stop:?}");
+    assert!(!all.iter().any(|t| {
+        std::fs::read_to_string(&field.journal)
+            .unwrap()
+            .contains(&format!("READY-AT-STOP {}", t.host))
+    }));
+    assert!(
+        redis.keys().iter().all(|k| redis.pttl(k) > 0),
+        "every key expires"
+    );
+}
+
+/// Forced failovers, each the next of SIGKILL, SIGTERM and a blackhole of the leader's
+/// Redis link (its own proxy): the journal shows no overlapping terms and strictly
+/// increasing fences; every blackholed leader's command is dead before the next term
+/// starts, and its wrapper still runs, as a standby, and leads again later. Meanwhile
+/// `redlock leader --watch --json` reports every new term within 1 s, and `--is-me`
+/// answers as Redis says before and after it.
+#[test]
+fn forced_failovers_never_overlap_and_the_watch_sees_each() {
+    let redis = Redis::start();
+    let mut field = Field::new("replicator", &["--ttl", "2s"]);
+    let hosts: Vec<String> = (0..3).map(|h| format!("node-{h}")).collect();
+    let proxies: HashMap<String, Proxy> = hosts
+        .iter()
+        .map(|h| (h.clone(), Proxy::start(redis.port)))
+        .collect();
+    let mut by_host: HashMap<String, Candidate> = HashMap::new();
+    for host in &hosts {
+        let url = proxies[host].url();
+        by_host.insert(host.clone(), field.spawn(host, &url));
+    }
+    // The watch, one JSON line per change, each stamped when it was read here.
+    let mut watch = redlock()
+        .args([
+            "leader",
+            "replicator",
+            "--watch",
+            "--json",
+            "--redis",
+            &redis.url(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen_by_watch: Arc<Mutex<Vec<(u64, f64)>>> = Arc::default();
+    let lines = watch.stdout.take().unwrap();
+    let sink = seen_by_watch.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(lines).lines().map_while(Result::ok) {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if let Some(fence) = v["leader"]["fence"].as_u64() {
+                sink.lock().unwrap().push((fence, wall_ms()));
+            }
+        }
+    });
+    let failovers = rounds(6, 200);
+    let mut ends = HashMap::new();
+    let mut blackholed = 0;
+    let mut seen = 0;
+    let mut leader = field.next_term(seen, Duration::from_secs(20));
+    seen += 1;
+    let mut is_me_samples = 0;
+    for round in 0..failovers {
+        // Each term lives a little (a watch that reads every 250 ms cannot see a term
+        // of 16 ms; the history has those).
+        std::thread::sleep(
+            Duration::from_millis(1200).saturating_sub(Duration::from_millis(
+                (wall_ms() - leader.start_ms).max(0.0) as u64,
+            )),
+        );
+        if round % 3 == 0 {
+            is_me_samples += sample_is_me(&redis, &hosts, rounds(3, 15));
+        }
+        let next = match round % 3 {
+            0 | 1 => {
+                let mut cand = by_host.remove(&leader.host).unwrap();
+                let sig = [Signal::SIGKILL, Signal::SIGTERM][round % 3];
+                let sent = wall_ms();
+                kill(Pid::from_raw(cand.child.id() as i32), sig).unwrap();
+                let next = field.next_term(seen, Duration::from_secs(20));
+                if sig == Signal::SIGKILL {
+                    assert!(eventually(Duration::from_secs(2), || gone(leader.pid)));
+                    ends.insert(leader.pid, sent);
+                }
+                let _ = wait_child(&mut cand.child, Duration::from_secs(10));
+                let url = proxies[&leader.host].url();
+                by_host.insert(leader.host.clone(), field.spawn(&leader.host, &url));
+                next
+            }
+            _ => {
+                let proxy = &proxies[&leader.host];
+                proxy.set(Mode::Blackhole);
+                let next = field.next_term(seen, Duration::from_secs(20));
+                blackholed += 1;
+                let old = &field.terms()[seen - 1];
+                let stopped = old
+                    .stop_ms
+                    .expect("the blackholed leader's command was stopped");
+                assert!(stopped < next.start_ms, "{old:?} vs {next:?}");
+                proxy.pass();
+                let cand = by_host.get_mut(&leader.host).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+                assert!(
+                    cand.child.try_wait().unwrap().is_none(),
+                    "the blackholed leader's wrapper stays, as a standby"
+                );
+                next
+            }
+        };
+        seen += 1;
+        leader = next;
+    }
+    // A blackholed wrapper leads again: stop the others in turn until it does.
+    let all = field.terms();
+    for cand in by_host.values_mut() {
+        let _ = kill(Pid::from_raw(cand.child.id() as i32), Signal::SIGTERM);
+        wait_child(&mut cand.child, Duration::from_secs(10));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_terms_are_sound(&all, &ends);
+    let watched = seen_by_watch.lock().unwrap().clone();
+    let mut late = Vec::new();
+    for term in &all {
+        let seen_at = watched
+            .iter()
+            .find(|(fence, _)| *fence == term.fence)
+            .map(|(_, at)| at - term.start_ms);
+        match seen_at {
+            Some(after) => late.push(after),
+            None => panic!("the watch never reported term {term:?}: {watched:?}"),
+        }
+    }
+    let max = late.iter().cloned().fold(0.0, f64::max);
+    eprintln!(
+        "elect: {failovers} forced failovers ({blackholed} blackholed), {} terms, 0 overlaps, fences increasing; watch saw every term, max {max:.0} ms after its start (bound 1000); --is-me right in {is_me_samples} samples",
+        all.len()
+    );
+    assert!(max <= 1000.0, "{late:?}");
+}
+
+/// `--is-me` on each host, checked against `redlock leader --json` read just before
+/// and after: when both say the same host leads, `--is-me` must say so there (0) and
+/// nowhere else (1). Returns the samples that could be judged.
+fn sample_is_me(redis: &Redis, hosts: &[String], n: usize) -> usize {
+    let read = || {
+        let out =
+            output(redlock().args(["leader", "replicator", "--json", "--redis", &redis.url()]));
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        v["leader"]["host"].as_str().map(String::from)
+    };
+    let mut judged = 0;
+    for i in 0..n {
+        let host = &hosts[i % hosts.len()];
+        let before = read();
+        let mut cmd = std::process::Command::new("unshare");
+        if hosts_can_be_namespaces() {
+            cmd.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host]);
+        } else {
+            cmd = redlock();
+            cmd.env("REDLOCK_HOST", host);
+        }
+        if hosts_can_be_namespaces() {
+            cmd.arg(REDLOCK);
+        }
+        let out = output(cmd.args(["leader", "replicator", "--is-me", "--redis", &redis.url()]));
+        let after = read();
+        if before == after {
+            let expected = if before.as_deref() == Some(host.as_str()) {
+                0
+            } else {
+                1
+            };
+            assert_eq!(
+                code(&out),
+                expected,
+                "{host}: {} {}",
+                stdout(&out),
+                stderr(&out)
+            );
+            judged += 1;
+        }
+    }
+    judged
+}
+
+/// `--on-exit`: `resign` (the default) releases and lets a standby lead, the wrapper
+/// standing by; `restart` runs the command again under the same term (same fence);
+/// `exit` releases and exits with the command's status; `--elect-max-terms` ends the
+/// wrapper after that many terms with the last one's status. The ready file exists
+/// exactly while the command runs; the metrics say who leads and the terms; events and
+/// the history have one record per term.
+#[test]
+fn on_exit_resign_restart_exit_and_max_terms() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let s = Scratch::new();
+    let log = s.path("log");
+    let l = log.display().to_string();
+    let ready = s.path("ready");
+    let r = ready.display().to_string();
+    // resign: two candidates whose command exits at once; each term alternates.
+    let job = format!("test -e {r} && echo \"RUN $0 $REDLOCK_FENCE\" >> {l}; sleep 0.2; exit 3");
+    let mut runs: Vec<Child> = (0..2)
+        .map(|h| {
+            redlock_run()
+                .args(["--redis", &url, "--key", "flappy", "--elect", "--ttl", "1s"])
+                .args(["--ready-file", &r, "--elect-max-terms", "3"])
+                .args([
+                    "--local-dir",
+                    &s.path(&format!("l{h}")).display().to_string(),
+                ])
+                .args(["--", "sh", "-c", &job, &format!("c{h}")])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in &mut runs {
+        let status = wait_child(run, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(3), "the last term's status");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    let fences: Vec<u64> = lines
+        .iter()
+        .map(|l| l.split(' ').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(fences.windows(2).all(|w| w[1] > w[0]), "{text}");
+    // A resigning leader yields: the terms do not all go to one wrapper in a row.
+    let hosts: Vec<&str> = lines.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert!(hosts.windows(2).any(|w| w[0] != w[1]), "{text}");
+    assert!(!ready.exists(), "removed when the command ended");
+    assert!(
+        redis.keys().iter().all(|k| !k.ends_with("{flappy}")),
+        "released"
+    );
+    let history = output(redlock().args(["history", "flappy", "--redis", &url, "--json"]));
+    let history: serde_json::Value = serde_json::from_str(&stdout(&history)).unwrap();
+    assert_eq!(
+        history["runs"].as_array().unwrap().len(),
+        6,
+        "one record per term: {history}"
+    );
+
+    // restart: the same term (fence) runs the command again, 1 s then 2 s later.
+    let _ = std::fs::remove_file(&log);
+    let metrics = s.path("svc.prom");
+    let events = s.path("events");
+    let job = format!("echo \"RUN $REDLOCK_FENCE $(date +%s%N)\" >> {l}; exit 1");
+    let mut run = redlock_run()
+        .args([
+            "--redis",
+            &url,
+            "--key",
+            "svc",
+            "--elect",
+            "--on-exit",
+            "restart",
+        ])
+        .args(["--metrics", &metrics.display().to_string()])
+        .args(["--events", &events.display().to_string()])
+        .args(["--", "sh", "-c", &job])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= 3
+    }));
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(prom.contains("redlock_leader{name=\"svc\"} 1"), "{prom}");
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGTERM).unwrap();
+    let status = wait_child(&mut run, Duration::from_secs(10));
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "stopped by SIGTERM between restarts"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<(u64, f64)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[1].parse().unwrap(), f[2].parse::<f64>().unwrap() / 1e6)
+        })
+        .collect();
+    assert!(runs.iter().all(|r| r.0 == runs[0].0), "one term: {text}");
+    let gaps: Vec<f64> = runs.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    assert!(
+        gaps[0] >= 1000.0 && gaps[1] >= 2000.0,
+        "back-off 1 s, 2 s: {gaps:?}"
+    );
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(prom.contains("redlock_leader{name=\"svc\"} 0"), "{prom}");
+    assert!(
+        prom.contains("redlock_leader_terms{name=\"svc\"} 1"),
+        "{prom}"
+    );
+    let ev = std::fs::read_to_string(&events).unwrap();
+    assert_eq!(ev.matches("\"event\":\"elected\"").count(), 1, "{ev}");
+    assert_eq!(ev.matches("\"event\":\"deposed\"").count(), 1, "{ev}");
+    assert!(ev.contains("\"reason\":\"signal\""), "{ev}");
+    if which("promtool") {
+        let check = output(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("promtool check metrics < {}", metrics.display())),
+        );
+        assert!(check.status.success(), "{}", stderr(&check));
+    }
+
+    // exit: the command's status, the lock released.
+    let out = output(
+        redlock_run()
+            .args([
+                "--redis",
+                &url,
+                "--key",
+                "once",
+                "--elect",
+                "--on-exit",
+                "exit",
+            ])
+            .args(["--", "sh", "-c", "exit 7"]),
+    );
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        redis
+            .keys()
+            .iter()
+            .all(|k| !k.contains("{once}") || k.ends_with(":fence") || k.ends_with(":history"))
+    );
+}
+
+/// Whether `program` is on the PATH.
+fn which(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Every combination the README refuses for `--elect`: one line, 64, nothing written.
+#[test]
+fn refused_combinations_say_one_line_and_write_nothing() {
+    let redis = Redis::start();
+    let url = redis.url();
+    for (flags, says) in [
+        (&["--once-per", "1h"][..], "--elect keeps one copy"),
+        (&["--once-id", "v1"][..], "--once-id runs a job once"),
+        (&["--limit", "2"][..], "--limit 2 lets 2 runs"),
+        (&["--supersede", "waiting"][..], "--supersede replaces it"),
+        (&["--wait", "1m"][..], "drop --wait"),
+        (&["--hold-min", "1m"][..], "--hold-min keeps it"),
+        (&["--on-lost", "keep"][..], "two copies would run"),
+    ] {
+        let out = output(
+            redlock_run()
+                .args(["--redis", &url, "--key", "svc", "--elect"])
+                .args(flags)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), codes::USAGE, "{flags:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{flags:?}: {}", stderr(&out));
+    }
+    for flags in [
+        &["--on-exit", "restart"][..],
+        &["--elect-max-terms", "2"][..],
+    ] {
+        let out = output(
+            redlock_run()
+                .args(["--redis", &url, "--key", "svc"])
+                .args(flags)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), codes::USAGE, "{flags:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--elect"), "{}", stderr(&out));
+    }
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
+
+/// Faults beside the loop of terms: Redis killed and restarted empty under a leader
+/// (the leader finds its lock gone, stops its command, and the name gets a new term
+/// with a larger fence), and the leader's wrapper paused past its ttl (SIGSTOP): a
+/// standby leads meanwhile with a larger fence, and on SIGCONT the paused leader stops
+/// its command at once and stands by again — the overlap a lease cannot prevent, which
+/// the fence lets the resource refuse.
+#[test]
+fn redis_restarted_empty_and_a_paused_leader() {
+    let mut redis = Redis::start();
+    let url = redis.url();
+    let mut field = Field::new("scheduler", &["--ttl", "1s"]);
+    let mut cands: Vec<Candidate> = (0..2)
+        .map(|h| field.spawn(&format!("sched-{h}"), &url))
+        .collect();
+    let first = field.next_term(0, Duration::from_secs(20));
+    // Redis kill -9 and back empty: the leader's renewal finds the key gone.
+    std::thread::sleep(Duration::from_millis(500));
+    redis.restart();
+    let second = field.next_term(1, Duration::from_secs(20));
+    let old = &field.terms()[0];
+    let stopped = old.stop_ms.expect("the leader stopped its command");
+    assert!(stopped <= second.start_ms, "{old:?} {second:?}");
+    assert!(second.fence > first.fence, "{first:?} {second:?}");
+    // Pause the leader's wrapper past its ttl.
+    std::thread::sleep(Duration::from_millis(500));
+    let wrapper = parent_of(second.pid);
+    assert!(
+        cands.iter().any(|c| c.child.id() as i32 == wrapper),
+        "the leader's command is its wrapper's child"
+    );
+    kill(Pid::from_raw(wrapper), Signal::SIGSTOP).unwrap();
+    let third = field.next_term(2, Duration::from_secs(20));
+    assert!(third.fence > second.fence);
+    let resumed = wall_ms();
+    kill(Pid::from_raw(wrapper), Signal::SIGCONT).unwrap();
+    // Past its lease's end it is killed at once (SIGTERM, and SIGKILL is already due).
+    assert!(
+        eventually(Duration::from_secs(2), || gone(second.pid)),
+        "the paused leader stops its command when it runs again"
+    );
+    let stopped = wall_ms();
+    eprintln!(
+        "elect: a leader paused past its ttl had stopped its command {:.0} ms after SIGCONT",
+        stopped - resumed
+    );
+    assert!(stopped - resumed < 1000.0);
+    std::thread::sleep(Duration::from_millis(300));
+    for c in &mut cands {
+        assert!(
+            c.child.try_wait().unwrap().is_none(),
+            "every wrapper stands by"
+        );
+    }
+    for c in &mut cands {
+        let _ = kill(Pid::from_raw(c.child.id() as i32), Signal::SIGTERM);
+        wait_child(&mut c.child, Duration::from_secs(10));
+    }
+}
+
+/// The shipped standby unit's `ExecStart` for host `h`, its paths made local.
+fn shipped_standby_exec_start(s: &Scratch, h: usize, consumer: &std::path::Path) -> Vec<String> {
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("contrib/systemd/redlock-standby.service"),
+    )
+    .unwrap();
+    assert!(
+        unit.contains("\nKillMode=mixed"),
+        "SIGTERM to redlock-run only"
+    );
+    assert!(
+        unit.contains("\nSuccessExitStatus=143"),
+        "a stop is a success"
+    );
+    let line = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
+    assert_eq!(args.remove(0), "/usr/bin/redlock-run");
+    for a in &mut args {
+        if a.ends_with(".prom") {
+            *a = s.path(&format!("metrics-{h}.prom")).display().to_string();
+        } else if a == "/run/orders-consumer/leader" {
+            *a = s.path(&format!("ready-{h}")).display().to_string();
+        } else if a == "/opt/orders/consumer" {
+            *a = consumer.display().to_string();
+        }
+    }
+    args
+}
+
+/// The shipped standby unit on three hosts, as systemd runs it: one consumer runs; its
+/// host's ready file and `redlock_leader 1` say so, the others' do not; `systemctl
+/// stop` on the leader (SIGTERM to redlock-run: `KillMode=mixed`) ends it with a
+/// status the unit counts as success, and a standby's consumer starts within a wake-up.
+#[test]
+fn the_shipped_standby_unit_keeps_one_consumer_across_three_hosts() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("journal");
+    let consumer = s.script(
+        "consumer",
+        &format!(
+            "echo \"START $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> '{j}'\ntrap 'echo \"STOP $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> \"{j}\"; exit 0' TERM\nwhile :; do sleep 0.05; done",
+            j = journal.display()
+        ),
+    );
+    let namespaces = hosts_can_be_namespaces();
+    let mut hosts: Vec<Child> = (0..3)
+        .map(|h| {
+            on_host(
+                &format!("unit-host-{h}"),
+                &shipped_standby_exec_start(&s, h, &consumer),
+                namespaces,
+            )
+            .env("REDLOCK_REDIS_URL", redis.url())
+            .env("REDLOCK_LOCAL_DIR", s.path(&format!("local-{h}")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+        })
+        .collect();
+    let mut stopped = Vec::new();
+    for round in 0..2 {
+        let all = {
+            let mut all = Vec::new();
+            assert!(eventually(Duration::from_secs(20), || {
+                all = terms(&journal);
+                all.len() > round
+            }));
+            all
+        };
+        let leader = &all[round];
+        let h: usize = leader
+            .host
+            .trim_start_matches("unit-host-")
+            .parse()
+            .unwrap_or(round);
+        let leads = |i: usize| {
+            std::fs::read_to_string(s.path(&format!("metrics-{i}.prom")))
+                .unwrap_or_default()
+                .contains("redlock_leader{name=\"orders-consumer\"} 1")
+        };
+        assert!(eventually(Duration::from_secs(2), || leads(h)));
+        for i in 0..3 {
+            if i != h && !stopped.contains(&i) {
+                assert!(!leads(i), "host {i} says it leads beside host {h}");
+                assert!(!s.path(&format!("ready-{i}")).exists());
+            }
+        }
+        assert!(
+            s.path(&format!("ready-{h}")).exists(),
+            "the leader's ready file"
+        );
+        kill(Pid::from_raw(hosts[h].id() as i32), Signal::SIGTERM).unwrap();
+        let status = wait_child(&mut hosts[h], Duration::from_secs(10));
+        assert!(
+            matches!(status.code(), Some(0) | Some(143)),
+            "SuccessExitStatus: {status:?}"
+        );
+        assert!(!s.path(&format!("ready-{h}")).exists(), "removed on stop");
+        stopped.push(h);
+    }
+    let mut all = Vec::new();
+    let third = eventually(Duration::from_secs(10), || {
+        all = terms(&journal);
+        all.len() >= 3
+    });
+    assert!(third, "the third host leads: {all:?}");
+    assert_terms_are_sound(&all, &HashMap::new());
+    let handover = all[2].start_ms - all[1].stop_ms.unwrap();
+    assert!(
+        handover < 1000.0,
+        "a wake-up, not the 10 s ttl: {handover} ms"
+    );
+    for (i, host) in hosts.iter_mut().enumerate() {
+        if !stopped.contains(&i) {
+            let _ = kill(Pid::from_raw(host.id() as i32), Signal::SIGTERM);
+            wait_child(host, Duration::from_secs(10));
+        }
+    }
+}
