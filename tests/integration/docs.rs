@@ -1,5 +1,6 @@
-//! Generated files stay in step with the code: man pages and completions are what
-//! `redlock generate` writes now, and the README carries the exit-code table.
+//! The documentation stays in step with the code: man pages and completions are what
+//! `redlock generate` writes now; the README carries the exit-code table and
+//! `docs/design/model.md` the refusal table, as the code renders them.
 
 use std::path::Path;
 
@@ -26,17 +27,18 @@ fn man_pages_and_completions_are_current() {
     );
 }
 
-/// The README holds `table` exactly as `source` renders it.
-fn assert_readme_carries(what: &str, source: &str, table: String) {
+/// The page `page` holds `table` exactly as `source` renders it.
+fn assert_page_carries(page: &str, what: &str, source: &str, table: String) {
     assert!(
-        readme().contains(&table),
-        "README.md must contain the {what} exactly as {source} renders it:\n{table}"
+        doc(page).contains(&table),
+        "{page} must contain the {what} exactly as {source} renders it:\n{table}"
     );
 }
 
 #[test]
 fn readme_carries_the_exit_code_table() {
-    assert_readme_carries(
+    assert_page_carries(
+        "README.md",
         "exit-code table",
         "src/exit.rs",
         redlock::exit::table_markdown(),
@@ -63,13 +65,14 @@ fn man_page_documents_exit_statuses_and_environment() {
     }
 }
 
-/// The README's cron line, run literally (only the job's path is ours) the way cron
-/// runs it: `sh -c`, a bare environment, all output captured. On the host that loses
-/// the race it must print nothing at all (cron mails any output) and exit 0.
+/// The README's silent cron line (`cron-silent`), run literally (only the job's path is
+/// ours) the way cron runs it: `sh -c`, a bare environment, all output captured. On the
+/// host that loses the race it must print nothing at all (cron mails any output) and
+/// exit 0.
 #[test]
 fn the_readme_cron_line_is_silent_on_the_losing_host() {
-    let readme = readme();
-    let line = readme
+    let example = example("cron-silent");
+    let line = example
         .lines()
         .find(|l| l.starts_with("* * * * * redlock-run") && l.contains("--busy-exit-code 0"))
         .expect("the cron example");
@@ -96,16 +99,59 @@ fn the_readme_cron_line_is_silent_on_the_losing_host() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// The script of docs/guide/scripts.md (`script-steps`) run by `sh` as written, its two
+/// steps ours: the lock is held through both steps (extended between them) and the
+/// `trap` releases it when the script exits.
 #[test]
-fn readme_carries_the_refusal_table() {
-    let table = redlock::policy::refused::markdown();
-    assert_readme_carries("refusal table", "src/policy/refused.rs", table);
+fn the_script_example_holds_the_lock_through_its_steps_and_releases_it() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let seen = scratch.path("seen");
+    let seen = seen.display();
+    let steps = format!(
+        "step_one() {{ redlock status nightly > {seen}; }}\n\
+         step_two() {{ redlock status nightly >> {seen}; }}\n"
+    );
+    let script = format!("{steps}{}", example("script-steps"));
+    let bin_dir = Path::new(REDLOCK).parent().unwrap();
+    let out = output(
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .env("REDLOCK_REDIS_URL", redis.url()),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seen = std::fs::read_to_string(scratch.path("seen")).unwrap();
+    let held = seen
+        .lines()
+        .filter(|l| l.starts_with("nightly: held by"))
+        .count();
+    assert_eq!(held, 2, "held through both steps:\n{seen}");
+    assert_eq!(
+        get(&redis, &lock_key("nightly")),
+        None,
+        "released by the trap"
+    );
 }
 
 #[test]
-fn readme_carries_the_outcome_table() {
+fn the_model_page_carries_the_refusal_table() {
+    let table = redlock::policy::refused::markdown();
+    let source = "src/policy/refused.rs";
+    assert_page_carries("docs/design/model.md", "refusal table", source, table);
+}
+
+#[test]
+fn the_exit_status_page_carries_the_outcome_table() {
     let table = redlock::outcome::markdown();
-    assert_readme_carries("outcome table", "src/outcome.rs", table);
+    let source = "src/outcome.rs";
+    assert_page_carries(
+        "docs/reference/exit-status.md",
+        "outcome table",
+        source,
+        table,
+    );
 }
 
 /// Every page a man page points to exists, and every `REDLOCK_*` variable the code reads
