@@ -77,6 +77,10 @@ pub fn doc_pages() -> Vec<String> {
 
 /// A fenced code block of a page.
 pub struct Fence {
+    /// The page, as in [`doc_pages`].
+    pub page: String,
+    /// The line of its opening fence (1-based).
+    pub line: usize,
     /// Its info string: the language, then words such as `test=ID` or `excerpt`.
     pub info: String,
     /// Its text, the fence's own indentation taken off each line.
@@ -84,6 +88,11 @@ pub struct Fence {
 }
 
 impl Fence {
+    /// The language of the block (the first word of its info string; "" when none).
+    pub fn language(&self) -> &str {
+        self.info.split_whitespace().next().unwrap_or("")
+    }
+
     /// The `ID` of a `test=ID` word of its info string.
     pub fn test_id(&self) -> Option<&str> {
         self.info
@@ -107,9 +116,11 @@ pub fn fences(page: &str) -> Vec<Fence> {
                 open = Some((n + 1, indent, ticks, trimmed[ticks..].trim().into(), vec![]))
             }
             None => {}
-            Some((_, indent, opened, info, body)) => {
+            Some((start, indent, opened, info, body)) => {
                 if ticks >= *opened && trimmed[ticks..].trim().is_empty() {
                     found.push(Fence {
+                        page: page.to_string(),
+                        line: *start,
                         info: std::mem::take(info),
                         text: body.iter().map(|l| format!("{l}\n")).collect(),
                     });
