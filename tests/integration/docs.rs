@@ -473,6 +473,26 @@ fn every_relative_link_and_anchor_leads_somewhere() {
     );
 }
 
+/// The contents page, docs/README.md, links to every other page of docs/.
+#[test]
+fn the_contents_page_lists_every_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let contents = "docs/README.md";
+    let listed: Vec<_> = links(contents)
+        .into_iter()
+        .filter_map(|(_, target)| {
+            let file = target.split('#').next().unwrap_or("");
+            root.join("docs").join(file).canonicalize().ok()
+        })
+        .collect();
+    let unlisted: Vec<_> = doc_pages()
+        .into_iter()
+        .filter(|page| page.starts_with("docs/") && page != contents)
+        .filter(|page| !listed.contains(&root.join(page).canonicalize().unwrap()))
+        .collect();
+    assert!(unlisted.is_empty(), "{contents} does not list {unlisted:?}");
+}
+
 /// The link checker's own rules, on text made for them.
 #[test]
 fn the_link_checker_reads_slugs_as_github_makes_them() {
