@@ -24,10 +24,10 @@ fn sleep_until_server(redis: &Redis, at_ms: u64) {
     }
 }
 
-/// The README's first example: the `redlock-run …` of its first cron line.
+/// The README's first example (`cron-first`): the `redlock-run …` of its cron line.
 fn readme_first_cron_line() -> Vec<String> {
-    let readme = readme();
-    let line = readme
+    let example = example("cron-first");
+    let line = example
         .lines()
         .find(|l| l.starts_with("* * * * * redlock-run"))
         .expect("the README's first example is a cron line");

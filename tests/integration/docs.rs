@@ -1,5 +1,8 @@
-//! Generated files stay in step with the code: man pages and completions are what
-//! `redlock generate` writes now, and the README carries the exit-code table.
+//! The documentation stays in step with the code: man pages and completions are what
+//! `redlock generate` writes now; the README carries the exit-code table and
+//! `docs/design/model.md` the refusal table, as the code renders them; every shell
+//! example in README.md and docs/ is either run by a test (`test=ID`) or marked an
+//! excerpt; and every relative link, and its `#anchor`, leads somewhere.
 
 use std::path::Path;
 
@@ -26,17 +29,18 @@ fn man_pages_and_completions_are_current() {
     );
 }
 
-/// The README holds `table` exactly as `source` renders it.
-fn assert_readme_carries(what: &str, source: &str, table: String) {
+/// The page `page` holds `table` exactly as `source` renders it.
+fn assert_page_carries(page: &str, what: &str, source: &str, table: String) {
     assert!(
-        readme().contains(&table),
-        "README.md must contain the {what} exactly as {source} renders it:\n{table}"
+        doc(page).contains(&table),
+        "{page} must contain the {what} exactly as {source} renders it:\n{table}"
     );
 }
 
 #[test]
 fn readme_carries_the_exit_code_table() {
-    assert_readme_carries(
+    assert_page_carries(
+        "README.md",
         "exit-code table",
         "src/exit.rs",
         redlock::exit::table_markdown(),
@@ -63,13 +67,14 @@ fn man_page_documents_exit_statuses_and_environment() {
     }
 }
 
-/// The README's cron line, run literally (only the job's path is ours) the way cron
-/// runs it: `sh -c`, a bare environment, all output captured. On the host that loses
-/// the race it must print nothing at all (cron mails any output) and exit 0.
+/// The README's silent cron line (`cron-silent`), run literally (only the job's path is
+/// ours) the way cron runs it: `sh -c`, a bare environment, all output captured. On the
+/// host that loses the race it must print nothing at all (cron mails any output) and
+/// exit 0.
 #[test]
 fn the_readme_cron_line_is_silent_on_the_losing_host() {
-    let readme = readme();
-    let line = readme
+    let example = example("cron-silent");
+    let line = example
         .lines()
         .find(|l| l.starts_with("* * * * * redlock-run") && l.contains("--busy-exit-code 0"))
         .expect("the cron example");
@@ -96,16 +101,59 @@ fn the_readme_cron_line_is_silent_on_the_losing_host() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// The script of docs/guide/scripts.md (`script-steps`) run by `sh` as written, its two
+/// steps ours: the lock is held through both steps (extended between them) and the
+/// `trap` releases it when the script exits.
 #[test]
-fn readme_carries_the_refusal_table() {
-    let table = redlock::policy::refused::markdown();
-    assert_readme_carries("refusal table", "src/policy/refused.rs", table);
+fn the_script_example_holds_the_lock_through_its_steps_and_releases_it() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let seen = scratch.path("seen");
+    let seen = seen.display();
+    let steps = format!(
+        "step_one() {{ redlock status nightly > {seen}; }}\n\
+         step_two() {{ redlock status nightly >> {seen}; }}\n"
+    );
+    let script = format!("{steps}{}", example("script-steps"));
+    let bin_dir = Path::new(REDLOCK).parent().unwrap();
+    let out = output(
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .env("REDLOCK_REDIS_URL", redis.url()),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seen = std::fs::read_to_string(scratch.path("seen")).unwrap();
+    let held = seen
+        .lines()
+        .filter(|l| l.starts_with("nightly: held by"))
+        .count();
+    assert_eq!(held, 2, "held through both steps:\n{seen}");
+    assert_eq!(
+        get(&redis, &lock_key("nightly")),
+        None,
+        "released by the trap"
+    );
 }
 
 #[test]
-fn readme_carries_the_outcome_table() {
+fn the_model_page_carries_the_refusal_table() {
+    let table = redlock::policy::refused::markdown();
+    let source = "src/policy/refused.rs";
+    assert_page_carries("docs/design/model.md", "refusal table", source, table);
+}
+
+#[test]
+fn the_exit_status_page_carries_the_outcome_table() {
     let table = redlock::outcome::markdown();
-    assert_readme_carries("outcome table", "src/outcome.rs", table);
+    let source = "src/outcome.rs";
+    assert_page_carries(
+        "docs/reference/exit-status.md",
+        "outcome table",
+        source,
+        table,
+    );
 }
 
 /// Every page a man page points to exists, and every `REDLOCK_*` variable the code reads
@@ -143,4 +191,324 @@ fn man_pages_point_only_to_pages_that_exist() {
             assert!(run.contains(var), "redlock-run(1) ENVIRONMENT lacks {var}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// The pages: shell examples run or marked, links that lead somewhere.
+
+/// The languages whose blocks are shell examples.
+const SHELLS: &[&str] = &["sh", "bash", "shell", "console", "zsh"];
+
+/// Every shell example in README.md and docs/ is either run by a test ("```sh test=ID")
+/// or marked as shown only ("```sh excerpt"); so is a block of no language that reads as
+/// a terminal session (its first line a `$ ` prompt). A bare one fails.
+#[test]
+fn every_shell_example_is_run_by_a_test_or_marked_an_excerpt() {
+    let mut bare = Vec::new();
+    for page in doc_pages() {
+        for fence in fences(&page) {
+            let session = fence.language().is_empty() && fence.text.starts_with("$ ");
+            if !SHELLS.contains(&fence.language()) && !session {
+                continue;
+            }
+            let words: Vec<&str> = fence.info.split_whitespace().skip(1).collect();
+            let tags = words
+                .iter()
+                .filter(|w| **w == "excerpt" || w.starts_with("test="))
+                .count();
+            if tags != 1 || fence.test_id() == Some("") {
+                bare.push(format!("{}:{} ```{}", fence.page, fence.line, fence.info));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "each shell block needs one tag, \"test=ID\" (a test runs it: example(\"ID\")) or \
+         \"excerpt\" (shown only):\n{}",
+        bare.join("\n")
+    );
+}
+
+/// The text of every `.rs` file under `dir`.
+fn sources(dir: &Path, texts: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, texts);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            texts.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+/// Every `test=ID` is one block's, and a test runs it: some test source asks for it by
+/// `example` with that ID. A test that asks for an ID no block has fails where it asks.
+#[test]
+fn every_tagged_example_is_unique_and_used_by_a_test() {
+    let mut texts = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+        &mut texts,
+    );
+    let mut seen = std::collections::BTreeMap::new();
+    let mut wrong = Vec::new();
+    for page in doc_pages() {
+        for fence in fences(&page) {
+            let Some(id) = fence.test_id() else { continue };
+            let at = format!("{}:{}", fence.page, fence.line);
+            if let Some(first) = seen.insert(id.to_string(), at.clone()) {
+                wrong.push(format!("{at}: test={id} is also {first}'s"));
+            }
+            let call = format!("example(\"{id}\")");
+            if !texts.iter().any(|text| text.contains(&call)) {
+                wrong.push(format!("{at}: no test calls {call}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The text of a page outside its fenced blocks, code spans blanked (newlines kept, so
+/// that line numbers stay right).
+fn prose(page: &str) -> String {
+    let text = doc(page);
+    let mut kept = String::new();
+    let mut fence: Option<usize> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        match fence {
+            None if ticks >= 3 => fence = Some(ticks),
+            None => kept.push_str(line),
+            Some(open) if ticks >= open && trimmed[ticks..].trim().is_empty() => fence = None,
+            Some(_) => {}
+        }
+        kept.push('\n');
+    }
+    // Code spans: a run of N backticks up to the next run of exactly N.
+    let chars: Vec<char> = kept.chars().collect();
+    let run = |at: usize| chars[at..].iter().take_while(|&&c| c == '`').count();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '`' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let n = run(i);
+        let mut j = i + n;
+        let close = loop {
+            if j >= chars.len() {
+                break None;
+            }
+            if chars[j] == '`' {
+                let m = run(j);
+                if m == n {
+                    break Some(j + m);
+                }
+                j += m;
+            } else {
+                j += 1;
+            }
+        };
+        match close {
+            Some(end) => {
+                for &c in &chars[i..end] {
+                    out.push(if c == '\n' { '\n' } else { ' ' });
+                }
+                i = end;
+            }
+            None => {
+                out.extend(&chars[i..i + n]);
+                i += n;
+            }
+        }
+    }
+    out
+}
+
+/// A heading's anchor as GitHub makes it: the text without its markup, lower case,
+/// every character but letters, digits, spaces, `-` and `_` dropped, spaces made `-`.
+fn slug(heading: &str) -> String {
+    let mut text = String::new();
+    let mut rest = heading;
+    // A link's text stays, its target goes.
+    while let Some(at) = rest.find("](") {
+        text.push_str(&rest[..at]);
+        rest = &rest[at + 2..];
+        rest = rest.split_once(')').map_or("", |(_, after)| after);
+    }
+    text.push_str(rest);
+    text.trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file: its headings' slugs (a repeated one numbered, as
+/// GitHub does: `x`, `x-1`, …) and every `<a id="…">` or `<a name="…">`.
+fn anchors(path: &Path) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = path
+        .strip_prefix(root)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let text = prose(&page);
+    let mut found = Vec::new();
+    let mut counts = std::collections::HashMap::new();
+    // Headings are read from the page itself: their code spans are part of their text.
+    let fenced = doc(&page);
+    for (line, raw) in text.lines().zip(fenced.lines()) {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
+            let base = slug(raw[hashes..].trim().trim_end_matches('#'));
+            let n = counts.entry(base.clone()).or_insert(0);
+            found.push(if *n == 0 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            });
+            *n += 1;
+        }
+        for attribute in ["<a id=\"", "<a name=\""] {
+            for part in line.split(attribute).skip(1) {
+                if let Some((id, _)) = part.split_once('"') {
+                    found.push(id.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The link targets of a page with their lines: inline links and images
+/// (`[text](target)`) and reference definitions (`[label]: target`), outside code.
+fn links(page: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in prose(page).lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let mut depth = 0;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' if depth == 0 => return true,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    false
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            let target = rest[..end].split_whitespace().next().unwrap_or("");
+            found.push((n + 1, target.trim_matches(['<', '>']).to_string()));
+            rest = &rest[end..];
+        }
+        let definition = line.trim_start();
+        if let Some((_, target)) = definition
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once("]: "))
+        {
+            let target = target.split_whitespace().next().unwrap_or("");
+            found.push((n + 1, target.to_string()));
+        }
+    }
+    found
+}
+
+/// Every relative link of README.md and docs/ leads to a file or directory that exists,
+/// and every `#anchor` to a heading or an `<a id>` of its page. Links to the web are not
+/// followed (no network).
+#[test]
+fn every_relative_link_and_anchor_leads_somewhere() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for page in doc_pages() {
+        let dir = root.join(&page).parent().unwrap().to_path_buf();
+        for (line, target) in links(&page) {
+            let at = format!("{page}:{line}: ({target})");
+            if target.is_empty() {
+                broken.push(format!("{at}: an empty link"));
+                continue;
+            }
+            if ["http://", "https://", "mailto:"]
+                .iter()
+                .any(|scheme| target.starts_with(scheme))
+            {
+                continue;
+            }
+            checked += 1;
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                root.join(&page)
+            } else {
+                dir.join(file)
+            };
+            let Ok(path) = path.canonicalize() else {
+                broken.push(format!("{at}: no such file"));
+                continue;
+            };
+            if !path.starts_with(root) {
+                broken.push(format!("{at}: outside the project"));
+            } else if !anchor.is_empty() {
+                if path.extension().is_none_or(|e| e != "md") {
+                    broken.push(format!("{at}: an anchor into a file that is not Markdown"));
+                } else if !anchors(&path).iter().any(|a| a == anchor) {
+                    broken.push(format!("{at}: no heading or <a id> #{anchor} there"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    assert!(
+        checked > 50,
+        "only {checked} relative links found: is the parser right?"
+    );
+}
+
+/// The contents page, docs/README.md, links to every other page of docs/.
+#[test]
+fn the_contents_page_lists_every_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let contents = "docs/README.md";
+    let listed: Vec<_> = links(contents)
+        .into_iter()
+        .filter_map(|(_, target)| {
+            let file = target.split('#').next().unwrap_or("");
+            root.join("docs").join(file).canonicalize().ok()
+        })
+        .collect();
+    let unlisted: Vec<_> = doc_pages()
+        .into_iter()
+        .filter(|page| page.starts_with("docs/") && page != contents)
+        .filter(|page| !listed.contains(&root.join(page).canonicalize().unwrap()))
+        .collect();
+    assert!(unlisted.is_empty(), "{contents} does not list {unlisted:?}");
+}
+
+/// The link checker's own rules, on text made for them.
+#[test]
+fn the_link_checker_reads_slugs_as_github_makes_them() {
+    assert_eq!(
+        slug("Why is my run refused with 64?"),
+        "why-is-my-run-refused-with-64"
+    );
+    assert_eq!(
+        slug("`--once-per`: once per slot"),
+        "--once-per-once-per-slot"
+    );
+    assert_eq!(slug("CI: serialize deploys"), "ci-serialize-deploys");
+    assert_eq!(slug("redlock release"), "redlock-release");
+    assert_eq!(slug("See [the lease](design/lease.md)"), "see-the-lease");
+    assert_eq!(
+        slug("Keys and memory, per_name"),
+        "keys-and-memory-per_name"
+    );
 }

@@ -199,12 +199,7 @@ fn forwarded_signals_reach_the_command_once_on_a_pty() {
 /// and the forwarded copy would make two: the README unit says why it is `mixed`.)
 #[test]
 fn the_readme_systemd_unit_stops_the_command_with_one_sigterm() {
-    let readme = readme();
-    let unit = readme
-        .split("```ini")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("the systemd unit in the README");
+    let unit = example("systemd-unit");
     assert!(
         unit.lines().any(|l| l.trim() == "KillMode=mixed"),
         "the unit must use KillMode=mixed:\n{unit}"

@@ -649,16 +649,16 @@ fn refused_combinations_and_bad_values_say_one_line() {
     holder.wait().unwrap();
 }
 
-/// The README's CI line (a YAML list item: `item` before the command) whose command
-/// starts with `command`, as `sh` runs it.
-fn readme_ci_line(item: &str, command: &str) -> String {
-    readme()
+/// The line of a README CI example (a YAML list item: `item` before the command) whose
+/// command starts with `command`, as `sh` runs it.
+fn readme_ci_line(example: &str, item: &str, command: &str) -> String {
+    example
         .lines()
         .map(str::trim)
         .filter_map(|l| l.strip_prefix(item))
         .find(|l| l.starts_with(command))
         .map(str::to_string)
-        .unwrap_or_else(|| panic!("the README has a line {item}{command}…"))
+        .unwrap_or_else(|| panic!("the example has no line {item}{command}…"))
 }
 
 /// `sh -c line` with `./deploy.sh` replaced by `deploy` and `env` set; `redlock-run` is
@@ -695,7 +695,11 @@ fn the_readme_ci_examples_keep_only_the_newest() {
              echo start $N >> {j}; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done; echo end $N >> {j}"
         ),
     );
-    let github = readme_ci_line("- run: ", "redlock-run --key deploy-production --supersede");
+    let github = readme_ci_line(
+        &example("ci-github-newest"),
+        "- run: ",
+        "redlock-run --key deploy-production --supersede",
+    );
     let step = |n: &str| {
         ci_step(
             &github,
@@ -729,7 +733,11 @@ fn the_readme_ci_examples_keep_only_the_newest() {
         "start 1\nINT 1\ncleaned 1\nstart 2\nend 2\n"
     );
 
-    let gitlab = readme_ci_line("- ", "redlock-run --key \"deploy-$CI_ENVIRONMENT_SLUG\"");
+    let gitlab = readme_ci_line(
+        &example("ci-gitlab-newest"),
+        "- ",
+        "redlock-run --key \"deploy-$CI_ENVIRONMENT_SLUG\"",
+    );
     std::fs::remove_file(&journal).unwrap();
     let step = |n: &str| {
         let env = [

@@ -47,10 +47,110 @@ pub use workload::{Report, Underway, Workload, contend};
 pub const RUN: &str = env!("CARGO_BIN_EXE_redlock-run");
 pub const REDLOCK: &str = env!("CARGO_BIN_EXE_redlock");
 
-/// The README, whose examples and tables tests hold to the code.
-pub fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md")
+/// A page of the documentation by its path from the project's root (`README.md`,
+/// `docs/design/model.md`): its examples and tables are held to the code by tests.
+pub fn doc(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every page of the documentation: `README.md` and `docs/**/*.md`, as paths from the
+/// project's root, sorted.
+pub fn doc_pages() -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, pages: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("docs/").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, pages);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                let relative = path.strip_prefix(root).unwrap();
+                pages.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec!["README.md".to_string()];
+    walk(root, &root.join("docs"), &mut pages);
+    pages.sort();
+    pages
+}
+
+/// A fenced code block of a page.
+pub struct Fence {
+    /// The page, as in [`doc_pages`].
+    pub page: String,
+    /// The line of its opening fence (1-based).
+    pub line: usize,
+    /// Its info string: the language, then words such as `test=ID` or `excerpt`.
+    pub info: String,
+    /// Its text, the fence's own indentation taken off each line.
+    pub text: String,
+}
+
+impl Fence {
+    /// The language of the block (the first word of its info string; "" when none).
+    pub fn language(&self) -> &str {
+        self.info.split_whitespace().next().unwrap_or("")
+    }
+
+    /// The `ID` of a `test=ID` word of its info string.
+    pub fn test_id(&self) -> Option<&str> {
+        self.info
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("test="))
+    }
+}
+
+/// The fenced code blocks of a page (backtick fences, as the pages use; a closing fence
+/// is at least as long as its opening one).
+pub fn fences(page: &str) -> Vec<Fence> {
+    let mut found = Vec::new();
+    let mut open: Option<(usize, usize, usize, String, Vec<&str>)> = None;
+    let text = doc(page);
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        match &mut open {
+            None if ticks >= 3 => {
+                open = Some((n + 1, indent, ticks, trimmed[ticks..].trim().into(), vec![]))
+            }
+            None => {}
+            Some((start, indent, opened, info, body)) => {
+                if ticks >= *opened && trimmed[ticks..].trim().is_empty() {
+                    found.push(Fence {
+                        page: page.to_string(),
+                        line: *start,
+                        info: std::mem::take(info),
+                        text: body.iter().map(|l| format!("{l}\n")).collect(),
+                    });
+                    open = None;
+                } else {
+                    let cut = line.len() - line.trim_start().len();
+                    body.push(&line[cut.min(*indent)..]);
+                }
+            }
+        }
+    }
+    assert!(open.is_none(), "{page}: a fence is never closed");
+    found
+}
+
+/// The text of the example tagged `test=ID` (a fence's info string such as
+/// "sh test=ID"), in whichever page of the documentation holds it: the test that runs
+/// an example finds it by its ID, wherever it moves.
+pub fn example(id: &str) -> String {
+    let mut tagged: Vec<Fence> = doc_pages()
+        .iter()
+        .flat_map(|page| fences(page))
+        .filter(|fence| fence.test_id() == Some(id))
+        .collect();
+    assert_eq!(
+        tagged.len(),
+        1,
+        "one fence must be tagged test={id} in README.md and docs/"
+    );
+    tagged.pop().unwrap().text
 }
 
 /// The lock key of `name` under the default prefix.
