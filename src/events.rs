@@ -1,7 +1,7 @@
 //! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
 //! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
 //! `exited`, `skipped`, `preempted` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
-//! `name`; the other fields depend on the event (README, "Events"). Keys come sorted.
+//! `name`; the other fields depend on the event (docs/operations/events.md). Keys come sorted.
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
 //! pipe never blocks the supervisor loop; closing the sink waits for the thread to

@@ -67,7 +67,7 @@ pub struct Mark {
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
     pub outcome: Outcome,
-    /// What it means, for the README's table.
+    /// What it means, for the table of docs/reference/exit-status.md.
     pub name: &'static str,
     pub status: Status,
     /// The lifecycle event that tells it (`--events`), if any.
@@ -288,7 +288,7 @@ pub fn metric_labels() -> Vec<&'static str> {
     labels
 }
 
-/// The table as the README carries it.
+/// The table as docs/reference/exit-status.md carries it.
 pub fn markdown() -> String {
     let mut out = String::from(
         "| outcome | exit status | event | `outcome` label | history says | timeline |\n| --- | --- | --- | --- | --- | --- |\n",

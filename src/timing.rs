@@ -3,7 +3,7 @@
 //! points are durations since an arbitrary origin (see [`crate::clock`]) and jitter is a
 //! parameter, so every function is table-tested.
 //!
-//! The safety rule (see README, "How the lease stays safe"): let `t_sent` be the time the
+//! The safety rule (see docs/design/lease.md): let `t_sent` be the time the
 //! last successful acquire or renew request was *sent*. The server sets its expiry when
 //! the request arrives, so no other client can acquire before `t_sent + ttl` on a clock
 //! running at the same rate. We allow for clock-rate drift and call

@@ -1,5 +1,5 @@
 //! Every flag combination a run refuses, with its one line: one table ([`RULES`]) that
-//! `Policy::from_flags` applies, that the README carries ([`markdown`], held by a test),
+//! `Policy::from_flags` applies, that docs/design/model.md carries ([`markdown`], held by a test),
 //! and that the generated test family asks before it draws a trial.
 
 use std::fmt::Write as _;
@@ -46,7 +46,7 @@ pub enum Flag {
 }
 
 impl Flag {
-    /// How the flag is written in the README's table.
+    /// How the flag is written in the table of docs/design/model.md.
     fn text(self) -> &'static str {
         match self {
             Flag::Fair => "`--fair`",
@@ -248,7 +248,7 @@ pub fn refusal(given: &Given) -> Option<String> {
         .map(|rule| given.fill(rule.line))
 }
 
-/// The table of refused combinations as the README carries it.
+/// The table of refused combinations as docs/design/model.md carries it.
 pub fn markdown() -> String {
     let mut out = String::from("| refused | because |\n| --- | --- |\n");
     for rule in RULES {

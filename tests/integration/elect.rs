@@ -840,3 +840,104 @@ fn the_shipped_standby_unit_keeps_one_consumer_across_three_hosts() {
         }
     }
 }
+
+/// The README's standby example, run as written on two hosts (only the paths are
+/// ours, and the URL comes from the environment): one consumer runs; `redlock leader`
+/// names its host; `--is-me` is 0 there and 1 on the other; a SIGTERM to the leader
+/// hands over to the other host.
+#[test]
+fn the_readme_standby_example_runs_as_written() {
+    let text = example("standby");
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("a line {prefix}…: {text}"))
+            .to_string()
+    };
+    let run_line = line("redlock-run --elect");
+    let who = line("redlock leader orders-consumer");
+    let is_me = line("redlock leader orders-consumer --is-me");
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("journal");
+    let consumer = s.script(
+        "consumer",
+        &format!(
+            "echo \"START $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> '{j}'\ntrap 'echo \"STOP $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> \"{j}\"; exit 0' TERM\nwhile :; do sleep 0.05; done",
+            j = journal.display()
+        ),
+    );
+    let namespaces = hosts_can_be_namespaces();
+    let mut hosts: Vec<Child> = (0..2)
+        .map(|h| {
+            let ready = s.path(&format!("ready-{h}"));
+            let args: Vec<String> = run_line
+                .replace("/run/orders-consumer/leader", &ready.display().to_string())
+                .replace("/opt/orders/consumer", &consumer.display().to_string())
+                .split_whitespace()
+                .skip(1)
+                .map(String::from)
+                .collect();
+            on_host(&format!("readme-host-{h}"), &args, namespaces)
+                .env("REDLOCK_REDIS_URL", redis.url())
+                .env("REDLOCK_LOCAL_DIR", s.path(&format!("local-{h}")))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let mut all = Vec::new();
+    assert!(eventually(Duration::from_secs(20), || {
+        all = terms(&journal);
+        !all.is_empty()
+    }));
+    let leader = all[0].host.clone();
+    let h: usize = leader
+        .trim_start_matches("readme-host-")
+        .parse()
+        .unwrap_or(0);
+    // The two `redlock leader` lines, as each host would run them.
+    let verb = |line: &str, host: &str| {
+        let args: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
+        let mut cmd = if namespaces {
+            let mut cmd = std::process::Command::new("unshare");
+            cmd.args([
+                "--uts",
+                "sh",
+                "-c",
+                "hostname \"$0\" && exec \"$@\"",
+                host,
+                REDLOCK,
+            ]);
+            cmd
+        } else {
+            let mut cmd = redlock();
+            cmd.env("REDLOCK_HOST", host);
+            cmd
+        };
+        output(cmd.args(&args).env("REDLOCK_REDIS_URL", redis.url()))
+    };
+    if namespaces {
+        let out = verb(&who, &leader);
+        assert!(
+            stdout(&out).contains(&format!("led by {leader} pid")),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(code(&verb(&is_me, &leader)), 0);
+        assert_eq!(code(&verb(&is_me, &format!("readme-host-{}", 1 - h))), 1);
+    }
+    kill(Pid::from_raw(hosts[h].id() as i32), Signal::SIGTERM).unwrap();
+    wait_child(&mut hosts[h], Duration::from_secs(10));
+    assert!(eventually(Duration::from_secs(5), || terms(&journal).len() == 2));
+    let all = terms(&journal);
+    assert_ne!(all[1].host, all[0].host);
+    assert!(
+        all[1].start_ms - all[0].stop_ms.unwrap() < 1000.0,
+        "a wake-up, not the ttl"
+    );
+    let other = &mut hosts[1 - h];
+    let _ = kill(Pid::from_raw(other.id() as i32), Signal::SIGTERM);
+    wait_child(other, Duration::from_secs(10));
+}

@@ -853,7 +853,7 @@ fn tier_a_covers_every_draw() {
 /// Tier B: fresh seeds for `NEMESIS_MINUTES` (40 by default), from `NEMESIS_SEED_FROM`
 /// (default 1000).
 #[test]
-#[ignore = "Tier B: 40 minutes of generated trials; see the README, How we test the lock"]
+#[ignore = "Tier B: 40 minutes of generated trials; see docs/testing.md"]
 fn generated_tier_b() {
     let minutes: u64 = std::env::var("NEMESIS_MINUTES")
         .ok()

@@ -12,7 +12,7 @@
 //!   be gone before the key's server-side expiry, read from a separate connection.
 //!
 //! Tier B (`tier_b_soak`, ignored) mixes every in-model fault for 30–60 minutes; see
-//! the README, "How we test the lock".
+//! docs/testing.md.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -629,7 +629,7 @@ fn f24_redlock_partial_partitions() {
 /// proxy, AOF on) and Redlock over three masters (each contender behind its own
 /// proxies); one summary line per segment and one for the whole soak.
 #[test]
-#[ignore = "Tier B soak, 30-60 minutes: see the README, How we test the lock"]
+#[ignore = "Tier B soak, 30-60 minutes: see docs/testing.md"]
 fn tier_b_soak() {
     let minutes: u64 = std::env::var("NEMESIS_SOAK_MINUTES")
         .ok()

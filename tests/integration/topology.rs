@@ -428,7 +428,7 @@ fn tls_mutual_needs_the_client_certificate() {
 
 // ---------------------------------------------------------------- ACL
 
-/// The least-privilege user documented in docs/deployments.md (single server).
+/// The least-privilege user documented in docs/operations/deployments.md (single server).
 const LOCKER_ACL: &[&str] = &[
     "ACL",
     "SETUSER",

@@ -2,7 +2,7 @@
 //! severity, one line of what and why, and what to do. No Redis, no clock: the facts
 //! are gathered in `doctor.rs` and every rule here is unit-tested on made-up facts.
 //!
-//! The rules and why (see README, "redlock doctor"):
+//! The rules and why (see docs/operations/doctor.md):
 //! - eviction: `allkeys-*` can evict a held lock's key (error); lock keys carry a ttl,
 //!   so `volatile-*` can evict them too once memory reaches `maxmemory` (warning);
 //! - role: a replica refuses writes (READONLY); a cluster node given as a plain URL
@@ -606,7 +606,7 @@ pub fn acl(facts: &Facts) -> Finding {
         format!("{who}{} (checked with {how})", parts.join("; ")),
     )
     .fix(format!(
-        "grant the user {} on the prefix's keys (see the README's least-privilege ACL)",
+        "grant the user {} on the prefix's keys (see docs/reference/configuration.md, the least-privilege ACL)",
         commands
             .iter()
             .map(|c| format!("+{}", c.to_ascii_lowercase().replace(' ', "|")))

@@ -30,7 +30,7 @@ pub fn budget_args(ttl_ms: u64) -> Vec<String> {
     .to_vec()
 }
 
-/// How long after a loss became observable the command must be dead (README, "How the
+/// How long after a loss became observable the command must be dead (docs/design/lease.md, "How the
 /// lease stays safe"): the next renewal is due within `renew_every`, it takes at most a
 /// node timeout to answer "not ours", then SIGTERM, SIGKILL after `kill_after`, and the
 /// margin the budget keeps for signal delivery and reaping (min(ttl/10, 500 ms)).
