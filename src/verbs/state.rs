@@ -418,12 +418,15 @@ impl LockState {
     }
 }
 
-/// What `status` says of a holder where newest wins (or that may be preempted): its
-/// order key, whether it refuses to be stopped, a request to stop it, and how many
+/// What `status` says of a holder where newest wins (or that may be preempted), and
+/// what it announces (`--announce`): its order key, whether it refuses to be stopped, a request to stop it, and how many
 /// waiting runs newer ones superseded while it held.
 fn newest_lines(h: &Holder) -> String {
     let s = &h.stopping;
     let mut out = String::new();
+    if let Some(value) = &s.announce {
+        out.push_str(&format!("\n  announce: {}", crate::report::shown(value)));
+    }
     if let Some(key) = s.order_key {
         out.push_str(&format!("\n  order key: {key}"));
     }

@@ -941,3 +941,127 @@ fn the_readme_standby_example_runs_as_written() {
     let _ = kill(Pid::from_raw(other.id() as i32), Signal::SIGTERM);
     wait_child(other, Duration::from_secs(10));
 }
+
+/// `--elect` beside the flags it works with: `--fair` (standbys take over in the order
+/// they came), several `--redis` nodes (Redlock: a SIGTERM hands over), `--max-hold`
+/// (a term ends at the limit and another begins), `--announce` (shown by `status` and
+/// `leader`).
+#[test]
+fn elect_beside_fair_redlock_max_hold_and_announce() {
+    let s = Scratch::new();
+    let log = s.path("log");
+    let l = log.display().to_string();
+    let job = format!("echo \"$0 $REDLOCK_FENCE\" >> {l}; sleep 30");
+    let spawn = |urls: &[String], name: &str, who: &str, extra: &[&str]| {
+        let mut cmd = redlock_run();
+        for url in urls {
+            cmd.args(["--redis", url]);
+        }
+        cmd.args(["--key", name, "--elect", "--ttl", "2s"])
+            .args(extra)
+            .args([
+                "--local-dir",
+                &s.path(&format!("l-{who}")).display().to_string(),
+            ])
+            .args(["--", "sh", "-c", &job, who])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let lines = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let stop = |child: &mut Child| {
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        wait_child(child, Duration::from_secs(10));
+    };
+
+    // --fair: a, then b, c, d queued in that order; stopping each leader in turn hands
+    // over in arrival order.
+    let redis = Redis::start();
+    let url = vec![redis.url()];
+    let mut runs = Vec::new();
+    for who in ["a", "b", "c", "d"] {
+        runs.push(spawn(
+            &url,
+            "fairsvc",
+            who,
+            &["--fair", "--announce", &format!("{who}:80")],
+        ));
+        let n = runs.len();
+        assert!(eventually(Duration::from_secs(5), || {
+            n == 1
+                || stdout(&output(redlock().args([
+                    "status",
+                    "fairsvc",
+                    "--redis",
+                    &redis.url(),
+                ])))
+                .contains(&format!("{} waiting", n - 1))
+        }));
+    }
+    let status = stdout(&output(redlock().args([
+        "status",
+        "fairsvc",
+        "--redis",
+        &redis.url(),
+    ])));
+    assert!(status.contains("announce: a:80"), "{status}");
+    let leader = stdout(&output(redlock().args([
+        "leader",
+        "fairsvc",
+        "--redis",
+        &redis.url(),
+    ])));
+    assert!(leader.contains("announces a:80"), "{leader}");
+    for (i, run) in runs.iter_mut().enumerate().take(3) {
+        assert!(eventually(Duration::from_secs(5), || lines().len() == i + 1));
+        stop(run);
+    }
+    assert!(eventually(Duration::from_secs(5), || lines().len() == 4));
+    let order: Vec<String> = lines()
+        .iter()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(order, ["a", "b", "c", "d"], "arrival order");
+    stop(&mut runs[3]);
+
+    // Redlock over three servers: a SIGTERM hands over.
+    let _ = std::fs::remove_file(&log);
+    let servers: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
+    let urls: Vec<String> = servers.iter().map(|r| r.url()).collect();
+    let mut a = spawn(&urls, "quorumsvc", "a", &[]);
+    assert!(eventually(Duration::from_secs(5), || lines().len() == 1));
+    let mut b = spawn(&urls, "quorumsvc", "b", &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    stop(&mut a);
+    assert!(
+        eventually(Duration::from_secs(3), || lines().len() == 2),
+        "{:?}",
+        lines()
+    );
+    stop(&mut b);
+
+    // --max-hold 1s: terms of a second, each with a larger fence, the wrapper staying.
+    let _ = std::fs::remove_file(&log);
+    let mut m = spawn(&url, "rotating", "m", &["--max-hold", "1s"]);
+    assert!(
+        eventually(Duration::from_secs(10), || lines().len() >= 3),
+        "{:?}",
+        lines()
+    );
+    assert!(
+        m.try_wait().unwrap().is_none(),
+        "still standing by / leading"
+    );
+    stop(&mut m);
+    let fences: Vec<u64> = lines()
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(fences.windows(2).all(|w| w[1] > w[0]), "{fences:?}");
+}
