@@ -715,6 +715,19 @@ fn redis_restarted_empty_and_a_paused_leader() {
     }
 }
 
+/// A consumer that journals as [`DAEMON`] does, its host named by `hostname` (the unit
+/// and the README's line give it no arguments).
+fn consumer_as_host(s: &Scratch, journal: &std::path::Path) -> std::path::PathBuf {
+    s.script(
+        "consumer",
+        &format!(
+            "exec sh {} {} \"$(hostname)\"",
+            s.script("daemon", DAEMON).display(),
+            journal.display()
+        ),
+    )
+}
+
 /// The shipped standby unit's `ExecStart` for host `h`, its paths made local.
 fn shipped_standby_exec_start(s: &Scratch, h: usize, consumer: &std::path::Path) -> Vec<String> {
     let unit = std::fs::read_to_string(
@@ -757,13 +770,7 @@ fn the_shipped_standby_unit_keeps_one_consumer_across_three_hosts() {
     let redis = Redis::start();
     let s = Scratch::new();
     let journal = s.path("journal");
-    let consumer = s.script(
-        "consumer",
-        &format!(
-            "echo \"START $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> '{j}'\ntrap 'echo \"STOP $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> \"{j}\"; exit 0' TERM\nwhile :; do sleep 0.05; done",
-            j = journal.display()
-        ),
-    );
+    let consumer = consumer_as_host(&s, &journal);
     let namespaces = hosts_can_be_namespaces();
     let mut hosts: Vec<Child> = (0..3)
         .map(|h| {
@@ -860,13 +867,7 @@ fn the_readme_standby_example_runs_as_written() {
     let redis = Redis::start();
     let s = Scratch::new();
     let journal = s.path("journal");
-    let consumer = s.script(
-        "consumer",
-        &format!(
-            "echo \"START $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> '{j}'\ntrap 'echo \"STOP $(hostname) $REDLOCK_FENCE $$ $(date +%s%N)\" >> \"{j}\"; exit 0' TERM\nwhile :; do sleep 0.05; done",
-            j = journal.display()
-        ),
-    );
+    let consumer = consumer_as_host(&s, &journal);
     let namespaces = hosts_can_be_namespaces();
     let mut hosts: Vec<Child> = (0..2)
         .map(|h| {
