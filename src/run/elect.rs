@@ -200,6 +200,7 @@ async fn stand_aside(run: &mut Run<'_>, pause: Duration) -> Step<()> {
         tokio::select! {
             Some(sig) = run.signals.recv() => {
                 if crate::signals::ends_wait(sig) {
+                    run.report.note(&format!("interrupted by {sig} while standing aside; nothing is running"));
                     return Err(End::Status(exit::from_signal(sig as i32)));
                 }
             }
@@ -220,7 +221,8 @@ fn say_restart(run: &Run<'_>, lease: &Lease, outcome: &Outcome, pause: Duration)
     ));
 }
 
-/// The `elected` event, and a line with `--verbose`.
+/// The `elected` event, and a line (a standby's journal says each term, not each
+/// minute it waited).
 fn said_elected(run: &Run<'_>, lease: &Lease) {
     let name = lease.keys().display_name();
     run.report.event(
@@ -229,10 +231,10 @@ fn said_elected(run: &Run<'_>, lease: &Lease) {
         serde_json::json!({ "term": lease.fence(), "token": &lease.token()[..8] }),
     );
     run.report
-        .verbose(|| format!("leading {name} (term {})", lease.fence()));
+        .note(&format!("{name}: leading (term {})", lease.fence()));
 }
 
-/// The `deposed` event, and a line with `--verbose`.
+/// The `deposed` event, and a line unless the wrapper was told to stop.
 fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed) {
     let name = lease.keys().display_name();
     run.report.event(
@@ -241,12 +243,10 @@ fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed) {
         serde_json::json!({ "term": lease.fence(), "reason": deposed.reason(), "status": status }),
     );
     if !matches!(deposed, Deposed::Signalled(_)) {
-        run.report.verbose(|| {
-            format!(
-                "term {} of {name} ended ({}); standing by",
-                lease.fence(),
-                deposed.reason()
-            )
-        });
+        run.report.note(&format!(
+            "{name}: term {} ended ({}, status {status}); standing by",
+            lease.fence(),
+            deposed.reason()
+        ));
     }
 }

@@ -182,10 +182,13 @@ impl<'r> Run<'r> {
     /// Whether waiting may be reported off a terminal (see `wait/progress.rs`): not
     /// with `--busy-exit-code 0`, nor for a `--once-per` or `--once-id` run, whose wait
     /// for its slot's or ID's run is the fleet's ordinary coordination (cron mails what
-    /// it prints); always with `--verbose`.
+    /// it prints), nor for an `--elect` standby, which says each term's start and end
+    /// instead of a line a minute in the journal; always with `--verbose`.
     fn chatty(&self) -> bool {
         let completion = &self.config.policy.completion;
-        let coordinated = completion.once_per.is_some() || completion.once_id.is_some();
+        let coordinated = completion.once_per.is_some()
+            || completion.once_id.is_some()
+            || self.config.policy.elect.is_some();
         (self.config.busy_code != 0 && !coordinated) || self.report.verbose
     }
 

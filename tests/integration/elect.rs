@@ -380,7 +380,8 @@ fn forced_failovers_never_overlap_and_the_watch_sees_each() {
         seen += 1;
         leader = next;
     }
-    // A blackholed wrapper leads again: stop the others in turn until it does.
+    // The last term lives a little too, so that the watch can see it.
+    std::thread::sleep(Duration::from_millis(1200));
     let all = field.terms();
     for cand in by_host.values_mut() {
         let _ = kill(Pid::from_raw(cand.child.id() as i32), Signal::SIGTERM);
