@@ -83,9 +83,39 @@ fn terms(journal: &std::path::Path) -> Vec<Term> {
     terms
 }
 
-/// A candidate: `redlock-run --elect` as host `host` through `url`.
+/// A candidate: `redlock-run --elect` as host `host` through `url` (or any wrapper a
+/// test starts). Dropped, it is SIGKILLed (its guard kills its command): a test that
+/// fails leaves no standby contending for ever.
 struct Candidate {
     child: Child,
+}
+
+impl From<Child> for Candidate {
+    fn from(child: Child) -> Candidate {
+        Candidate { child }
+    }
+}
+
+impl std::ops::Deref for Candidate {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for Candidate {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Drop for Candidate {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// The field of candidates of one name.
@@ -298,7 +328,7 @@ fn forced_failovers_never_overlap_and_the_watch_sees_each() {
         by_host.insert(host.clone(), field.spawn(host, &url));
     }
     // The watch, one JSON line per change, each stamped when it was read here.
-    let mut watch = redlock()
+    let mut watch: Candidate = redlock()
         .args([
             "leader",
             "replicator",
@@ -310,7 +340,8 @@ fn forced_failovers_never_overlap_and_the_watch_sees_each() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+        .into();
     let seen_by_watch: Arc<Mutex<Vec<(u64, f64)>>> = Arc::default();
     let lines = watch.stdout.take().unwrap();
     let sink = seen_by_watch.clone();
@@ -472,7 +503,7 @@ fn on_exit_resign_restart_exit_and_max_terms() {
     let r = ready.display().to_string();
     // resign: two candidates whose command exits at once; each term alternates.
     let job = format!("test -e {r} && echo \"RUN $0 $REDLOCK_FENCE\" >> {l}; sleep 0.2; exit 3");
-    let mut runs: Vec<Child> = (0..2)
+    let mut runs: Vec<Candidate> = (0..2)
         .map(|h| {
             redlock_run()
                 .args(["--redis", &url, "--key", "flappy", "--elect", "--ttl", "1s"])
@@ -486,6 +517,7 @@ fn on_exit_resign_restart_exit_and_max_terms() {
                 .spawn()
                 .unwrap()
         })
+        .map(Candidate::from)
         .collect();
     for run in &mut runs {
         let status = wait_child(run, Duration::from_secs(30));
@@ -520,7 +552,7 @@ fn on_exit_resign_restart_exit_and_max_terms() {
     let metrics = s.path("svc.prom");
     let events = s.path("events");
     let job = format!("echo \"RUN $REDLOCK_FENCE $(date +%s%N)\" >> {l}; exit 1");
-    let mut run = redlock_run()
+    let mut run: Candidate = redlock_run()
         .args([
             "--redis",
             &url,
@@ -535,7 +567,8 @@ fn on_exit_resign_restart_exit_and_max_terms() {
         .args(["--", "sh", "-c", &job])
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+        .into();
     assert!(eventually(Duration::from_secs(10), || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -773,7 +806,7 @@ fn the_shipped_standby_unit_keeps_one_consumer_across_three_hosts() {
     let journal = s.path("journal");
     let consumer = consumer_as_host(&s, &journal);
     let namespaces = hosts_can_be_namespaces();
-    let mut hosts: Vec<Child> = (0..3)
+    let mut hosts: Vec<Candidate> = (0..3)
         .map(|h| {
             on_host(
                 &format!("unit-host-{h}"),
@@ -787,6 +820,7 @@ fn the_shipped_standby_unit_keeps_one_consumer_across_three_hosts() {
             .spawn()
             .expect("spawn")
         })
+        .map(Candidate::from)
         .collect();
     let mut stopped = Vec::new();
     for round in 0..2 {
@@ -870,7 +904,7 @@ fn the_readme_standby_example_runs_as_written() {
     let journal = s.path("journal");
     let consumer = consumer_as_host(&s, &journal);
     let namespaces = hosts_can_be_namespaces();
-    let mut hosts: Vec<Child> = (0..2)
+    let mut hosts: Vec<Candidate> = (0..2)
         .map(|h| {
             let ready = s.path(&format!("ready-{h}"));
             let args: Vec<String> = run_line
@@ -888,6 +922,7 @@ fn the_readme_standby_example_runs_as_written() {
                 .spawn()
                 .expect("spawn")
         })
+        .map(Candidate::from)
         .collect();
     let mut all = Vec::new();
     assert!(eventually(Duration::from_secs(20), || {
@@ -968,6 +1003,7 @@ fn elect_beside_fair_redlock_max_hold_and_announce() {
             .args(["--", "sh", "-c", &job, who])
             .stderr(Stdio::null())
             .spawn()
+            .map(Candidate::from)
             .unwrap()
     };
     let lines = || {
@@ -977,7 +1013,7 @@ fn elect_beside_fair_redlock_max_hold_and_announce() {
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    let stop = |child: &mut Child| {
+    let stop = |child: &mut Candidate| {
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
         wait_child(child, Duration::from_secs(10));
     };
@@ -996,7 +1032,7 @@ fn elect_beside_fair_redlock_max_hold_and_announce() {
         ));
         let n = runs.len();
         assert!(eventually(Duration::from_secs(5), || {
-            n == 1
+            (n == 1 && lines().len() == 1)
                 || stdout(&output(redlock().args([
                     "status",
                     "fairsvc",
