@@ -1103,3 +1103,45 @@ fn elect_beside_fair_redlock_max_hold_and_announce() {
         .collect();
     assert!(fences.windows(2).all(|w| w[1] > w[0]), "{fences:?}");
 }
+
+/// A Sentinel failover under a leader: whether its lease survives on the promoted
+/// replica or is lost, the terms never overlap, fences increase, a leader runs after
+/// it, and every wrapper is still there (a lost leader stands by).
+#[test]
+fn a_sentinel_failover_keeps_one_leader() {
+    let m = crate::harness::Monitored::start();
+    let url = m.url();
+    let mut field = Field::new("relay", &["--ttl", "2s"]);
+    let mut cands: Vec<Candidate> = (0..2)
+        .map(|h| field.spawn(&format!("relay-{h}"), &url))
+        .collect();
+    let first = field.next_term(0, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(500));
+    m.fail_over();
+    // Some term runs on the new master a few seconds on: the first one still, or a
+    // later one.
+    std::thread::sleep(Duration::from_secs(5));
+    let all = field.terms();
+    let running = all.iter().filter(|t| t.stop_ms.is_none()).count();
+    assert_eq!(running, 1, "one leader after the failover: {all:?}");
+    assert_terms_are_sound(&all, &HashMap::new());
+    assert!(all.iter().all(|t| t.fence >= first.fence));
+    for c in &mut cands {
+        assert!(c.try_wait().unwrap().is_none(), "every wrapper stays");
+    }
+    let out = output(redlock().args(["leader", "relay", "--redis", &url]));
+    let last = all.last().unwrap();
+    assert!(
+        stdout(&out).contains(&format!("led by {} pid", last.host)),
+        "{} vs {all:?}",
+        stdout(&out)
+    );
+    eprintln!(
+        "elect: a Sentinel failover under a leader: {} term(s) after it, 0 overlaps",
+        all.len() - 1
+    );
+    for c in &mut cands {
+        let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+        wait_child(c, Duration::from_secs(10));
+    }
+}
