@@ -14,6 +14,7 @@ use nix::sys::signal::Signal;
 use super::term::{self, Taken};
 use super::{End, Run, Step};
 use crate::clock;
+use crate::error::{Error, Kind};
 use crate::events::Event;
 use crate::exit;
 use crate::lease::{Lease, Lost, Renew};
@@ -49,32 +50,64 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
     let elect = run.config.policy.elect.clone().unwrap_or_default();
     let mut lease = first;
     let mut head = head;
-    let mut terms = 0u32;
+    let (mut terms, mut failures) = (0u32, 0u32);
     loop {
-        terms += 1;
-        let (status, deposed) = one_term(run, &lease, head.take(), elect.on_exit).await?;
-        said_deposed(run, &lease, status, deposed);
-        let last = matches!(deposed, Deposed::Signalled(_))
-            || (deposed == Deposed::Exited && elect.on_exit == OnExit::Exit)
-            || elect.max_terms == Some(terms);
-        if last {
-            return Ok(status);
-        }
-        if deposed == Deposed::Exited {
-            let pause = timing::resign_backoff(run.config.budget.renew_every);
-            run.report.verbose(|| {
-                format!(
-                    "the command exited {status}; resigned, contending again in {}",
+        match one_term(run, &lease, head.take(), elect.on_exit).await {
+            Ok((status, deposed)) => {
+                terms += 1;
+                failures = 0;
+                said_deposed(run, &lease, status, deposed);
+                let last = matches!(deposed, Deposed::Signalled(_))
+                    || (deposed == Deposed::Exited && elect.on_exit == OnExit::Exit)
+                    || elect.max_terms == Some(terms);
+                if last {
+                    return Ok(status);
+                }
+                if deposed == Deposed::Exited {
+                    let pause = timing::resign_backoff(run.config.budget.renew_every);
+                    run.report.verbose(|| {
+                        format!(
+                            "the command exited {status}; resigned, contending again in {}",
+                            human(pause)
+                        )
+                    });
+                    stand_aside(run, pause).await?;
+                }
+            }
+            // A standby outlives what may heal (a read-only replica or a full server
+            // during a failover, an answer it cannot read): it says so and tries again.
+            Err(End::Failed(e)) if heals(&e) => {
+                let pause = timing::restart_backoff(failures);
+                failures += 1;
+                run.report.note(&format!(
+                    "{}: {e}; standing by, contending again in {}",
+                    lease.keys().display_name(),
                     human(pause)
-                )
-            });
-            stand_aside(run, pause).await?;
+                ));
+                stand_aside(run, pause).await?;
+            }
+            Err(end) => return Err(end),
         }
         lease = lease.next_term();
         run.patience = Patience::new(run.config.wait);
         run.started = clock::now();
         head = run.queue_locally().await?;
     }
+}
+
+/// Whether an error that ended a term before its command started may heal by trying
+/// again; a usage or auth error, a command that cannot run, a key of another type and
+/// a fault of ours end the wrapper.
+fn heals(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        Kind::Unreachable
+            | Kind::ReadOnly
+            | Kind::OutOfMemory
+            | Kind::Server
+            | Kind::BadReply
+            | Kind::Lost
+    )
 }
 
 /// One term: take the lock, run the command (again, with `--on-exit restart`), release;

@@ -1145,3 +1145,35 @@ fn a_sentinel_failover_keeps_one_leader() {
         wait_child(c, Duration::from_secs(10));
     }
 }
+
+/// A standby outlives an error that may heal: its server is a read-only replica (a
+/// failover behind a plain URL, half done); it says so in one line, does not exit, and
+/// leads once the server takes writes again.
+#[test]
+fn a_standby_outlives_a_read_only_server() {
+    let master = Redis::start();
+    let server = Redis::start();
+    let _: String = server.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    assert!(eventually(Duration::from_secs(20), || server
+        .cmd::<String>(&["INFO", "replication"])
+        .contains("master_link_status:up")));
+    let mut field = Field::new("writer", &["--ttl", "1s"]);
+    let mut cand = field.spawn("ro-host", &server.url());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(cand.try_wait().unwrap().is_none(), "still standing by");
+    assert!(field.terms().is_empty());
+    let _: String = server.cmd(&["REPLICAOF", "NO", "ONE"]);
+    let term = field.next_term(0, Duration::from_secs(20));
+    assert_eq!(term.host, "ro-host");
+    let _ = kill(Pid::from_raw(cand.id() as i32), Signal::SIGTERM);
+    wait_child(&mut cand, Duration::from_secs(10));
+    let mut err = String::new();
+    use std::io::Read;
+    cand.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("standing by, contending again in"), "{err}");
+    assert!(err.to_lowercase().contains("read-only"), "{err}");
+}
