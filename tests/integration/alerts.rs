@@ -117,6 +117,7 @@ fn alert_tests(expects: &[Expect]) -> String {
             "RedlockJobMissed" => {
                 "nightly: no run has succeeded on any host for 26 hours".to_string()
             }
+            "RedlockNoLeader" => "consumer: no host leads (--elect) for 5 minutes".to_string(),
             _ => format!(
                 "nightly on {}: a run has held the lock for more than 2 hours",
                 e.fired.iter().find(|(k, _)| *k == "instance").unwrap().1
@@ -272,7 +273,99 @@ fn a_good_day(s: &Scratch) -> String {
     )
 }
 
-/// The shipped rules, `promtool check rules`, then `promtool test rules` on the three
+/// A standby service (`--elect`) on two hosts for 30 h: host0 leads 10 h, host1 then
+/// 18 h, then both stop. Neither job alert fires for it (a daemon is neither missed nor
+/// hung); "no leader" fires 5 minutes after the last leader stopped, not before.
+fn a_standby_service(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let files = [s.path("svc0.prom"), s.path("svc1.prom")];
+    let lead = |h: usize, minute: u64| {
+        let mut cmd = redlock_run();
+        let (hh, m) = (minute / 60, minute % 60);
+        with_clock_offset(
+            &mut cmd,
+            &format!("@1970-01-{:02} {:02}:{m:02}:00", 1 + hh / 24, hh % 24),
+        );
+        cmd.args([
+            "--redis",
+            &redis.url(),
+            "--key",
+            "consumer",
+            "--elect",
+            "--metrics",
+        ])
+        .arg(&files[h])
+        .args([
+            "--local-dir",
+            &s.path(&format!("svc-local{h}")).display().to_string(),
+        ])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "trap 'exit 0' TERM; while :; do sleep 0.05; done",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+    };
+    let leads = |h: usize, value: u8| {
+        let file = &files[h];
+        eventually(Duration::from_secs(10), || {
+            std::fs::read_to_string(file)
+                .unwrap_or_default()
+                .contains(&format!("redlock_leader{{name=\"consumer\"}} {value}"))
+        })
+    };
+    let stop = |child: &mut Child| {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        wait_child(child, Duration::from_secs(10));
+    };
+    let mut host0 = lead(0, 0);
+    assert!(leads(0, 1));
+    snaps.take("host0", 0, &files[0]);
+    let mut host1 = lead(1, 5);
+    snaps.take("host1", 5, &files[1]);
+    stop(&mut host0);
+    assert!(leads(0, 0) && leads(1, 1));
+    snaps.take("host0", 600, &files[0]);
+    snaps.take("host1", 600, &files[1]);
+    stop(&mut host1);
+    assert!(leads(1, 0));
+    snaps.take("host1", 1680, &files[1]);
+    let none = |minute, alert| Expect {
+        minute,
+        alert,
+        fired: vec![],
+    };
+    let expects = [
+        none(300, "RedlockJobRunningTooLong"),
+        none(1200, "RedlockJobRunningTooLong"),
+        none(1800, "RedlockJobMissed"),
+        none(1200, "RedlockNoLeader"),
+        none(1684, "RedlockNoLeader"),
+        Expect {
+            minute: 1686,
+            alert: "RedlockNoLeader",
+            fired: vec![
+                ("name", "consumer".to_string()),
+                ("severity", "page".to_string()),
+            ],
+        },
+    ];
+    format!(
+        "  - name: a standby service whose last leader stopped\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(1800),
+        alert_tests(&expects)
+    )
+}
+
+/// The shipped rules, `promtool check rules`, then `promtool test rules` on the four
 /// scenarios above.
 #[test]
 fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
@@ -293,11 +386,12 @@ fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
     );
     let s = Scratch::new();
     let tests = format!(
-        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}",
+        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}",
         rules().display(),
         hung(&s),
         never_succeeded(&s),
-        a_good_day(&s)
+        a_good_day(&s),
+        a_standby_service(&s)
     );
     // Every file the runs left is clean to promtool's own lint of the text format.
     for entry in std::fs::read_dir(s.path("")).unwrap().flatten() {

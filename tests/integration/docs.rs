@@ -512,3 +512,17 @@ fn the_link_checker_reads_slugs_as_github_makes_them() {
         "keys-and-memory-per_name"
     );
 }
+
+/// The metrics page shows the shipped alert rules exactly as they ship (a test runs
+/// those under promtool).
+#[test]
+fn the_metrics_page_carries_the_shipped_alert_rules() {
+    let rules = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/prometheus/redlock.rules.yml"),
+    )
+    .unwrap();
+    assert!(
+        doc("docs/operations/metrics.md").contains(&rules),
+        "docs/operations/metrics.md must show contrib/prometheus/redlock.rules.yml whole"
+    );
+}
