@@ -270,20 +270,12 @@ fn announce(raw: Option<&str>) -> Result<Option<String>> {
 
 /// `--ready-file`: a file name in a directory that exists.
 fn ready_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>> {
-    let Some(file) = file else {
-        return Ok(None);
-    };
-    let dir = match file.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    if file.file_name().is_none() || !dir.is_dir() {
-        return Err(Error::usage(format!(
-            "--ready-file {}: needs a file name in a directory that exists",
-            file.display()
-        )));
-    }
-    Ok(Some(file.to_path_buf()))
+    file_in_a_dir(
+        "--ready-file",
+        file,
+        "/run/SERVICE/leader",
+        "create it (systemd: RuntimeDirectory=) or give another",
+    )
 }
 
 /// The longest `--once-id` (it is part of a key name).
@@ -639,13 +631,29 @@ impl RunConfig {
 
 /// `--metrics FILE`: a file name in a directory that exists.
 fn metrics_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>> {
+    file_in_a_dir(
+        "--metrics",
+        file,
+        "/var/lib/node_exporter/textfile/redlock-JOB.prom",
+        "create it (node_exporter's --collector.textfile.directory) or give another",
+    )
+}
+
+/// A file flag's value: a file name (else "`flag` needs a file name, e.g. `example`")
+/// in a directory that exists (else the line ends with `create`).
+fn file_in_a_dir(
+    flag: &str,
+    file: Option<&std::path::Path>,
+    example: &str,
+    create: &str,
+) -> Result<Option<std::path::PathBuf>> {
     let Some(file) = file else {
         return Ok(None);
     };
     if file.as_os_str().is_empty() || file.file_name().is_none() {
-        return Err(Error::usage(
-            "--metrics needs a file name, e.g. /var/lib/node_exporter/textfile/redlock-JOB.prom",
-        ));
+        return Err(Error::usage(format!(
+            "{flag} needs a file name, e.g. {example}"
+        )));
     }
     let dir = match file.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -653,7 +661,7 @@ fn metrics_file(file: Option<&std::path::Path>) -> Result<Option<std::path::Path
     };
     if !dir.is_dir() {
         return Err(Error::usage(format!(
-            "--metrics {}: the directory {} does not exist; create it (node_exporter's --collector.textfile.directory) or give another",
+            "{flag} {}: the directory {} does not exist; {create}",
             file.display(),
             dir.display()
         )));

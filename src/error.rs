@@ -130,6 +130,23 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         self.kind == Kind::Unreachable
     }
+
+    /// Whether a process that lives on (an `--elect` standby) may see it go away by
+    /// waiting: besides [`Self::is_transient`], a server that is read-only or full for
+    /// a while (a failover behind a plain URL), another server answer, one it cannot
+    /// read, a lock lost. A usage or auth error, a command that cannot run, a key of
+    /// another type and a fault of ours do not.
+    pub fn heals_with_time(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::Unreachable
+                | Kind::ReadOnly
+                | Kind::OutOfMemory
+                | Kind::Server
+                | Kind::BadReply
+                | Kind::Lost
+        )
+    }
 }
 
 /// Of several nodes' errors, the one that tells the user the most (see [`Kind`]); the

@@ -95,7 +95,7 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
     if let Some(keep) = &holder.kept {
         return refuse(kept(keep.until_ms, now_ms));
     }
-    let (Some(host), Some(pid)) = (&holder.who.host, holder.who.pid) else {
+    let (Some(_), Some(pid)) = (&holder.who.host, holder.who.pid) else {
         return refuse("a holder without redlock metadata, whose process cannot be checked".into());
     };
     if holder.pid_from() == PidFrom::Guessed {
@@ -105,8 +105,7 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
         ));
     }
     // The machine's own name (the holder may show another: REDLOCK_HOST).
-    let machine = holder.stopping.machine.as_ref().unwrap_or(host);
-    if here.host.as_ref() != Some(machine) {
+    if here.host.as_deref() != holder.machine() {
         return refuse(format!(
             "on another host; --if-dead checks processes on this host ({}) only",
             here.host.as_deref().unwrap_or("?")

@@ -157,6 +157,15 @@ impl PidFrom {
 }
 
 impl Holder {
+    /// The machine the holder runs on: its own host name, which `host` shows unless
+    /// `REDLOCK_HOST` named another.
+    pub fn machine(&self) -> Option<&str> {
+        self.stopping
+            .machine
+            .as_deref()
+            .or(self.who.host.as_deref())
+    }
+
     /// Builds a holder from the lock value, its PTTL and the metadata hash's field/value
     /// pairs as a script read them; metadata of another token is ignored.
     pub fn from_held(held: &Held) -> Self {
@@ -387,6 +396,11 @@ impl Meta {
             machine,
             announce: None,
         }
+    }
+
+    /// This machine's own host name (`host` unless `REDLOCK_HOST` shows another).
+    pub fn machine(&self) -> &str {
+        self.machine.as_deref().unwrap_or(&self.host)
     }
 
     /// The metadata of a run that announces `value` (`--announce`).

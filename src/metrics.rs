@@ -192,9 +192,10 @@ impl Metrics {
             return Ok(());
         }
         let facts = self.facts.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        // A standby (`--elect`) that stops: its terms' ends are written already.
+        // A standby (`--elect`) that stops after a term: that term's `deposed` wrote
+        // the file as it stands.
         if facts.leader == Some(false) {
-            return self.write(&facts, None);
+            return Ok(());
         }
         let end = Ending {
             end_s: now_s(),

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use super::term::{self, Taken};
+use super::term;
 use super::{End, Run, Step};
 use crate::clock;
-use crate::error::{Error, Kind};
 use crate::events::Event;
 use crate::exit;
 use crate::lease::{Lease, Lost, Renew};
@@ -76,7 +75,7 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
             }
             // A standby outlives what may heal (a read-only replica or a full server
             // during a failover, an answer it cannot read): it says so and tries again.
-            Err(End::Failed(e)) if heals(&e) => {
+            Err(End::Failed(e)) if e.heals_with_time() => {
                 let pause = timing::restart_backoff(failures);
                 failures += 1;
                 run.report.note(&format!(
@@ -93,21 +92,6 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
         run.started = clock::now();
         head = run.queue_locally().await?;
     }
-}
-
-/// Whether an error that ended a term before its command started may heal by trying
-/// again; a usage or auth error, a command that cannot run, a key of another type and
-/// a fault of ours end the wrapper.
-fn heals(e: &Error) -> bool {
-    matches!(
-        e.kind(),
-        Kind::Unreachable
-            | Kind::ReadOnly
-            | Kind::OutOfMemory
-            | Kind::Server
-            | Kind::BadReply
-            | Kind::Lost
-    )
 }
 
 /// One term: take the lock, run the command (again, with `--on-exit restart`), release;
@@ -163,7 +147,7 @@ async fn one_term(
             _ => (outcome, deposed),
         };
         let between_runs = outcome.signalled.is_none();
-        let status = finish(run, lease, &taken, outcome).await;
+        let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
         // A release that found the key no longer ours: the term was lost. A signal
         // between two runs of the command ends the wrapper as it ends a wait: 128+N.
         let (status, deposed) = match deposed {
@@ -173,10 +157,6 @@ async fn one_term(
         };
         return Ok((status, deposed));
     }
-}
-
-async fn finish(run: &Run<'_>, lease: &Lease, taken: &Taken, outcome: Outcome) -> u8 {
-    term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await
 }
 
 /// What holding the lock through a restart's pause came to.

@@ -20,20 +20,21 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 pub async fn run(config: LeaderConfig, report: &Reporter) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
+    let me = Me::now();
     if config.watch {
-        return watch(&nodes, &config, report).await;
+        return watch(&nodes, &config, &me, report).await;
     }
     let leader = state::holder(&nodes, &config.keys).await?;
-    say(&config, leader.as_ref())?;
+    say(&config, &me, leader.as_ref())?;
     if config.is_me {
-        return Ok(u8::from(!leader.as_ref().is_some_and(is_this_host)));
+        return Ok(u8::from(!leader.as_ref().is_some_and(|l| me.leads(l))));
     }
     Ok(0)
 }
 
 /// Prints the leader now and at every change (another token, or none), until a signal
 /// ends the process. A read that fails is said once, and the watch goes on.
-async fn watch(nodes: &Nodes, config: &LeaderConfig, report: &Reporter) -> Result<u8> {
+async fn watch(nodes: &Nodes, config: &LeaderConfig, me: &Me, report: &Reporter) -> Result<u8> {
     let mut last: Option<Option<String>> = None;
     let mut failing = false;
     loop {
@@ -42,7 +43,7 @@ async fn watch(nodes: &Nodes, config: &LeaderConfig, report: &Reporter) -> Resul
                 failing = false;
                 let token = leader.as_ref().map(|h| h.token.clone());
                 if last.as_ref() != Some(&token) {
-                    say(config, leader.as_ref())?;
+                    say(config, me, leader.as_ref())?;
                     last = Some(token);
                 }
             }
@@ -59,16 +60,27 @@ async fn watch(nodes: &Nodes, config: &LeaderConfig, report: &Reporter) -> Resul
     }
 }
 
-/// Whether `leader` runs on this host: the same host name as this process would record
-/// (`REDLOCK_HOST`, else the machine's) and the same machine.
-fn is_this_host(leader: &Holder) -> bool {
-    let me = Meta::local("", "", DEFAULT_TTL);
-    let machine = |host: &str, machine: &Option<String>| machine.clone().unwrap_or(host.into());
-    leader.who.host.as_deref() == Some(me.host.as_str())
-        && machine(
-            leader.who.host.as_deref().unwrap_or_default(),
-            &leader.stopping.machine,
-        ) == machine(&me.host, &me.machine)
+/// This host as a run would record it: the host shown (`REDLOCK_HOST`, else the
+/// machine's name) and the machine's own name; read once per call.
+struct Me {
+    host: String,
+    machine: String,
+}
+
+impl Me {
+    fn now() -> Me {
+        let meta = Meta::local("", "", DEFAULT_TTL);
+        Me {
+            machine: meta.machine().to_string(),
+            host: meta.host,
+        }
+    }
+
+    /// Whether `leader` runs here: the same host shown and the same machine.
+    fn leads(&self, leader: &Holder) -> bool {
+        leader.who.host.as_deref() == Some(self.host.as_str())
+            && leader.machine() == Some(self.machine.as_str())
+    }
 }
 
 /// The leader as JSON.
@@ -85,14 +97,14 @@ struct LeaderJson<'a> {
 }
 
 /// One line (or JSON line) about `leader`.
-fn say(config: &LeaderConfig, leader: Option<&Holder>) -> Result<()> {
+fn say(config: &LeaderConfig, me: &Me, leader: Option<&Holder>) -> Result<()> {
     let now_ms = crate::clock::wall_ms();
     if config.json {
         return print_json(&LeaderJson {
             names: JsonName::of(&config.keys),
             at_ms: now_ms,
             leader,
-            is_me: leader.is_some_and(is_this_host),
+            is_me: leader.is_some_and(|l| me.leads(l)),
         });
     }
     let name = config.keys.display_name();
