@@ -378,28 +378,15 @@ fn rerun_flags_without_once_per_are_refused() {
 
 /// The shipped unit's `ExecStart`, its program and metrics file made local.
 fn shipped_exec_start(metrics: &std::path::Path, job: &std::path::Path) -> Vec<String> {
-    let unit = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("contrib/systemd/redlock-nightly-report.service"),
-    )
-    .unwrap();
+    let (unit, args) = shipped_unit("redlock-nightly-report.service", |a| match a {
+        _ if a.ends_with(".prom") => Some(metrics.display().to_string()),
+        "/opt/report/run" => Some(job.display().to_string()),
+        _ => None,
+    });
     assert!(
         unit.contains("\nUser="),
         "the unit runs the job as a named user"
     );
-    let line = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("ExecStart="))
-        .expect("ExecStart");
-    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
-    assert_eq!(args.remove(0), "/usr/bin/redlock-run");
-    for a in &mut args {
-        if a.ends_with(".prom") {
-            *a = metrics.display().to_string();
-        } else if a == "/opt/report/run" {
-            *a = job.display().to_string();
-        }
-    }
     args
 }
 

@@ -20,24 +20,6 @@ use nix::unistd::Pid;
 use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::*;
 
-/// `ci` rounds, or `full` with `REDLOCK_FULL_FIGURES` set.
-fn rounds(ci: usize, full: usize) -> usize {
-    if std::env::var_os("REDLOCK_FULL_FIGURES").is_some() {
-        full
-    } else {
-        ci
-    }
-}
-
-/// The wall clock in ms.
-fn wall_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1e3
-}
-
 /// The daemon every candidate runs: it says when it starts (host, fence, pid, ms) and,
 /// on SIGTERM, when it stops, in the shared journal; meanwhile it idles. It also says
 /// whether the ready file was still there when it was told to stop.
@@ -195,17 +177,6 @@ impl Field {
     }
 }
 
-/// The process `pid` is gone (or a zombie).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => true,
-    }
-}
-
 /// The parent of `pid` (`/proc/PID/stat`, field 4).
 fn parent_of(pid: i32) -> i32 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -266,7 +237,7 @@ fn a_killed_leader_is_replaced_within_a_ttl_and_a_stopped_one_within_a_wake_up()
         assert_ne!(next.host, leader.host, "a standby took over");
         if sig == Signal::SIGKILL {
             // The guard killed the command with its wrapper.
-            assert!(eventually(Duration::from_secs(2), || gone(leader.pid)));
+            assert!(eventually(Duration::from_secs(2), || !alive(leader.pid)));
             ends.insert(leader.pid, sent);
             after_kill.push(next.start_ms - sent);
             let _ = cand.child.wait();
@@ -380,7 +351,7 @@ fn forced_failovers_never_overlap_and_the_watch_sees_each() {
                 kill(Pid::from_raw(cand.child.id() as i32), sig).unwrap();
                 let next = field.next_term(seen, Duration::from_secs(20));
                 if sig == Signal::SIGKILL {
-                    assert!(eventually(Duration::from_secs(2), || gone(leader.pid)));
+                    assert!(eventually(Duration::from_secs(2), || !alive(leader.pid)));
                     ends.insert(leader.pid, sent);
                 }
                 let _ = wait_child(&mut cand.child, Duration::from_secs(10));
@@ -455,16 +426,7 @@ fn sample_is_me(redis: &Redis, hosts: &[String], n: usize) -> usize {
     for i in 0..n {
         let host = &hosts[i % hosts.len()];
         let before = read();
-        let mut cmd = std::process::Command::new("unshare");
-        if hosts_can_be_namespaces() {
-            cmd.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host]);
-        } else {
-            cmd = redlock();
-            cmd.env("REDLOCK_HOST", host);
-        }
-        if hosts_can_be_namespaces() {
-            cmd.arg(REDLOCK);
-        }
+        let mut cmd = redlock_on_host(host, hosts_can_be_namespaces());
         let out = output(cmd.args(["leader", "replicator", "--is-me", "--redis", &redis.url()]));
         let after = read();
         if before == after {
@@ -609,14 +571,14 @@ fn on_exit_resign_restart_exit_and_max_terms() {
     assert_eq!(ev.matches("\"event\":\"elected\"").count(), 1, "{ev}");
     assert_eq!(ev.matches("\"event\":\"deposed\"").count(), 1, "{ev}");
     assert!(ev.contains("\"reason\":\"signal\""), "{ev}");
-    if which("promtool") {
-        let check = output(
-            std::process::Command::new("sh")
-                .arg("-c")
-                .arg(format!("promtool check metrics < {}", metrics.display())),
-        );
-        assert!(check.status.success(), "{}", stderr(&check));
-    }
+    // promtool is there wherever the tests run (scripts/test installs it; alerts::
+    // requires it too).
+    let check = output(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("promtool check metrics < {}", metrics.display())),
+    );
+    assert!(check.status.success(), "{}", stderr(&check));
 
     // exit: the command's status, the lock released.
     let out = output(
@@ -639,15 +601,6 @@ fn on_exit_resign_restart_exit_and_max_terms() {
             .iter()
             .all(|k| !k.contains("{once}") || k.ends_with(":fence") || k.ends_with(":history"))
     );
-}
-
-/// Whether `program` is on the PATH.
-fn which(program: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Every combination the README refuses for `--elect`: one line, 64, nothing written.
@@ -727,7 +680,7 @@ fn redis_restarted_empty_and_a_paused_leader() {
     kill(Pid::from_raw(wrapper), Signal::SIGCONT).unwrap();
     // Past its lease's end it is killed at once (SIGTERM, and SIGKILL is already due).
     assert!(
-        eventually(Duration::from_secs(2), || gone(second.pid)),
+        eventually(Duration::from_secs(2), || !alive(second.pid)),
         "the paused leader stops its command when it runs again"
     );
     let stopped = wall_ms();
@@ -764,11 +717,14 @@ fn consumer_as_host(s: &Scratch, journal: &std::path::Path) -> std::path::PathBu
 
 /// The shipped standby unit's `ExecStart` for host `h`, its paths made local.
 fn shipped_standby_exec_start(s: &Scratch, h: usize, consumer: &std::path::Path) -> Vec<String> {
-    let unit = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("contrib/systemd/redlock-standby.service"),
-    )
-    .unwrap();
+    let (unit, args) = shipped_unit("redlock-standby.service", |a| match a {
+        _ if a.ends_with(".prom") => {
+            Some(s.path(&format!("metrics-{h}.prom")).display().to_string())
+        }
+        "/run/orders-consumer/leader" => Some(s.path(&format!("ready-{h}")).display().to_string()),
+        "/opt/orders/consumer" => Some(consumer.display().to_string()),
+        _ => None,
+    });
     assert!(
         unit.contains("\nKillMode=mixed"),
         "SIGTERM to redlock-run only"
@@ -777,21 +733,6 @@ fn shipped_standby_exec_start(s: &Scratch, h: usize, consumer: &std::path::Path)
         unit.contains("\nSuccessExitStatus=143"),
         "a stop is a success"
     );
-    let line = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("ExecStart="))
-        .expect("ExecStart");
-    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
-    assert_eq!(args.remove(0), "/usr/bin/redlock-run");
-    for a in &mut args {
-        if a.ends_with(".prom") {
-            *a = s.path(&format!("metrics-{h}.prom")).display().to_string();
-        } else if a == "/run/orders-consumer/leader" {
-            *a = s.path(&format!("ready-{h}")).display().to_string();
-        } else if a == "/opt/orders/consumer" {
-            *a = consumer.display().to_string();
-        }
-    }
     args
 }
 
@@ -937,22 +878,7 @@ fn the_readme_standby_example_runs_as_written() {
     // The two `redlock leader` lines, as each host would run them.
     let verb = |line: &str, host: &str| {
         let args: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
-        let mut cmd = if namespaces {
-            let mut cmd = std::process::Command::new("unshare");
-            cmd.args([
-                "--uts",
-                "sh",
-                "-c",
-                "hostname \"$0\" && exec \"$@\"",
-                host,
-                REDLOCK,
-            ]);
-            cmd
-        } else {
-            let mut cmd = redlock();
-            cmd.env("REDLOCK_HOST", host);
-            cmd
-        };
+        let mut cmd = redlock_on_host(host, namespaces);
         output(cmd.args(&args).env("REDLOCK_REDIS_URL", redis.url()))
     };
     if namespaces {

@@ -15,24 +15,6 @@ use std::time::{Duration, Instant};
 use crate::harness::nemesis::summary;
 use crate::harness::*;
 
-/// `ci` rounds, or `full` with `REDLOCK_FULL_FIGURES` set.
-fn rounds(ci: usize, full: usize) -> usize {
-    if std::env::var_os("REDLOCK_FULL_FIGURES").is_some() {
-        full
-    } else {
-        ci
-    }
-}
-
-/// The wall clock in ms (the jobs write `date +%s%N`; the test compares with it).
-fn wall_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1e3
-}
-
 /// A file of `date +%s%N`, in ms.
 fn ms_in(path: &std::path::Path) -> Option<f64> {
     let text = std::fs::read_to_string(path).ok()?;

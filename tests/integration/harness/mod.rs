@@ -203,6 +203,26 @@ pub fn on_host(host: &str, args: &[String], namespaces: bool) -> Command {
         cmd.args(args);
         return cmd;
     }
+    let mut cmd = in_uts_namespace(host, RUN);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
+/// `redlock ARGS` as host `host`: in a UTS namespace whose host name is `host`, or with
+/// `REDLOCK_HOST=host` where namespaces cannot be made.
+pub fn redlock_on_host(host: &str, namespaces: bool) -> Command {
+    if !namespaces {
+        let mut cmd = redlock();
+        cmd.env("REDLOCK_HOST", host);
+        return cmd;
+    }
+    in_uts_namespace(host, REDLOCK)
+}
+
+/// `program` in a new UTS namespace whose host name is `host`.
+fn in_uts_namespace(host: &str, program: &str) -> Command {
     let mut cmd = Command::new("unshare");
     cmd.args([
         "--uts",
@@ -210,12 +230,51 @@ pub fn on_host(host: &str, args: &[String], namespaces: bool) -> Command {
         "-c",
         "hostname \"$0\" && exec \"$@\"",
         host,
-        RUN,
-    ])
-    .args(args)
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        program,
+    ]);
     cmd
+}
+
+/// The `ExecStart` of the shipped unit `contrib/systemd/UNIT` as `redlock-run`'s
+/// arguments, each made local by `local` (a path of the target machine → this test's),
+/// and the unit's text.
+pub fn shipped_unit(unit: &str, local: impl Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("contrib/systemd")
+            .join(unit),
+    )
+    .unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
+    assert_eq!(args.remove(0), "/usr/bin/redlock-run");
+    for a in &mut args {
+        if let Some(here) = local(a) {
+            *a = here;
+        }
+    }
+    (text, args)
+}
+
+/// `ci` rounds, or `full` with `REDLOCK_FULL_FIGURES` set.
+pub fn rounds(ci: usize, full: usize) -> usize {
+    if std::env::var_os("REDLOCK_FULL_FIGURES").is_some() {
+        full
+    } else {
+        ci
+    }
+}
+
+/// The wall clock in ms (jobs write `date +%s%N`; tests compare with it).
+pub fn wall_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1e3
 }
 
 /// `redlock` with a clean environment.
