@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit::Code;
 use crate::holder::{Meta, Who};
+use crate::lifecycle::{self, Life};
 use crate::outcome::Outcome;
 use crate::report::{human, rfc3339};
 use crate::scripts::release::Record;
@@ -43,17 +44,27 @@ pub struct RunRecord {
     pub duration_ms: u64,
     /// How the command ended (its exit status, or 128+N for a signal).
     pub command_status: Option<i64>,
-    /// The wrapper's exit status: the command's, or 79 (lost), 124 (--max-hold).
-    pub status: i64,
+    /// The wrapper's exit status: the command's, or 79 (lost), 124 (--max-hold). None
+    /// for a run that has not ended: in progress, or vanished (never 0: a script that
+    /// counts successes must not count a run whose end nobody knows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i64>,
     /// Whether the lock was lost (or given up at --max-hold) before the command ended.
     pub lost: bool,
     /// When the lock was taken and given back, Unix ms in the server's `TIME`.
     pub start_ms: u64,
     pub end_ms: u64,
-    /// A `--once-per` run's start mark: it holds the lock now, or its end was never
-    /// recorded (then it closes its slot). Only `token` and `start_ms` are known.
+    /// A run in progress (a start mark whose token holds the lock, or the holder's run):
+    /// granted or started, not ended (see `crate::lifecycle`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub running: bool,
+    /// A run that started and never ended, its lease gone (see `crate::lifecycle`): set
+    /// by the judge when it reads a start mark whose token no longer holds the lock.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub vanished: bool,
+    /// A start mark's lease time (ms), as its run said when it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
     /// A start mark's: whether its command started (`false`: only granted so far; a
     /// grant that never started does not close its slot). `None` on other records and
     /// on marks written before the field existed (those count as started).
@@ -76,29 +87,56 @@ impl RunRecord {
 
     /// How it ended, in a few words: `exit 0`, `exit 3`, `lost the lock, exit 79`.
     pub fn outcome(&self) -> String {
-        self.ended().words(self.status, self.command_status)
+        self.ended()
+            .words(self.status.unwrap_or_default(), self.command_status)
     }
 
     /// Which row of the outcome table the record is.
     pub fn ended(&self) -> Outcome {
-        Outcome::of_record(self.running, self.lost, self.status)
+        Outcome::of_record(self.life(), self.lost, self.status.unwrap_or_default())
+    }
+
+    /// Where the run is in its life, once judged (see [`RunRecord::judged`]).
+    pub fn life(&self) -> Life {
+        if self.vanished {
+            return Life::Vanished;
+        }
+        lifecycle::judge(self.running, self.started, self.running)
+    }
+
+    /// The record as the judge finds it, its token holding the lock now or not
+    /// (`holds_lease`): a start mark whose run no longer holds its lease is vanished
+    /// (no status), or no run at all when its command never started (`None`).
+    pub fn judged(mut self, holds_lease: bool) -> Option<RunRecord> {
+        match lifecycle::judge(self.running, self.started, holds_lease) {
+            Life::Abandoned => None,
+            Life::Vanished => {
+                self.running = false;
+                self.vanished = true;
+                self.status = None;
+                Some(self)
+            }
+            _ => Some(self),
+        }
     }
 
     /// One line: `2026-11-22T06:00:01Z  exit 0  took 12s  ci-7 pid 4242 user deploy
     /// fence 42  ./close_orders.sh`.
     pub fn describe(&self) -> String {
-        let took = match self.running {
+        let took = match self.life() {
             // Still going: how long so far (the record has no end to measure).
-            true => format!(
-                "for {}",
+            Life::Granted | Life::Started => format!(
+                "  for {}",
                 human(Duration::from_millis(
                     crate::clock::wall_ms().saturating_sub(self.start_ms)
                 ))
             ),
-            false => format!("took {}", human(Duration::from_millis(self.duration_ms))),
+            // Nobody knows when it ended: no duration that grows for ever.
+            Life::Vanished | Life::Abandoned => String::new(),
+            Life::Ended => format!("  took {}", human(Duration::from_millis(self.duration_ms))),
         };
         let mut out = format!(
-            "{}  {}  {took}  {}",
+            "{}  {}{took}  {}",
             rfc3339(self.start_ms),
             self.outcome(),
             self.who.host_pid_user(),
@@ -119,34 +157,47 @@ impl RunRecord {
     }
 }
 
-/// The runs with the lock's holder of now among them (newcomer-4 P9): its `--once-per`
-/// start mark, which carries only its token and start, gets who it is; a run whose
-/// record is only written at its end (any other) is put first, running, from its
-/// metadata. A holder without redlock metadata (another client) is left out.
-pub fn with_holder(
-    mut runs: Vec<RunRecord>,
-    holder: Option<&crate::holder::Holder>,
-) -> Vec<RunRecord> {
-    let Some(holder) = holder.filter(|h| h.is_known()) else {
-        return runs;
-    };
-    if let Some(mark) = runs.iter_mut().find(|r| r.token == holder.token) {
-        if mark.running && !mark.who.is_known() {
-            mark.who = holder.who.clone();
-            mark.fence = mark.fence.or(holder.fence);
+/// The runs as the judge finds them (see `crate::lifecycle`), the lock's holder of now
+/// among them, newest first by start: a start mark whose token holds the lock is the run
+/// in progress (it gets who it is from the holder's metadata when the mark does not say);
+/// one whose token does not is vanished, or dropped when its command never started; a
+/// run in progress whose record is only written at its end (any run without a start
+/// mark) is put in from the holder's metadata (newcomer-4 P9). A holder without redlock
+/// metadata (another client) is left out.
+pub fn judged(runs: Vec<RunRecord>, holder: Option<&crate::holder::Holder>) -> Vec<RunRecord> {
+    let holding = holder.map_or("", |h| h.token.as_str());
+    let mut runs: Vec<RunRecord> = runs
+        .into_iter()
+        .filter_map(|r| {
+            let holds = !holding.is_empty() && r.token == holding;
+            r.judged(holds)
+        })
+        .collect();
+    if let Some(holder) = holder.filter(|h| h.is_known()) {
+        match runs.iter_mut().find(|r| r.token == holder.token) {
+            Some(mark) if mark.running && !mark.who.is_known() => {
+                mark.who = holder.who.clone();
+                mark.fence = mark.fence.or(holder.fence);
+            }
+            Some(_) => {}
+            None => runs.push(RunRecord {
+                token: holder.token.clone(),
+                who: holder.who.clone(),
+                fence: holder.fence,
+                start_ms: holder.since_ms.unwrap_or_else(crate::clock::wall_ms),
+                running: true,
+                ..RunRecord::default()
+            }),
         }
-        return runs;
     }
-    let record = RunRecord {
-        token: holder.token.clone(),
-        who: holder.who.clone(),
-        fence: holder.fence,
-        start_ms: holder.since_ms.unwrap_or_else(crate::clock::wall_ms),
-        running: true,
-        ..RunRecord::default()
-    };
-    runs.insert(0, record);
+    runs.sort_by_key(|r| std::cmp::Reverse(r.start_ms));
     runs
+}
+
+/// The last run that is over (ended or vanished) among judged runs (see [`judged`]):
+/// what `status` and `top` call the last run, never the run in progress.
+pub fn last_over(runs: &[RunRecord]) -> Option<&RunRecord> {
+    runs.iter().find(|r| !r.life().in_progress())
 }
 
 /// The nodes' histories as one, newest first, at most `limit` runs. A run is on every
@@ -162,7 +213,7 @@ pub fn merge(per_node: Vec<Vec<RunRecord>>, limit: usize) -> Vec<RunRecord> {
             None => runs.push(record),
         }
     }
-    runs.sort_by_key(|r| std::cmp::Reverse((r.end_ms, r.start_ms)));
+    runs.sort_by_key(|r| std::cmp::Reverse((r.start_ms, r.end_ms)));
     runs.truncate(limit);
     runs
 }
@@ -264,7 +315,7 @@ mod tests {
             end_ms,
             start_ms: end_ms - 10,
             lost,
-            status: if lost { 79 } else { 0 },
+            status: Some(if lost { 79 } else { 0 }),
             ..RunRecord::default()
         }
     }
@@ -319,7 +370,7 @@ mod tests {
         let parsed = RunRecord::parse(full.as_bytes()).expect("a record");
         assert_eq!(parsed.who.host.as_deref(), Some("h\"ost"));
         assert_eq!(parsed.once_per_ms, Some(3_600_000));
-        assert_eq!((parsed.command_status, parsed.status), (Some(3), 3));
+        assert_eq!((parsed.command_status, parsed.status), (Some(3), Some(3)));
         assert_eq!(parsed.duration_ms, 1500);
         assert!(!ending.record().lost);
         assert_eq!(ending.status_if_lost, 79);
@@ -330,7 +381,7 @@ mod tests {
     fn records_written_by_others_still_read() {
         assert_eq!(RunRecord::parse(b"not json"), None);
         let bare = RunRecord::parse(br#"{"status":0,"start_ms":5}"#).unwrap();
-        assert_eq!((bare.status, bare.lost), (0, false));
+        assert_eq!((bare.status, bare.lost), (Some(0), false));
         assert_eq!(
             bare.describe(),
             "1970-01-01T00:00:00Z  exit 0  took 0ms  ? pid ? user ?"

@@ -436,6 +436,18 @@ impl Meta {
         }
     }
 
+    /// Who runs the command, for its start mark (see `scripts::started`): a JSON
+    /// object with the host, pid, user, command line and ttl, so that a run that
+    /// vanishes still names where it ran and for how long its lease lasted.
+    pub fn started_json(&self) -> String {
+        let mut who = serde_json::to_value(self.who()).unwrap_or_default();
+        if let Some(fields) = who.as_object_mut() {
+            fields.retain(|_, v| !v.is_null());
+            fields.insert("ttl_ms".into(), self.ttl_ms.into());
+        }
+        who.to_string()
+    }
+
     /// The hash's field/value pairs for a try sent at `since_ms` (wall clock): a
     /// lock's "held for" counts from the try that took it, not from the start of the
     /// wait before it.

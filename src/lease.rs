@@ -62,6 +62,9 @@ pub struct Lease {
     /// (`--supersede running`).
     order_key: Option<u64>,
     preempts: bool,
+    /// `--once-per`: the slot this run tries for once it found the slot's run in
+    /// progress and waits for it (its start, server ms; 0: the slot of each try).
+    slot_pin: Cell<u64>,
 }
 
 /// What an acquisition gave.
@@ -279,8 +282,11 @@ pub struct Votes {
     pub foreign: Option<(Key, String)>,
     /// The server time of the yes votes (the largest).
     pub now_ms: u64,
-    /// A node's history says the `--once-per` slot is closed for this try.
+    /// A node's history says the `--once-per` slot (or the `--once-id`) is closed for
+    /// this try; `skips` nodes said so, of `answered` that answered at all.
     pub skipped: Option<Skip>,
+    pub skips: usize,
+    pub answered: usize,
     /// `--once-per`: this run's attempt in its slot, and the vanished run it reruns.
     pub attempt: (u32, String),
     /// The semaphore slot taken (single node).
@@ -295,10 +301,20 @@ pub struct Votes {
     pub errors: Vec<Error>,
 }
 
+impl Votes {
+    /// Whether the slot or ID is closed for this try: a majority of the nodes that
+    /// answered say so. One node that missed a run's release (its start mark left
+    /// there, read as a run that vanished) never vetoes what the others recorded.
+    pub fn closes(&self) -> bool {
+        self.skips > 0 && self.skips * 2 > self.answered
+    }
+}
+
 /// Counts the nodes' answers to one acquire round (pure: the table tests below).
 pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
     let mut votes = Votes::default();
     for answer in answers {
+        votes.answered += usize::from(answer.is_ok());
         match answer {
             Ok(Acquired::Yes {
                 fence,
@@ -317,7 +333,10 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 votes.fence = votes.fence.max(fence);
                 votes.now_ms = votes.now_ms.max(now_ms);
             }
-            Ok(Acquired::Skipped(skip)) => votes.skipped = Some(skip),
+            Ok(Acquired::Skipped(skip)) => {
+                votes.skips += 1;
+                votes.skipped = Some(skip);
+            }
             Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
             Ok(Acquired::Busy { held, place, wake }) => {
                 votes.busy.get_or_insert_with(|| Holder::from_held(&held));
@@ -347,6 +366,7 @@ impl Lease {
             place: Cell::new(None),
             order_key: None,
             preempts: false,
+            slot_pin: Cell::new(0),
         }
     }
 
@@ -357,6 +377,7 @@ impl Lease {
             token: new_token(),
             grant: OnceCell::new(),
             place: Cell::new(None),
+            slot_pin: Cell::new(0),
             ..self
         }
     }
@@ -419,6 +440,11 @@ impl Lease {
         self.once_key = completion.once_id.as_deref().map(|id| self.keys.once(id));
         self.completion = completion;
         self
+    }
+
+    /// What the run leaves and finds of earlier runs (see [`Lease::completion`]).
+    pub fn completion_policy(&self) -> &Completion {
+        &self.completion
     }
 
     /// The server's time at the acquisition, ms (0 before it, and over several nodes:
@@ -492,7 +518,7 @@ impl Lease {
             true => format!("{{\"by\":{who}}}"),
             false => String::new(),
         };
-        let votes = self.vote(meta, waiter, &who, &request).await;
+        let mut votes = self.vote(meta, waiter, &who, &request).await;
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if votes.place.is_some() {
             self.place.set(votes.place);
@@ -507,7 +533,8 @@ impl Lease {
         if let Some(mode) = votes.other_kind {
             return Err(other_kind(self.mode, &self.keys, &mode));
         }
-        if let Some(skip) = votes.skipped {
+        let closes = votes.closes();
+        if let Some(skip) = votes.skipped.take().filter(|_| closes) {
             if votes.yes > 0 {
                 let _ = self.release_all(0, None).await;
             }
@@ -635,7 +662,8 @@ impl Lease {
                 known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
                 once_per_ms: self.once_per_ms(),
                 max_attempts: self.completion.attempts(),
-                rerun: self.completion.rerun_arg(),
+                rerun: self.completion.rerun_arg(self.slot_pin.get() > 0),
+                slot_pin_ms: self.slot_pin.get(),
                 once_key: self.once_key.as_deref(),
                 retain_ms: self.retain_ms(),
                 who,
@@ -715,13 +743,39 @@ impl Lease {
         }
     }
 
-    /// A `--once-per` run's command is about to start: its start mark closes the slot
-    /// from now on (see `scripts::started`). `Ok(false)` when the lock is no longer ours
-    /// on enough nodes for a quorum (the command must not start); an error when that
-    /// cannot be told (the command must not start either: a crash after an unconfirmed
-    /// start would leave a mark that does not close the slot).
-    pub async fn mark_started(&self) -> Result<bool> {
-        let call = crate::scripts::started::call(self.keys(), &self.token);
+    /// `--once-per`: from now on this run tries for the slot starting at `slot_ms` only
+    /// (server ms), and as one that waits for the slot's run in progress (see
+    /// `scripts::completion`).
+    pub fn pin_slot(&self, slot_ms: u64) {
+        self.slot_pin.set(slot_ms);
+    }
+
+    /// The slot this run tries for, once pinned (see [`Lease::pin_slot`]).
+    pub fn pinned_slot(&self) -> Option<u64> {
+        Some(self.slot_pin.get()).filter(|s| *s > 0)
+    }
+
+    /// Whether this run's start must be recorded before its command starts (see
+    /// [`Lease::mark_started`]): a `--once-per` or `--once-id` run.
+    pub fn records_start(&self) -> bool {
+        self.completion.once_per.is_some() || self.once_key.is_some()
+    }
+
+    /// A `--once-per` or `--once-id` run's command is about to start (see
+    /// `scripts::started`): from now on it is an attempt, and its start mark says `who`
+    /// runs it (a JSON object). `Ok(false)` when the lock is no longer ours on enough
+    /// nodes for a quorum (the command must not start); an error when that cannot be
+    /// told (the command must not start either: a crash after an unconfirmed start
+    /// would leave a mark that does not close the slot).
+    pub async fn mark_started(&self, who: &str) -> Result<bool> {
+        let call = crate::scripts::started::call(
+            self.keys(),
+            &self.token,
+            who,
+            self.retain_ms(),
+            self.completion.once_per.is_some(),
+            self.once_key.as_deref(),
+        );
         let results = self.nodes.each(|n| n.run_idempotent::<i64>(&call)).await;
         let (mut started, mut gone) = (0, 0);
         let mut errors = Vec::new();
@@ -961,6 +1015,27 @@ mod tests {
         let other = tally(vec![Ok(Acquired::OtherKind("fair".into()))]);
         assert_eq!(other.other_kind.as_deref(), Some("fair"));
         assert_eq!(tally(vec![]), Votes::default());
+    }
+
+    #[test]
+    fn a_closed_slot_takes_a_majority_of_the_nodes_that_answer() {
+        let ran = || {
+            Ok(Acquired::Skipped(Skip {
+                slot_ms: 60_000,
+                why: Closed::Ran,
+                record: Vec::new(),
+                now_ms: 0,
+            }))
+        };
+        // One node that missed a failed run's release never vetoes the others.
+        assert!(!tally(vec![yes(1, 1), yes(2, 1), ran()]).closes());
+        assert!(tally(vec![ran(), ran(), yes(2, 1)]).closes());
+        // Of the nodes that answer: one down, one closed, one open is no majority.
+        let split = vec![ran(), yes(1, 1), Err(Error::unreachable("down"))];
+        assert!(!tally(split).closes());
+        assert!(tally(vec![ran(), Err(Error::unreachable("down"))]).closes());
+        assert!(tally(vec![ran()]).closes());
+        assert!(!tally(vec![yes(1, 1)]).closes());
     }
 
     #[test]

@@ -23,7 +23,9 @@
 //! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies);
 //! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
 //! - the floor: [`exit`]: THE exit-code table; `outcome`: THE outcome table (how
-//!   each way a run ends reads in events, metrics, history and the timeline); `error`: typed errors whose kind decides
+//!   each way a run ends reads in events, metrics, history and the timeline);
+//!   `lifecycle`: a run's life (granted, started, ended, vanished) and THE judge of a
+//!   recorded run; `error`: typed errors whose kind decides
 //!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
@@ -48,6 +50,7 @@ mod history;
 mod holder;
 pub mod keys;
 mod lease;
+mod lifecycle;
 mod metrics;
 pub mod outcome;
 pub mod policy;

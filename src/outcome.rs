@@ -34,8 +34,11 @@ pub enum Outcome {
     /// The run failed before its command could run (Redis unreachable, a usage error,
     /// a signal while waiting).
     Error,
-    /// A record whose end is not written: running, or its end never recorded.
+    /// A run in progress: granted or started, holding its lease now.
     Running,
+    /// Started, never ended, and its lease gone: its end was never recorded (its host
+    /// died, its release never reached Redis); it may have done its work.
+    Vanished,
 }
 
 /// The exit status of an outcome.
@@ -209,28 +212,43 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Running,
-        name: "running: a record with no end yet",
+        name: "running: in progress, holding its lease",
         status: Status::None,
         event: Some(Event::Acquired),
         metric: None,
-        words: Some("started; running, or its end never recorded"),
+        words: Some("running"),
         mark: Some(Mark {
             rank: 1,
             color: "\x1b[36m▒\x1b[0m",
             letter: ":",
-            legend: "running, or its end never recorded",
+            legend: "running",
+        }),
+    },
+    Row {
+        outcome: Outcome::Vanished,
+        name: "vanished: started, never ended, its lease gone (its host died or its release was lost; it may have done its work)",
+        status: Status::None,
+        event: None,
+        metric: None,
+        words: Some("vanished: started, its end never recorded, its lease gone"),
+        mark: Some(Mark {
+            rank: 7,
+            color: "\x1b[90m▓\x1b[0m",
+            letter: "?",
+            legend: "vanished (end never recorded)",
         }),
     },
 ];
 
 /// The order of the timeline's legend.
-pub const LEGEND: [Outcome; 6] = [
+pub const LEGEND: [Outcome; 7] = [
     Outcome::Ran,
     Outcome::Failed,
     Outcome::Lost,
     Outcome::MaxHold,
     Outcome::Preempted,
     Outcome::Running,
+    Outcome::Vanished,
 ];
 
 impl Outcome {
@@ -241,11 +259,15 @@ impl Outcome {
             .expect("every outcome has a row")
     }
 
-    /// The outcome of a record in the history: still running, lost (at `--max-hold` or
-    /// not), or its command's status.
-    pub fn of_record(running: bool, lost: bool, status: i64) -> Outcome {
-        if running {
+    /// The outcome of a record in the history, as the judge (`crate::lifecycle`) found
+    /// its life: in progress, vanished, or ended: lost (at `--max-hold` or not), or its
+    /// command's status.
+    pub fn of_record(life: crate::lifecycle::Life, lost: bool, status: i64) -> Outcome {
+        use crate::lifecycle::Life;
+        if life.in_progress() {
             Outcome::Running
+        } else if matches!(life, Life::Vanished | Life::Abandoned) {
+            Outcome::Vanished
         } else if lost && status == i64::from(Code::MaxHold.value()) {
             Outcome::MaxHold
         } else if lost && status == i64::from(Code::Preempted.value()) {
@@ -326,6 +348,7 @@ pub fn markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lifecycle::Life;
 
     #[test]
     fn every_outcome_has_one_row() {
@@ -342,6 +365,7 @@ mod tests {
             Outcome::Outdated,
             Outcome::Preempted,
             Outcome::Running,
+            Outcome::Vanished,
         ] {
             assert_eq!(ROWS.iter().filter(|r| r.outcome == outcome).count(), 1);
         }
@@ -365,20 +389,25 @@ mod tests {
             ]
         );
         assert_eq!(
-            Outcome::of_record(false, true, 124).words(124, None),
+            Outcome::of_record(Life::Ended, true, 124).words(124, None),
             "stopped at --max-hold, exit 124"
         );
         assert_eq!(
-            Outcome::of_record(false, true, 79).words(79, None),
+            Outcome::of_record(Life::Ended, true, 79).words(79, None),
             "lost the lock, exit 79"
         );
         assert_eq!(
-            Outcome::of_record(false, false, 3).words(3, Some(3)),
+            Outcome::of_record(Life::Ended, false, 3).words(3, Some(3)),
             "exit 3"
         );
         let mut ranks: Vec<u8> = ROWS.iter().filter_map(|r| r.mark).map(|m| m.rank).collect();
         ranks.sort();
         ranks.dedup();
-        assert_eq!(ranks.len(), 6, "distinct ranks");
+        assert_eq!(ranks.len(), 7, "distinct ranks");
+        assert_eq!(
+            Outcome::of_record(Life::Vanished, false, 0),
+            Outcome::Vanished,
+            "a vanished run is never a success"
+        );
     }
 }

@@ -67,10 +67,23 @@ impl Completion {
     }
 
     /// What the acquire scripts are told (one number, two bits): 1, a vanished run
-    /// opens its slot again (else it closes it); 2, a run that may wait waits for its
-    /// slot's run in progress (else it is skipped).
-    pub fn rerun_arg(&self) -> u8 {
-        u8::from(self.vanished == Vanished::Rerun) + 2 * u8::from(self.may_wait)
+    /// opens its slot again (else it closes it); 2, a run that waits for its slot's or
+    /// ID's run in progress (else it is skipped): a `--once-id` run that may wait, or a
+    /// `--once-per` run that found the run in progress and now waits for it, its slot
+    /// pinned (`pinned`).
+    pub fn rerun_arg(&self, pinned: bool) -> u8 {
+        let waits = match self.once_id {
+            Some(_) => self.may_wait,
+            None => pinned,
+        };
+        u8::from(self.vanished == Vanished::Rerun) + 2 * u8::from(waits)
+    }
+
+    /// Whether a try that finds its `--once-per` slot's run in progress waits for it:
+    /// with `--wait`, or with `--if-vanished rerun` (at least once: until the end of
+    /// the slot, when no `--wait` says otherwise).
+    pub fn waits_for_run_in_progress(&self) -> bool {
+        self.may_wait || self.vanished == Vanished::Rerun
     }
 
     /// How long the lock is still kept after a run that held it for `held_for` (`None`:

@@ -43,8 +43,8 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
     let acquired_at = crate::clock::now();
     announce(run, lease);
     interrupted_before_start(run, lease, acquired_at).await?;
-    if run.config.policy.completion.once_per.is_some() {
-        start_in_slot(run, lease, acquired_at).await?;
+    if lease.records_start() {
+        record_start(run, lease, &meta, acquired_at).await?;
     }
     Ok(Taken {
         meta,
@@ -146,6 +146,16 @@ async fn take(
     drop(head);
     match waited? {
         Waited::Acquired { t_sent } => Ok((t_sent, guard)),
+        Waited::Busy(_) if waited_out_the_slot(run, lease) => {
+            let slot_ms = lease.pinned_slot().unwrap_or_default();
+            let skip = Skip {
+                slot_ms,
+                why: Closed::InProgress,
+                record: Vec::new(),
+                now_ms: 0,
+            };
+            Err(End::Status(skipped(run, lease, &skip)))
+        }
         Waited::Busy(holder) => {
             let name = lease.keys().display_name();
             let busy = (config.busy_code, run.waited());
@@ -155,6 +165,13 @@ async fn take(
         Waited::Interrupted(sig) => Err(run.interrupted_while_waiting(sig)),
         Waited::Skipped(skip) => Err(End::Status(skipped(run, lease, &skip))),
     }
+}
+
+/// `--once-per --if-vanished rerun` without `--wait`: the run waited for its slot's
+/// run in progress until the end of the slot, and that run still holds the lock. It is
+/// skipped like any try that finds its slot's run in progress, not busy.
+fn waited_out_the_slot(run: &Run<'_>, lease: &Lease) -> bool {
+    lease.pinned_slot().is_some() && !run.config.policy.completion.may_wait
 }
 
 /// Says the lock is taken: the `acquired` event, and a line with `--verbose`.
@@ -196,7 +213,9 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         return superseded(run, lease, skip);
     }
     let report = run.report;
-    let last = RunRecord::parse(&skip.record);
+    // The script said whether the record's run holds the lock: in progress, or not.
+    let in_progress = skip.why == Closed::InProgress;
+    let last = RunRecord::parse(&skip.record).and_then(|r| r.judged(in_progress));
     let name = lease.keys().display_name();
     let completion = &run.config.policy.completion;
     let period = completion.once_per.unwrap_or_default();
@@ -230,7 +249,7 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
             });
             ("in_progress", run.config.busy_code)
         }
-        (Closed::Ran, Some(last)) if last.running => {
+        (Closed::Ran, Some(last)) if last.vanished => {
             report.note(&format!(
                 "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
                 rfc3339(last.start_ms)
@@ -240,6 +259,10 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         (Closed::Ran, _) => {
             report.verbose(|| format!("{name} already ran in {slot}: {described}; not running"));
             ("already_ran", run.config.busy_code)
+        }
+        (Closed::SlotOver, _) => {
+            report.verbose(|| format!("{slot} is over; not running"));
+            ("slot_over", run.config.busy_code)
         }
         (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said above"),
     };
@@ -310,11 +333,12 @@ async fn interrupted_before_start(
     Ok(())
 }
 
-/// `--once-per`: records that the command starts, so that the slot is closed by this
-/// run even if it dies; a lock found gone, or a start that cannot be recorded, ends the
-/// run before the command starts (released, nothing run).
-async fn start_in_slot(run: &Run<'_>, lease: &Lease, acquired_at: Point) -> Step<()> {
-    let failed = match lease.mark_started().await {
+/// `--once-per`, `--once-id`: records that the command starts, so that from now on the
+/// run is an attempt (its slot closed by it even if it dies; one of its ID's starts),
+/// with who runs it; a lock found gone, or a start that cannot be recorded, ends the
+/// run before the command starts (released, nothing run, no attempt used).
+async fn record_start(run: &Run<'_>, lease: &Lease, meta: &Meta, acquired_at: Point) -> Step<()> {
+    let failed = match lease.mark_started(&meta.started_json()).await {
         Ok(true) => return Ok(()),
         Ok(false) => Error::new(
             Kind::Lost,
@@ -323,7 +347,7 @@ async fn start_in_slot(run: &Run<'_>, lease: &Lease, acquired_at: Point) -> Step
                 lease.keys().display_name()
             ),
         ),
-        Err(e) => e.context("recording the --once-per start; nothing was run"),
+        Err(e) => e.context("recording the start; nothing was run"),
     };
     give_back(lease, acquired_at, run.report).await;
     Err(failed.into())

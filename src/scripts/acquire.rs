@@ -19,8 +19,9 @@
 //! Replies: `{1, fence, now, slot, attempt, rerun of}` acquired, `{2, fence, now, slot}`
 //! already ours (ttl refreshed), `{-2, role, type}` a key of ours holds another type
 //! (nothing written), `{-4, slot start, record}` the once-per slot already ran (or its
-//! run vanished), `{-7, slot start, record}` its run is in progress, `{-8, slot start,
-//! starts}` its attempts are spent, `{-6, mode}` the name is in
+//! run vanished), `{-7, slot start, record, now}` its run is in progress (and this try
+//! may not wait for it), `{-8, slot start, starts}` its attempts are spent, `{-11, slot
+//! start}` the slot this try was for is over, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
 //! head to wake]}` busy (the meta pairs empty when the holder is the one already
 //! known). `now` is the server's time in ms.
@@ -59,6 +60,9 @@ pub struct Request<'a> {
     /// `--if-vanished` and `--wait` (`policy::Completion::rerun_arg`): 1, a vanished
     /// run opens its slot again; 2, a run that may wait waits for the slot's run.
     pub rerun: u8,
+    /// `--once-per`: the slot this try is for (its start, server ms; 0: the slot of
+    /// now). Past it, the try is over (`Closed::SlotOver`).
+    pub slot_pin_ms: u64,
     /// `--once-id`: the ID's record key (`LockKeys::once`).
     pub once_key: Option<&'a [u8]>,
     /// Who waits (JSON, for a fair queue's `status`; a superseded run's verdict).
@@ -87,7 +91,10 @@ impl Request<'_> {
             .arg(self.retain_ms);
         match self.mode.holders.slots() {
             Some(limit) => call.arg(limit),
-            None => call.arg(self.max_attempts).arg(self.rerun),
+            None => call
+                .arg(self.max_attempts)
+                .arg(self.rerun)
+                .arg(self.slot_pin_ms),
         };
         if self.mode.order.records_who_waits() {
             call.arg(self.who);
@@ -197,6 +204,9 @@ pub struct Skip {
     pub slot_ms: u64,
     pub why: Closed,
     pub record: Vec<u8>,
+    /// The server's time of the answer, ms (0: not said; a run in progress says it,
+    /// so that a try that waits for it knows how much of the slot is left).
+    pub now_ms: u64,
 }
 
 /// Why a `--once-per` slot is closed for a try.
@@ -211,8 +221,11 @@ pub enum Closed {
     Superseded,
     /// `--order-key`: lower than `high`, which already started.
     Outdated { high: u64 },
-    /// `--max-attempts`: this many runs started in the slot.
+    /// `--max-attempts`: this many runs started in the slot and ended or vanished, none
+    /// of them in progress.
     Exhausted { starts: u32 },
+    /// The slot this try was for (see `Request::slot_pin_ms`) is over.
+    SlotOver,
 }
 
 impl Closed {
@@ -244,6 +257,7 @@ pub fn decode(value: Value) -> Option<Acquired> {
             slot_ms: 0,
             why: Closed::Superseded,
             record: bytes(items.next()),
+            now_ms: 0,
         })),
         -10 => Some(Acquired::Skipped(Skip {
             slot_ms: 0,
@@ -251,6 +265,13 @@ pub fn decode(value: Value) -> Option<Acquired> {
                 high: unsigned(Some(int(items.next())?)),
             },
             record: Vec::new(),
+            now_ms: 0,
+        })),
+        -11 => Some(Acquired::Skipped(Skip {
+            slot_ms: unsigned(Some(int(items.next())?)),
+            why: Closed::SlotOver,
+            record: Vec::new(),
+            now_ms: 0,
         })),
         -2 => Some(Acquired::Foreign {
             key: Key::from_role(&string(items.next()))?,
@@ -264,6 +285,7 @@ pub fn decode(value: Value) -> Option<Acquired> {
                 Closed::InProgress
             },
             record: bytes(items.next()),
+            now_ms: unsigned(int(items.next())),
         })),
         -8 => Some(Acquired::Skipped(Skip {
             slot_ms: unsigned(Some(int(items.next())?)),
@@ -271,6 +293,7 @@ pub fn decode(value: Value) -> Option<Acquired> {
                 starts: unsigned(int(items.next())) as u32,
             },
             record: Vec::new(),
+            now_ms: 0,
         })),
         -6 => Some(Acquired::OtherKind(string(items.next()))),
         0 => {
@@ -299,7 +322,7 @@ fn tokens(value: Option<Value>) -> Vec<String> {
 /// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, and with
 /// `--once-id` its record. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, max attempts, rerun (0-3),
-/// meta field/value pairs.
+/// the `--once-per` slot this try is for (0: the slot of now), meta field/value pairs.
 ///
 /// The mode key is read first: a name in use as a semaphore or a fair queue refuses a
 /// plain run (`{-6, mode}`). The lock itself is taken with `SET key token NX PX ttl`,
@@ -316,20 +339,19 @@ pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
 --CLOCK--
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
+local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[8] then
-  refused, attempt, after = once_id(KEYS[8], tonumber(ARGV[7]))
+  refused, attempt, after = once_id(KEYS[8], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
 if mode then return {-6, mode} end
 if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 9)
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 10)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
-  if KEYS[8] then once_id_started(KEYS[8], ARGV[6]) end
   if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
   return {1, fence, now_ms(), 1, attempt or 0, after or ''}
 end
@@ -350,7 +372,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("af17d9d9ef57905b1d7a1b59779b949681bd4e4a", || {
+pub static PLAIN: Lua = Lua::new("78ddb1c6066488591b7fd51a4111158d9e146c5c", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -414,7 +436,8 @@ mod tests {
             Some(Acquired::Skipped(Skip {
                 slot_ms: 60_000,
                 why: Closed::Ran,
-                record: b"{}".to_vec()
+                record: b"{}".to_vec(),
+                now_ms: 0,
             }))
         );
         let foreign = Value::Array(vec![Value::Int(-2), bulk("meta"), bulk("list")]);

@@ -28,7 +28,7 @@ pub static SEMAPHORE_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit = tonumber(ARGV[7])
-local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6], 0, 0)
+local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6], 0, 0, 0)
 if refused then return refused end
 local want = 'limit ' .. limit
 local mode = redis.pcall('GET', KEYS[1])
@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("edd4ee5372b1ed9dcf2fa52c472e58d3aca3bb50", || {
+pub static SEMAPHORE: Lua = Lua::new("b841cce18588326fadce7304acad739f43f3abe5", || {
     SEMAPHORE_TEXT.as_str()
 });
 

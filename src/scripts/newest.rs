@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("018ad4ae9eed0f18ef641de8ab06922f9f73ae7e", || {
+pub static NEWEST: Lua = Lua::new("16829b74531699ebb7378050856c006ccef89e61", || {
     NEWEST_TEXT.as_str()
 });
 

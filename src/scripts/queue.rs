@@ -13,8 +13,8 @@ use super::{Key, Need, bare, on};
 /// beats, fence, history, mode, queue info, this waiter's wake list, and with `--once-id`
 /// its record. ARGV: token, ttl
 /// ms, heartbeat ms (0: try without joining the queue), known holder, once-per ms,
-/// retain ms, max attempts, rerun (0-3), who this waiter is (JSON for `status`), meta
-/// field/value pairs. Busy adds
+/// retain ms, max attempts, rerun (0-3), the `--once-per` slot this try is for (0: the
+/// slot of now), who this waiter is (JSON for `status`), meta field/value pairs. Busy adds
 /// this waiter's place, the queue's length and the head to wake (`{0, holder, pttl,
 /// meta, place, waiting, head}`; place 0: not in the queue; holder '' when the lock is
 /// free but promised to the head, with the time until the head's heartbeat runs out as
@@ -38,10 +38,10 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
+local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[10] then
-  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]))
+  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
 local now = now_ms()
@@ -72,10 +72,9 @@ while head and head ~= token and not redis.call('ZSCORE', KEYS[4], head) do
   head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
 if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 10)
+  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 11)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
-  if KEYS[10] then once_id_started(KEYS[10], ARGV[6]) end
   if head then
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
@@ -98,7 +97,7 @@ if heartbeat > 0 then
     if refused then return refused end
     redis.call('SET', KEYS[5], int(ticket), 'PX', ARGV[6])
     redis.call('ZADD', KEYS[3], ticket, token)
-    redis.call('HSET', KEYS[8], token, ARGV[9])
+    redis.call('HSET', KEYS[8], token, ARGV[10])
   end
   redis.call('ZADD', KEYS[4], now + heartbeat, token)
   local keep = math.max(heartbeat, ttl)
@@ -133,7 +132,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("5717f56be3aea2e7e77bdcd84430a968c3efd7b5", || {
+pub static FAIR: Lua = Lua::new("9fa66e50d4ded7fed257d74378928ccc01f9ee39", || {
     FAIR_TEXT.as_str()
 });
 

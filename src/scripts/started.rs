@@ -1,53 +1,93 @@
-//! Started: a `--once-per` run says its command is about to start, so that its start
-//! mark closes the slot from then on ([`STARTED`]). The acquire marks a grant as
-//! `"started":false`; a grant whose command never started (its reply and its undo both
-//! lost, a run that died before the spawn) does not close the slot.
+//! Started: a run says its command is about to start ([`STARTED`]), so that from then on
+//! it is an attempt: a `--once-per` run's start mark closes its slot, a `--once-id` run
+//! counts as one of the ID's starts. The acquire only marks a grant (`"started":false`);
+//! a grant whose command never started (its reply and its undo both lost, a run that
+//! died or was interrupted before the spawn) is no attempt (see `crate::lifecycle`).
 
 use crate::redis::{Call, Lua};
 
-use super::{Key, Need, invocation, on};
+use super::{CLOCK, Key, Need, bare, invocation, on, splice};
 use crate::keys::LockKeys;
 
-/// KEYS: lock, history. ARGV: token. When the lock is still ours, turns this run's
-/// start mark (the newest record beginning with its token) into a started one and
-/// returns 1; returns 0 when the lock is not ours (nothing written: the command must
-/// not start). A mark already started, or gone (trimmed, a history of another type),
-/// is left as it is.
-pub const TEXT: &str = r#"
+/// KEYS: lock, history, and with `--once-id` the ID's record. ARGV: token, who runs it
+/// (a JSON object: host, pid, user, command, ttl), retain ms, '1' for a `--once-per`
+/// run. When the lock is still ours: turns this run's start mark (the newest record
+/// beginning with its token) into a started one that says who runs it, so that a run
+/// that vanishes still names where it ran; for `--once-id`, counts the start and keeps
+/// the run's start mark as the ID's `run` (a later try sees it in progress while its
+/// token holds the lock); returns 1. Returns 0 when the lock is not ours (nothing
+/// written: the command must not start). A mark already started, or gone (trimmed, a
+/// history of another type), is left as it is.
+pub static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    splice(
+        r#"
+--CLOCK--
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local listed = redis.pcall('LRANGE', KEYS[2], 0, -1)
-if type(listed) ~= 'table' then return 1 end
-local start = '{"token":"' .. ARGV[1] .. '","start_ms":'
-for _, record in ipairs(listed) do
-  if string.sub(record, 1, #start) == start then
-    local at = string.find(record, ',"started":false', 1, true)
-    if at then
-      -- LPUSH and LREM rather than LSET: the commands a once-per run's ACL already
-      -- grants; the mark is the newest entry or close to it either way. The push comes
-      -- first, so the list is never empty in between: an emptied list is deleted, and a
-      -- push would make it again without its expiry.
-      local started = string.sub(record, 1, at - 1) .. ',"started":true' .. string.sub(record, at + 16)
-      redis.call('LPUSH', KEYS[2], started)
-      redis.call('LREM', KEYS[2], 1, record)
+local who = string.sub(ARGV[2], 2, -2)
+if who ~= '' then who = ',' .. who end
+if ARGV[4] == '1' then
+  local listed = redis.pcall('LRANGE', KEYS[2], 0, -1)
+  if type(listed) == 'table' then
+    local start = '{"token":"' .. ARGV[1] .. '","start_ms":'
+    for _, record in ipairs(listed) do
+      if string.sub(record, 1, #start) == start then
+        local at = string.find(record, ',"started":false', 1, true)
+        if at then
+          -- LPUSH and LREM rather than LSET: the commands a once-per run's ACL already
+          -- grants; the mark is the newest entry or close to it either way. The push
+          -- comes first, so the list is never empty in between: an emptied list is
+          -- deleted, and a push would make it again without its expiry.
+          local started = string.sub(record, 1, at - 1) .. ',"started":true' .. who .. string.sub(record, at + 16)
+          redis.call('LPUSH', KEYS[2], started)
+          redis.call('LREM', KEYS[2], 1, record)
+        end
+        break
+      end
     end
-    return 1
   end
 end
+if KEYS[3] then
+  local starts = redis.call('HINCRBY', KEYS[3], 'starts', 1)
+  redis.call('HSET', KEYS[3], 'run', '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms())
+    .. ',"running":true,"started":true,"attempt":' .. int(starts) .. who .. '}')
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end
 return 1
-"#;
-pub static STARTED: Lua = Lua::new("7a4ed01c8e7e48247eae8a89bc9d9ce1d29a7c17", || TEXT);
+"#,
+        &[("CLOCK", CLOCK)],
+    )
+});
+pub static STARTED: Lua = Lua::new("da02a2cab256b57fa4f969bf15a7fea8d22f644d", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
+    bare("time"),
     on("get", Key::Lock),
     on("lrange", Key::History),
     on("lrem", Key::History),
     on("lpush", Key::History),
+    on("hincrby", Key::Once),
+    on("hset", Key::Once),
+    on("pexpire", Key::Once),
 ];
 
-/// The call saying that the run holding `keys` with `token` starts its command.
-pub fn call(keys: &LockKeys, token: &str) -> Call {
-    let mut call = invocation(&STARTED, &[&keys.lock, &keys.history]);
-    call.arg(token);
+/// The call saying that the run holding `keys` with `token` starts its command: `who`
+/// (a JSON object) goes into its start mark; `once_per`: it has one in the history;
+/// `once`: the `--once-id` record whose starts it counts.
+pub fn call(
+    keys: &LockKeys,
+    token: &str,
+    who: &str,
+    retain_ms: u64,
+    once_per: bool,
+    once: Option<&[u8]>,
+) -> Call {
+    let base: [&[u8]; 2] = [&keys.lock, &keys.history];
+    let all: Vec<&[u8]> = base.into_iter().chain(once).collect();
+    let mut call = invocation(&STARTED, &all);
+    call.arg(token)
+        .arg(who)
+        .arg(retain_ms)
+        .arg(if once_per { "1" } else { "0" });
     call
 }
 
@@ -55,7 +95,7 @@ pub fn call(keys: &LockKeys, token: &str) -> Call {
 mod tests {
     #[test]
     fn calls_match_the_lua() {
-        crate::scripts::tests::assert_calls_match(super::TEXT, super::CALLS);
-        crate::scripts::tests::assert_keys_declared(super::TEXT);
+        crate::scripts::tests::assert_calls_match(&super::TEXT, super::CALLS);
+        crate::scripts::tests::assert_keys_declared(&super::TEXT);
     }
 }

@@ -116,8 +116,6 @@ macro_rules! taking_calls {
             on("get", Key::Mode),
             on("hget", Key::Once),
             on("type", Key::Once),
-            on("hincrby", Key::Once),
-            on("pexpire", Key::Once),
             $($extra),*
         ]
     };

@@ -118,12 +118,24 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<Ru
     Ok(merge(per_node, limit))
 }
 
-/// [`read`], with the lock's holder of now among the runs (see `history::with_holder`):
-/// what `history` and its timeline show.
+/// [`read`], judged (see `history::judged`) with the lock's holder of now among the
+/// runs: what `history` and its timeline show.
 async fn read_with_holder(nodes: &Nodes, keys: &LockKeys, limit: usize) -> Result<Vec<RunRecord>> {
     let runs = read(nodes, keys, limit).await?;
     let holder = super::state::holder(nodes, keys).await.ok().flatten();
-    let mut runs = crate::history::with_holder(runs, holder.as_ref());
+    let mut runs = crate::history::judged(runs, holder.as_ref());
     runs.truncate(limit.max(1));
     Ok(runs)
+}
+
+/// The last run that is over (ended or vanished; never the run in progress) of the lock
+/// held by `holder` now: what `status` and `top` say as its last run.
+pub async fn last_run(
+    nodes: &Nodes,
+    keys: &LockKeys,
+    holder: Option<&crate::holder::Holder>,
+) -> Option<RunRecord> {
+    // The run in progress may have a start mark, and a semaphore several: a few more.
+    let runs = read(nodes, keys, 4).await.ok()?;
+    crate::history::last_over(&crate::history::judged(runs, holder)).cloned()
 }

@@ -18,10 +18,7 @@ pub async fn run(config: StatusConfig) -> Result<u8> {
     for keys in &config.keys {
         let mut state = read(&nodes, keys).await?;
         // The lock's state is the answer; a history that cannot be read only shortens it.
-        state.last_run = history::read(&nodes, keys, 1)
-            .await
-            .ok()
-            .and_then(|runs| runs.into_iter().next());
+        state.last_run = history::last_run(&nodes, keys, state.holder.as_ref()).await;
         state.local = local_waiters(&config, keys, state.limit.unwrap_or(1));
         all_held &= state.holder.is_some();
         if config.json {

@@ -253,9 +253,13 @@ fn host_of(run: &RunRecord) -> String {
     run.who.host_text()
 }
 
-/// A run's end: recorded, or (a run still going) the window's end.
+/// A run's end: recorded; for a run in progress, the window's end; for a vanished run
+/// (no end recorded, its lease gone), the earliest its lease can have ended: one ttl
+/// after its start, as it said when it started (P13: not a bar that runs on to now).
 fn end_of(run: &RunRecord, to_ms: u64) -> u64 {
-    if run.running || run.end_ms < run.start_ms {
+    if run.vanished {
+        run.start_ms + run.ttl_ms.unwrap_or(0)
+    } else if run.running || run.end_ms < run.start_ms {
         to_ms
     } else {
         run.end_ms
@@ -298,6 +302,7 @@ mod tests {
     const T0: u64 = 1_795_651_200_000; // 2026-11-26 00:00:00 UTC
 
     fn run(host: &str, start_min: u64, minutes: u64, status: i64, lost: bool) -> RunRecord {
+        let status = Some(status);
         RunRecord {
             token: "t".into(),
             who: Who {

@@ -61,8 +61,10 @@ async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
     // round trips, not thousands one after another.
     let read = each_lock(&names, &config.conn.prefix, |keys| async move {
         let state = read(nodes, &keys).await?;
-        let (waiters, last) = tokio::join!(waiters(nodes, &keys), history::read(nodes, &keys, 1));
-        let last = last.ok().and_then(|runs| runs.into_iter().next());
+        let (waiters, last) = tokio::join!(
+            waiters(nodes, &keys),
+            history::last_run(nodes, &keys, state.holder.as_ref())
+        );
         Ok::<_, Error>((state, waiters, last))
     })
     .await?;
@@ -86,7 +88,8 @@ async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
 /// The last run as a cell: how it ended first, then when and where (`exit 0, 3m ago on
 /// web-1`), so that a narrow column still shows the outcome.
 fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
-    let at = if run.running {
+    // A vanished run has no end: it is dated by its start.
+    let at = if run.vanished {
         run.start_ms
     } else {
         run.end_ms.max(run.start_ms)

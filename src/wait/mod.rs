@@ -116,25 +116,25 @@ pub async fn acquire(
     let waited_locally = how.head.is_some_and(|h| h.waited);
     let queue_now =
         (lease.order().queues_at_arrival() || waited_locally) && patience.allows_waiting();
-    let failure = match waiter.try_once(queue_now).await? {
+    let (failure, joined) = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
             return Ok(Waited::Acquired { t_sent });
         }
         Tried::Done(ran) => return Ok(ran),
-        Tried::Busy => None,
-        Tried::Failed(e) => Some(e),
+        // A busy first try that joined the waiters blocks at once: a release after it
+        // pushes a wake-up that waits in the list.
+        Tried::Busy => (None, queue_now),
+        Tried::Again => (None, false),
+        Tried::Failed(e) => (Some(e), false),
     };
-    if !patience.allows_waiting() {
+    if !waiter.patience.allows_waiting() {
         return match failure {
             Some(e) => Err(e),
             None => Ok(Waited::Busy(waiter.last)),
         };
     }
     before_waiting();
-    // A busy first try that joined the waiters blocks at once: a release after it
-    // pushes a wake-up that waits in the list.
-    let joined = queue_now && failure.is_none();
     let waited = waiter.wait(signals, joined).await;
     waiter.progress.ended();
     after_waiting(lease, &waited).await;
@@ -200,6 +200,9 @@ enum Tried {
     /// The `--once-per` slot is closed ([`Waited::Skipped`]).
     Done(Waited),
     Busy,
+    /// The slot's run is in progress: this run now waits for it (its slot pinned) and
+    /// tries again at once, as a waiter.
+    Again,
     /// A transient failure (dropped connection, timeout): busy for all we know.
     Failed(Error),
 }
@@ -253,6 +256,7 @@ impl<'a> Waiter<'a> {
                     return Ok(Waited::Acquired { t_sent });
                 }
                 Tried::Done(ran) => return Ok(ran),
+                Tried::Again => continue,
                 Tried::Busy => None,
                 Tried::Failed(e) => Some(e),
             };
@@ -320,6 +324,10 @@ impl<'a> Waiter<'a> {
                 }
                 holder
             }
+            Ok(Acquire::Skipped(skip)) if self.waits_for(&skip) => {
+                self.wait_for_run_in_progress(&skip);
+                return Ok(Tried::Again);
+            }
             Ok(Acquire::Skipped(skip)) => {
                 return Ok(Tried::Done(Waited::Skipped(skip)));
             }
@@ -356,6 +364,36 @@ impl<'a> Waiter<'a> {
         }
         self.last = holder;
         Ok(Tried::Busy)
+    }
+
+    /// Whether this run waits for the `--once-per` slot's run in progress that `skip`
+    /// found (see `Completion::waits_for_run_in_progress`), once: a pinned try that
+    /// still finds it so was not told to wait, and is skipped.
+    fn waits_for(&self, skip: &Skip) -> bool {
+        let completion = self.lease.completion_policy();
+        skip.why == crate::lease::Closed::InProgress
+            && completion.once_per.is_some()
+            && completion.waits_for_run_in_progress()
+            && self.lease.pinned_slot().is_none()
+    }
+
+    /// From now on, the slot's run in progress is waited for: the try is for its slot
+    /// only (pinned), and with `--if-vanished rerun` but no `--wait` the wait lasts
+    /// until the end of the slot (at least once, on any period).
+    fn wait_for_run_in_progress(&mut self, skip: &Skip) {
+        self.lease.pin_slot(skip.slot_ms);
+        let completion = self.lease.completion_policy();
+        if !completion.may_wait {
+            let period = completion.once_per_ms();
+            let left = (skip.slot_ms + period).saturating_sub(skip.now_ms);
+            self.patience = self.patience.until(Duration::from_millis(left));
+        }
+        self.report.verbose(|| {
+            format!(
+                "the slot's run is in progress: waiting for it ({})",
+                self.lease.keys().display_name()
+            )
+        });
     }
 
     /// How long this waiter promises to come back: the longest it blocks, plus the time

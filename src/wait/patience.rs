@@ -26,6 +26,15 @@ impl Patience {
         Patience { started, deadline }
     }
 
+    /// The same wait, which now lasts `left` more from now (a `--once-per` run that
+    /// waits for its slot's run in progress until the end of the slot).
+    pub fn until(self, left: Duration) -> Self {
+        Patience {
+            deadline: Some(crate::clock::now() + left),
+            ..self
+        }
+    }
+
     /// Whether the run may wait at all (`--wait 0` tries once).
     pub fn allows_waiting(&self) -> bool {
         self.deadline != Some(self.started)

@@ -330,8 +330,10 @@ fn fixed_history(redis: &Redis, name: &str) {
     ] {
         let _: i64 = redis.cmd(&["LPUSH", &key, &r]);
     }
-    let running = serde_json::json!({"token": "tok-run", "start_ms": T0 + 1300 * 60_000, "running": true, "host": "db-1"});
-    let _: i64 = redis.cmd(&["LPUSH", &key, &running.to_string()]);
+    // A start mark whose run no longer holds the lock: it vanished (its own mark, a bar
+    // to the earliest its lease can have ended, not one that runs on to now: P13).
+    let vanished = serde_json::json!({"token": "tok-run", "start_ms": T0 + 1300 * 60_000, "running": true, "started": true, "host": "db-1", "ttl_ms": 3_600_000});
+    let _: i64 = redis.cmd(&["LPUSH", &key, &vanished.to_string()]);
 }
 
 /// `redlock history …` with the wall clock frozen at 2026-11-27 00:00:00 UTC.
@@ -352,14 +354,14 @@ fn timeline_in_a_pipe_is_the_golden_picture_at_the_width_asked() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let want = "\
 nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
-   db-1 |                               ###           :::::|
+   db-1 |                               ###           ???  |
   web-1 |  ##      LLLL                                    |
   web-2 |      x          MM                               |
         ++-----------+------------+-----------+-----------++
          00:00       06:00        12:00       18:00
   # exit 0   x exit non-zero   L lost the lock
   M stopped at --max-hold   P preempted by a newer run
-  : running, or its end never recorded
+  : running   ? vanished (end never recorded)
 ";
     assert_eq!(stdout(&out), want, "\n{}", stdout(&out));
     // 80 columns without COLUMNS; every drawn line within it.
@@ -373,7 +375,7 @@ nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
         assert!(line.chars().count() <= 80, "{line:?}");
     }
     assert!(stdout(&out).lines().nth(4).unwrap().chars().count() == 80);
-    // --since: the last 2 hours hold only the running mark.
+    // --since: the last 2 hours hold only the vanished run.
     let out = output(&mut at_fixed_now(&[
         "nightly",
         "--timeline",
@@ -383,7 +385,7 @@ nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
         &redis.url(),
     ]));
     assert!(
-        stdout(&out).contains("db-1 |:::") && !stdout(&out).contains("web-1"),
+        stdout(&out).contains("db-1 |???") && !stdout(&out).contains("web-1"),
         "{}",
         stdout(&out)
     );

@@ -16,6 +16,7 @@ mod generated;
 mod history;
 mod if_dead;
 mod lease_life;
+mod lifecycle;
 mod local_queue;
 mod metrics;
 mod nemesis;
