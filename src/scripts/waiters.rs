@@ -46,12 +46,15 @@ end
 "#;
 
 /// Join the waiters without trying to acquire. KEYS: lock, waiters. ARGV: token,
-/// heartbeat ms. Returns `{0}` free, `{-1, type}` not a lock, `{1, pttl}` held (and
+/// heartbeat ms. Returns `{0, others}` free (nothing joined; `others`: the runs other
+/// than this token in the waiters set), `{-1, type}` not a lock, `{1, pttl}` held (and
 /// joined: a release will push a wake-up).
 pub const WATCH_TEXT: &str = r#"
 local holder = redis.pcall('GET', KEYS[1])
 if not holder then
-  return {0}
+  local others = redis.pcall('SCARD', KEYS[2])
+  if type(others) ~= 'number' then return {0, 0} end
+  return {0, others - redis.call('SISMEMBER', KEYS[2], ARGV[1])}
 end
 if type(holder) ~= 'string' then
   return {-1, redis.call('TYPE', KEYS[1])['ok']}
@@ -62,10 +65,12 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
 end
 return {1, redis.call('PTTL', KEYS[1])}
 "#;
-pub static WATCH: Lua = Lua::new("17dfa369e02f566622e776caa2d4e0cc662738f9", || WATCH_TEXT);
+pub static WATCH: Lua = Lua::new("cb4d6a97adefbb8e3c3be87189d36e96d16bf800", || WATCH_TEXT);
 
 pub const WATCH_CALLS: &[Need] = &[
     on("get", Key::Lock),
+    on("scard", Key::Waiters),
+    on("sismember", Key::Waiters),
     on("type", Key::Lock),
     on("sadd", Key::Waiters),
     on("pttl", Key::Waiters),
@@ -115,7 +120,11 @@ pub fn join(keys: &LockKeys, token: &str, heartbeat_ms: u64) -> Call {
 /// What a watch found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Watched {
-    Free,
+    /// Free, with this many runs (other than the watcher) in the waiters set: one of
+    /// them may be about to take the lock.
+    Free {
+        others: u64,
+    },
     Held,
     NotALock(String),
 }
@@ -124,7 +133,9 @@ pub enum Watched {
 pub fn decode_watch(value: Value) -> Option<Watched> {
     let mut items = array(value)?;
     match int(items.next())? {
-        0 => Some(Watched::Free),
+        0 => Some(Watched::Free {
+            others: int(items.next()).map_or(0, |n| n.max(0) as u64),
+        }),
         1 => Some(Watched::Held),
         -1 => Some(Watched::NotALock(string(items.next()))),
         _ => None,

@@ -3,7 +3,9 @@
 //! the lock's waiters and blocks on the wake list, so the release wakes it and it costs
 //! Redis what a waiter costs; its safety net is the holder's time to live. A wake-up it
 //! pops may have been meant for a run waiting to acquire: when it finds the lock free
-//! after one, it hands one on if someone else still waits.
+//! after one, it hands one on if someone else still waits. It returns only when the
+//! lock is free and no run waiting to acquire was woken to take it: when others wait,
+//! it gives them [`HANDOVER_GRACE`] to take the lock, and goes on waiting if one does.
 
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -44,6 +46,11 @@ pub async fn run(config: WaitConfig, report: &Reporter) -> Result<u8> {
     result
 }
 
+/// How long a free lock is watched, when runs wait to acquire it, for one of them to
+/// take it: a woken waiter takes it within a round trip, a release's backup waiter
+/// after its grace (700 ms, see `wait`).
+const HANDOVER_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// One `redlock wait`.
 struct Watcher<'a> {
     nodes: &'a Nodes,
@@ -72,6 +79,10 @@ impl Watcher<'_> {
             let Some(holder) = state.holder else {
                 if self.woken.get() {
                     self.hand_on().await;
+                    self.woken.set(false);
+                }
+                if self.taken_by_a_waiter(held_slot).await? {
+                    continue;
                 }
                 return Ok(0);
             };
@@ -132,6 +143,37 @@ impl Watcher<'_> {
             Ok(Some(_))
         );
         self.woken.set(woke);
+    }
+
+    /// The lock is free: whether a run waiting to acquire it takes it within
+    /// [`HANDOVER_GRACE`] (then this wait goes on until that run releases it). Nobody
+    /// else waiting: free for good, at once.
+    async fn taken_by_a_waiter(&self, slot: u32) -> Result<bool> {
+        let Some(primary) = self.nodes.primary() else {
+            return Ok(false);
+        };
+        let keys = self.keys.for_slot(slot);
+        let call = waiters::watch(&keys, &self.token, 1);
+        let others = match primary.run_idempotent::<redis::Value>(&call).await {
+            Ok(value) => match waiters::decode_watch(value) {
+                Some(Watched::Free { others }) => others,
+                // Taken since the read: wait for its release.
+                Some(Watched::Held) => return Ok(true),
+                _ => 0,
+            },
+            Err(_) => 0,
+        };
+        if others == 0 {
+            return Ok(false);
+        }
+        let until = crate::clock::now() + HANDOVER_GRACE;
+        while crate::clock::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if read(self.nodes, self.keys).await?.holder.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Leaves the waiters, handing the wake-up it took on to whoever else waits.

@@ -450,3 +450,51 @@ fn one_node_that_missed_a_release_never_vetoes_the_slot() {
         stderr(&out)
     );
 }
+
+/// Issue 39 item 7: `redlock wait` returns only when the lock is free and no run that
+/// waited to acquire it was woken to take it: with a holder, a run waiting to acquire
+/// and a `wait` blocked beside it, the release hands the lock to the run, and `wait`
+/// returns after that run's release, not at the first one. Today's main returned at the
+/// first release in 1–2 of 5 rounds.
+#[test]
+fn redlock_wait_outlasts_the_run_woken_to_take_the_lock() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let rounds = rounds(10, 50);
+    for round in 0..rounds {
+        let name = format!("job{round}");
+        let args: Vec<String> = ["--key", &name, "--redis", &url, "--ttl", "60s"]
+            .map(String::from)
+            .to_vec();
+        let holder = Holding::start(&args);
+        let s = Scratch::new();
+        let mut watcher = redlock()
+            .args(["wait", &name, "--timeout", "60s", "--redis", &url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let ended = s.path("ended");
+        let mut wargs = args.clone();
+        wargs.extend(["--wait".into(), "60s".into()]);
+        let waiter = start_run(&wargs, &format!("sleep 0.3; touch '{}'", ended.display()));
+        let blocked = || {
+            let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+            clients.matches("cmd=blpop").count()
+        };
+        assert!(eventually(READY, || blocked() == 2), "both never blocked");
+        let (status, err) = holder.finish();
+        assert_eq!(status, 0, "{err}");
+        let status = wait_child(&mut watcher, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(0));
+        assert!(
+            ended.exists(),
+            "round {round}: wait returned while the woken run held the lock"
+        );
+        let (status, err) = finish(waiter, Duration::from_secs(30));
+        assert_eq!(status, 0, "{err}");
+    }
+    summary(&format!(
+        "lifecycle: redlock wait outlasted the run woken to take the lock in {rounds} of {rounds} rounds"
+    ));
+}
