@@ -5,6 +5,7 @@
 //! and is never a success; `status` and `top` tell the last run from the running one;
 //! Redlock's slot state is what a majority says.
 
+use std::collections::HashMap;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -288,7 +289,7 @@ fn the_minute_line_with_rerun_gets_its_run_when_the_winner_dies() {
         }
     }
     let runs = history_json(&redis, "close-order");
-    let mut per_slot = std::collections::HashMap::<u64, usize>::new();
+    let mut per_slot = HashMap::<u64, usize>::new();
     let mut vanished = 0;
     for run in runs["runs"].as_array().unwrap() {
         if run["vanished"] == true {
@@ -496,5 +497,217 @@ fn redlock_wait_outlasts_the_run_woken_to_take_the_lock() {
     }
     summary(&format!(
         "lifecycle: redlock wait outlasted the run woken to take the lock in {rounds} of {rounds} rounds"
+    ));
+}
+
+/// The faults the `--once-id` family draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum IdFault {
+    /// The proxy in front of half the contenders swallows replies for 1.5 s.
+    RepliesDropped,
+    /// A running wrapper is SIGKILLed.
+    WrapperKilled,
+    /// A running wrapper is SIGSTOPped for 2 s (longer than the ttl).
+    WrapperStopped,
+    /// Redis is killed and started again empty.
+    RestartedEmpty,
+}
+
+/// Issue 39 item 8: the generated flag × fault family for `--once-id` and
+/// `--max-attempts` (its own family: the fixed seeds below; `NEMESIS_SEED=S` replays
+/// one). Six contenders, half through a proxy, each take IDs `id0`…`id3` in turn with
+/// `--once-id ID --max-attempts M` (M drawn 1–3), a job that fails about half the time,
+/// while a drawn fault fires. Checked over the jobs' own log, the events and the
+/// history: at most one success per ID and at most M starts (per Redis lifetime: a
+/// Redis restarted empty forgets the ID, as the docs say); no try says
+/// `attempts_exhausted` while a run of its ID is started and not ended; every started
+/// run has ended or is judged vanished a ttl + 1 s after the last wrapper stopped.
+#[test]
+fn once_id_family_under_faults() {
+    let seeds: Vec<u64> = match std::env::var("NEMESIS_SEED") {
+        Ok(s) => vec![s.parse().expect("NEMESIS_SEED")],
+        Err(_) => (1..=rounds(4, 12) as u64).collect(),
+    };
+    for seed in seeds {
+        once_id_trial(seed);
+    }
+}
+
+/// A job of the family: its ID, its start (ms), its fence, and its end and status once
+/// it ended.
+type Job = (String, u64, u64, Option<(u64, String)>);
+
+fn once_id_trial(seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let faults = [
+        IdFault::RepliesDropped,
+        IdFault::WrapperKilled,
+        IdFault::WrapperStopped,
+        IdFault::RestartedEmpty,
+    ];
+    let fault = faults[(seed as usize - 1) % faults.len()];
+    let attempts = rng.usize(1..=3);
+    let mut redis = Redis::start();
+    let proxy = Proxy::start(redis.port);
+    let s = Scratch::new();
+    let (log, events) = (s.path("log"), s.path("events"));
+    let job = format!(
+        "echo \"BEGIN $REDLOCK_ONCE_ID_SEEN $$ $(date +%s%3N) $REDLOCK_FENCE\" >> '{log}'; sleep 0.$(( $(date +%N) % 4 + 1 )); st=$(( $(date +%N) % 2 )); echo \"END $$ $st $(date +%s%3N)\" >> '{log}'; exit $st",
+        log = log.display()
+    );
+    let contenders: Vec<std::thread::JoinHandle<()>> = (0..6)
+        .map(|i| {
+            let url = if i % 2 == 0 { redis.url() } else { proxy.url() };
+            let (job, events) = (job.clone(), events.clone());
+            std::thread::spawn(move || {
+                for id in 0..4 {
+                    let job = job.replace("$REDLOCK_ONCE_ID_SEEN", &format!("id{id}"));
+                    let _ = output_within(
+                        redlock_run()
+                            .args(["--key", "fam", "--redis", &url, "--ttl", "1s"])
+                            .args(["--once-id", &format!("id{id}")])
+                            .args(["--max-attempts", &attempts.to_string()])
+                            .args(["--wait", "20s", "--no-local-queue"])
+                            .args(["--events", events.to_str().unwrap()])
+                            .args(["--", "sh", "-c", &job]),
+                        Duration::from_secs(60),
+                    );
+                }
+            })
+        })
+        .collect();
+    // The fault, once a job runs.
+    assert!(
+        eventually(READY, || log.exists()),
+        "seed {seed}: no job began"
+    );
+    std::thread::sleep(Duration::from_millis(rng.u64(50..400)));
+    let wrapper = || -> Option<i32> {
+        // The wrapper of the newest job still running (the job's parent).
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let begun: Vec<&str> = text.lines().filter(|l| l.starts_with("BEGIN")).collect();
+        let pid: i32 = begun.last()?.split(' ').nth(2)?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    match fault {
+        IdFault::RepliesDropped => {
+            proxy.set(Mode::DropReplies);
+            std::thread::sleep(Duration::from_millis(1500));
+            proxy.pass();
+        }
+        IdFault::WrapperKilled | IdFault::WrapperStopped => {
+            if let Some(pid) = wrapper() {
+                let pid = nix::unistd::Pid::from_raw(pid);
+                if fault == IdFault::WrapperKilled {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                } else {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP);
+                    std::thread::sleep(Duration::from_secs(2));
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+                }
+            }
+        }
+        IdFault::RestartedEmpty => redis.restart(),
+    }
+    for c in contenders {
+        c.join().unwrap();
+    }
+    // A ttl + 1 s after the last wrapper: nothing is in progress any more.
+    std::thread::sleep(Duration::from_millis(2000));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let events = std::fs::read_to_string(&events).unwrap_or_default();
+    let what = format!("seed {seed} ({fault:?}, --max-attempts {attempts})");
+    // Each job (by its shell's pid): its ID, its start, its end and status if it ended.
+    let mut jobs: HashMap<String, Job> = HashMap::new();
+    for line in text.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        match w[..] {
+            ["BEGIN", id, pid, at, fence] => {
+                let job = (
+                    id.to_string(),
+                    at.parse().unwrap(),
+                    fence.parse().unwrap(),
+                    None,
+                );
+                jobs.insert(pid.to_string(), job);
+            }
+            ["END", pid, status, at] => {
+                if let Some(job) = jobs.get_mut(pid) {
+                    job.3 = Some((at.parse().unwrap(), status.to_string()));
+                }
+            }
+            _ => panic!("{what}: a torn line {line:?}"),
+        }
+    }
+    // The wrappers' events of a run, by its fence.
+    let event_of = |event: &str, fence: u64| {
+        events.lines().find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["event"] == event && v["fence"] == fence).then_some(v)
+        })
+    };
+    let ts = |v: serde_json::Value| v["ts_ms"].as_u64().unwrap();
+    // Redis restarted empty forgets the IDs: the counts hold per Redis lifetime only.
+    let forgets = fault == IdFault::RestartedEmpty;
+    for id in (0..4).map(|i| format!("id{i}")) {
+        let of_id: Vec<_> = jobs.values().filter(|j| j.0 == id).collect();
+        // A success: the job exited 0 and its wrapper recorded it (exit 0): a job whose
+        // wrapper lost the lock meanwhile is a lost run, an attempt without success.
+        let succeeded = of_id
+            .iter()
+            .filter(|j| event_of("exited", j.2).is_some_and(|e| e["status"] == 0))
+            .count();
+        if !forgets {
+            assert!(
+                of_id.len() <= attempts,
+                "{what}: {id} started {} times\n{text}",
+                of_id.len()
+            );
+            assert!(
+                succeeded <= 1,
+                "{what}: {id} succeeded {succeeded} times\n{text}"
+            );
+        }
+    }
+    // No `attempts_exhausted` while a run of the ID held the lock: from its `acquired`
+    // event to its release (the `released`, `lost` or `exited` event, the first).
+    for line in events.lines().filter(|l| l.contains("attempts_exhausted")) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (id, at) = (
+            v["once_id"].as_str().unwrap_or(""),
+            v["ts_ms"].as_u64().unwrap(),
+        );
+        let holding = jobs.values().any(|j| {
+            let held_from = event_of("acquired", j.2).map_or(u64::MAX, ts);
+            let held_to = ["released", "lost", "exited"]
+                .iter()
+                .filter_map(|e| event_of(e, j.2).map(ts))
+                .min()
+                .unwrap_or(0);
+            j.0 == id && held_from < at && at < held_to
+        });
+        assert!(
+            !holding,
+            "{what}: exhausted while a run of {id} held the lock: {line}\n{text}"
+        );
+    }
+    // Nothing left in progress: every started run ended or is judged vanished.
+    let history = history_json(&redis, "fam");
+    let running: Vec<_> = history["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["running"] == true)
+        .collect();
+    assert!(running.is_empty(), "{what}: still running: {running:?}");
+    summary(&format!(
+        "lifecycle: --once-id family {what}: {} starts for 4 IDs, every invariant held",
+        jobs.len()
     ));
 }
