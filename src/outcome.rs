@@ -134,7 +134,7 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Exhausted,
-        name: "attempts exhausted: `--max-attempts` runs started in the slot or for the ID, none succeeded",
+        name: "attempts exhausted: `--max-attempts` runs started in the slot or for the ID and ended or vanished, none succeeded, none in progress",
         status: Status::Code(Code::Busy),
         event: Some(Event::Skipped),
         metric: Some("attempts_exhausted"),
