@@ -273,6 +273,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID")]
     pub once_id: Option<String>,
 
+    /// With --once-per: spread a fleet's tries over the first D of each slot (D shorter
+    /// than the period). The try first fixes its slot from the Redis server's time, then
+    /// waits an offset in [0, D) that is the same for this host and name every slot
+    /// (different hosts spread), then tries for that slot only: it never runs on behalf
+    /// of the next one. The run starts up to D later.
+    #[arg(long, value_name = "D")]
+    pub splay: Option<String>,
+
     /// With --once-per: the most runs that may start in one slot (failed and vanished
     /// ones count); the next try is skipped with the reason attempts_exhausted. Default:
     /// 3 with --if-vanished rerun, no limit otherwise.

@@ -278,6 +278,24 @@ fn ready_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBu
     )
 }
 
+/// `--splay D`: shorter than the `--once-per` period (a try must be able to come within
+/// its slot); without `--once-per` the refusal table says so.
+fn splay(raw: Option<&str>, once_per: Option<Duration>) -> Result<Option<Duration>> {
+    let (Some(raw), Some(period)) = (raw, once_per) else {
+        return Ok(None);
+    };
+    let d = duration("--splay", raw)?;
+    if d >= period {
+        return Err(Error::usage(format!(
+            "--splay {} is not shorter than --once-per {}: a try waits up to D into its slot; give a D below the period, e.g. --splay {}",
+            human(d),
+            human(period),
+            human(period / 2)
+        )));
+    }
+    Ok(Some(d).filter(|d| !d.is_zero()))
+}
+
 /// The longest `--once-id` (it is part of a key name).
 const MAX_ONCE_ID: usize = 200;
 
@@ -565,6 +583,7 @@ impl RunConfig {
             wait_given: args.waiting.wait.is_some(),
             hold_min: hold_min.is_some(),
             on_lost_keep: args.on_lost == OnLost::Keep,
+            splay: args.splay.is_some(),
         };
         let wait = run_wait(&args)?;
         let given = Given {
@@ -578,6 +597,7 @@ impl RunConfig {
             max_attempts,
             may_wait: wait != Wait::For(Duration::ZERO),
             once_id: once_id(args.once_id.as_deref())?,
+            splay: splay(args.splay.as_deref(), once_per)?,
         };
         let newest = args
             .supersede

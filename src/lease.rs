@@ -62,9 +62,11 @@ pub struct Lease {
     /// (`--supersede running`).
     order_key: Option<u64>,
     preempts: bool,
-    /// `--once-per`: the slot this run tries for once it found the slot's run in
-    /// progress and waits for it (its start, server ms; 0: the slot of each try).
+    /// `--once-per`: the slot this run tries for (its start, server ms; 0: the slot of
+    /// each try): fixed by `--splay`, or once it found the slot's run in progress.
     slot_pin: Cell<u64>,
+    /// `--once-per`: this run now waits for its slot's run in progress.
+    waits_for_run: Cell<bool>,
 }
 
 /// What an acquisition gave.
@@ -367,6 +369,7 @@ impl Lease {
             order_key: None,
             preempts: false,
             slot_pin: Cell::new(0),
+            waits_for_run: Cell::new(false),
         }
     }
 
@@ -378,6 +381,7 @@ impl Lease {
             grant: OnceCell::new(),
             place: Cell::new(None),
             slot_pin: Cell::new(0),
+            waits_for_run: Cell::new(false),
             ..self
         }
     }
@@ -662,7 +666,7 @@ impl Lease {
                 known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
                 once_per_ms: self.once_per_ms(),
                 max_attempts: self.completion.attempts(),
-                rerun: self.completion.rerun_arg(self.slot_pin.get() > 0),
+                rerun: self.completion.rerun_arg(self.waits_for_run.get()),
                 slot_pin_ms: self.slot_pin.get(),
                 once_key: self.once_key.as_deref(),
                 retain_ms: self.retain_ms(),
@@ -744,10 +748,24 @@ impl Lease {
     }
 
     /// `--once-per`: from now on this run tries for the slot starting at `slot_ms` only
-    /// (server ms), and as one that waits for the slot's run in progress (see
-    /// `scripts::completion`).
+    /// (server ms; see `scripts::completion`).
     pub fn pin_slot(&self, slot_ms: u64) {
         self.slot_pin.set(slot_ms);
+    }
+
+    /// `--once-per`: from now on this run waits for its slot's run in progress (its
+    /// slot pinned, see [`Lease::pin_slot`]).
+    pub fn wait_for_run(&self, slot_ms: u64) {
+        if self.slot_pin.get() == 0 {
+            self.slot_pin.set(slot_ms);
+        }
+        self.waits_for_run.set(true);
+    }
+
+    /// Whether this run waits for its slot's run in progress (see
+    /// [`Lease::wait_for_run`]).
+    pub fn waits_for_run(&self) -> bool {
+        self.waits_for_run.get()
     }
 
     /// The slot this run tries for, once pinned (see [`Lease::pin_slot`]).

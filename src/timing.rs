@@ -169,6 +169,28 @@ pub fn until_expiry(holder_ttl_left: Duration, jitter: f64) -> Duration {
     (holder_ttl_left + spread + Duration::from_millis(5)).max(Duration::from_millis(1))
 }
 
+/// `--splay`: how far into its slot a try waits: an offset in [0, `splay`) drawn from
+/// `seed` (the host and the lock's name) by FNV-1a, so the same host waits the same
+/// offset every slot, and hosts spread over the window. Stable across versions and
+/// machines (no `std` hasher, whose output may change).
+pub fn splay_offset(seed: &[u8], splay: Duration) -> Duration {
+    let window = splay.as_millis() as u64;
+    if window == 0 {
+        return Duration::ZERO;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in seed {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // A last avalanche step: FNV's low bits change little for seeds that differ only
+    // in their last byte (web-1, web-2, …).
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^= hash >> 33;
+    Duration::from_millis(hash % window)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +357,20 @@ mod tests {
         assert_eq!(poll_delay(20, Some(ms(95)), 0.5), ms(100));
         assert!(poll_delay(3, None, 0.999) <= ms(500));
         assert!(poll_delay(0, Some(ms(0)), 0.0) >= ms(1));
+    }
+
+    #[test]
+    fn a_splay_offset_is_stable_per_host_and_spread_over_hosts() {
+        let window = Duration::from_secs(6);
+        let of = |host: &str| splay_offset(format!("{host}\0job").as_bytes(), window);
+        assert_eq!(of("web-1"), of("web-1"));
+        assert_eq!(splay_offset(b"x", Duration::ZERO), Duration::ZERO);
+        let offsets: Vec<Duration> = (0..100).map(|i| of(&format!("web-{i}"))).collect();
+        assert!(offsets.iter().all(|o| *o < window));
+        // 100 hosts over six 1-second buckets: every bucket used, none above a third.
+        for second in 0..6 {
+            let n = offsets.iter().filter(|o| o.as_secs() == second).count();
+            assert!((5..=33).contains(&n), "second {second}: {n} of 100");
+        }
     }
 }

@@ -46,6 +46,9 @@ pub struct Completion {
     pub may_wait: bool,
     /// `--once-id`: the run-once ID (a record per name and ID says it ran).
     pub once_id: Option<String>,
+    /// `--splay`: a `--once-per` try waits an offset below this, stable per host and
+    /// name, into its slot before it tries (for that slot only).
+    pub splay: Option<Duration>,
 }
 
 impl Completion {
@@ -70,11 +73,11 @@ impl Completion {
     /// opens its slot again (else it closes it); 2, a run that waits for its slot's or
     /// ID's run in progress (else it is skipped): a `--once-id` run that may wait, or a
     /// `--once-per` run that found the run in progress and now waits for it, its slot
-    /// pinned (`pinned`).
-    pub fn rerun_arg(&self, pinned: bool) -> u8 {
+    /// pinned (`waits_for_run`).
+    pub fn rerun_arg(&self, waits_for_run: bool) -> u8 {
         let waits = match self.once_id {
             Some(_) => self.may_wait,
-            None => pinned,
+            None => waits_for_run,
         };
         u8::from(self.vanished == Vanished::Rerun) + 2 * u8::from(waits)
     }

@@ -43,6 +43,8 @@ pub enum Flag {
     HoldMin,
     /// `--on-lost keep`.
     OnLostKeep,
+    /// `--splay D`.
+    Splay,
 }
 
 impl Flag {
@@ -67,6 +69,7 @@ impl Flag {
             Flag::WaitGiven => "`--wait`",
             Flag::HoldMin => "`--hold-min`",
             Flag::OnLostKeep => "`--on-lost keep`",
+            Flag::Splay => "`--splay D`",
         }
     }
 }
@@ -102,6 +105,8 @@ pub struct Given {
     pub hold_min: bool,
     /// `--on-lost keep`.
     pub on_lost_keep: bool,
+    /// `--splay` given.
+    pub splay: bool,
 }
 
 impl Given {
@@ -125,6 +130,7 @@ impl Given {
             Flag::WaitGiven => self.wait_given,
             Flag::HoldMin => self.hold_min,
             Flag::OnLostKeep => self.on_lost_keep,
+            Flag::Splay => self.splay,
         }
     }
 
@@ -165,6 +171,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         both: [Flag::OncePer, Flag::Limit],
         line: "--once-per runs a job at most once per slot, and --limit {limit} lets {limit} runs start at once, before any has succeeded; use one or the other",
+    },
+    Rule {
+        both: [Flag::Splay, Flag::NoOncePer],
+        line: "--splay spreads a fleet's tries over a --once-per slot; give --once-per PERIOD too",
     },
     Rule {
         both: [Flag::IfVanished, Flag::NoOncePer],
@@ -287,6 +297,7 @@ mod tests {
             Flag::WaitGiven => g.wait_given = true,
             Flag::HoldMin => g.hold_min = true,
             Flag::OnLostKeep => g.on_lost_keep = true,
+            Flag::Splay => g.splay = true,
         }
         g
     }

@@ -15,6 +15,7 @@ mod command;
 mod elect;
 mod nested;
 mod release;
+mod splay;
 mod term;
 
 use std::path::PathBuf;

@@ -39,6 +39,7 @@ pub(super) struct Taken {
 /// start cannot be recorded.
 pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<Taken> {
     let meta = holder_meta(run, lease);
+    super::splay::splay(run, lease, &meta).await?;
     let (t_sent, guard) = take(run, lease, &meta, head).await?;
     let acquired_at = crate::clock::now();
     announce(run, lease);
@@ -171,7 +172,7 @@ async fn take(
 /// run in progress until the end of the slot, and that run still holds the lock. It is
 /// skipped like any try that finds its slot's run in progress, not busy.
 fn waited_out_the_slot(run: &Run<'_>, lease: &Lease) -> bool {
-    lease.pinned_slot().is_some() && !run.config.policy.completion.may_wait
+    lease.waits_for_run() && !run.config.policy.completion.may_wait
 }
 
 /// Says the lock is taken: the `acquired` event, and a line with `--verbose`.

@@ -374,14 +374,14 @@ impl<'a> Waiter<'a> {
         skip.why == crate::lease::Closed::InProgress
             && completion.once_per.is_some()
             && completion.waits_for_run_in_progress()
-            && self.lease.pinned_slot().is_none()
+            && !self.lease.waits_for_run()
     }
 
     /// From now on, the slot's run in progress is waited for: the try is for its slot
     /// only (pinned), and with `--if-vanished rerun` but no `--wait` the wait lasts
     /// until the end of the slot (at least once, on any period).
     fn wait_for_run_in_progress(&mut self, skip: &Skip) {
-        self.lease.pin_slot(skip.slot_ms);
+        self.lease.wait_for_run(skip.slot_ms);
         let completion = self.lease.completion_policy();
         if !completion.may_wait {
             let period = completion.once_per_ms();

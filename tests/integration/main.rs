@@ -24,6 +24,7 @@ mod operators;
 mod quorum;
 mod review;
 mod signals;
+mod splay;
 mod state;
 mod supersede;
 mod top;
