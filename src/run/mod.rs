@@ -73,7 +73,11 @@ pub async fn run(config: RunConfig, report: &Reporter) -> Result<u8> {
 async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let mut run = Run::start(config, report)?;
     let head = run.queue_locally().await?;
+    let slot = splay::splay(&mut run).await?;
     let lease = run.connect().await?;
+    if let Some(slot) = slot {
+        lease.pin_slot(slot);
+    }
     nested::run_if_nested(&mut run, &lease).await?;
     if run.config.policy.elect.is_some() {
         return elect::elect(&mut run, lease, head).await;

@@ -3,42 +3,37 @@
 //! and name every slot, spread over hosts), then tries for that slot only (the lease's
 //! slot pin, see `scripts::completion`): a fleet's tries spread over the first D of the
 //! slot, and none runs on behalf of the next slot (past its end the try is skipped,
-//! silently). A host that fires late in the slot tries at once, for that slot.
+//! silently). A host that fires late in the slot tries at once, for that slot. The
+//! time is read on a connection of its own, closed before the wait: a waiting host
+//! holds no connection to Redis (a fleet of 800 would otherwise hold 800 at once).
 
 use super::{End, Run, Step};
 use crate::holder::Meta;
-use crate::lease::Lease;
+use crate::wait::{self, Connected};
 
-/// Fixes this try's slot and waits its offset into it; a signal that ends a wait ends
-/// the run (nothing was taken).
-pub(super) async fn splay(run: &mut Run<'_>, lease: &Lease, meta: &Meta) -> Step<()> {
-    let completion = lease.completion_policy();
+/// Fixes this try's slot and waits its offset into it: the slot's start (server ms),
+/// `None` without `--splay`. A signal that ends a wait ends the run (nothing was taken).
+pub(super) async fn splay(run: &mut Run<'_>) -> Step<Option<u64>> {
+    let completion = &run.config.policy.completion;
     let (Some(splay), Some(period)) = (completion.splay, completion.once_per) else {
-        return Ok(());
+        return Ok(None);
     };
-    let Some(node) = lease.nodes().primary() else {
-        return Ok(());
-    };
-    let (secs, micros) = node
-        .query::<(u64, u64)>(&crate::redis::command::time())
-        .await
-        .map_err(|e| End::from(e.context("reading the server's time for --splay")))?;
-    let now_ms = secs * 1000 + micros / 1000;
+    let now_ms = server_ms(run).await?;
     let period_ms = (period.as_millis() as u64).max(1);
     let slot = now_ms - now_ms % period_ms;
-    lease.pin_slot(slot);
-    let seed = [meta.host.as_bytes(), b"\0", &lease.keys().lock].concat();
+    let host = Meta::local("", "", run.config.budget.ttl).host;
+    let seed = [host.as_bytes(), b"\0", &run.config.keys.lock].concat();
     let at = slot + crate::timing::splay_offset(&seed, splay).as_millis() as u64;
     let Some(nap) = at.checked_sub(now_ms).filter(|n| *n > 0) else {
-        return Ok(());
+        return Ok(Some(slot));
     };
     run.report
-        .verbose(|| format!("--splay: trying {nap} ms into the slot's window"));
+        .verbose(|| format!("--splay: trying {nap} ms from now, into the slot's window"));
     let sleep = tokio::time::sleep(std::time::Duration::from_millis(nap));
     tokio::pin!(sleep);
     loop {
         tokio::select! {
-            _ = &mut sleep => return Ok(()),
+            _ = &mut sleep => return Ok(Some(slot)),
             Some(sig) = run.signals.recv() => {
                 if crate::signals::ends_wait(sig) {
                     return Err(run.interrupted_while_waiting(sig));
@@ -46,4 +41,28 @@ pub(super) async fn splay(run: &mut Run<'_>, lease: &Lease, meta: &Meta) -> Step
             }
         }
     }
+}
+
+/// The server's time (ms) on the primary node, over a connection closed right after.
+async fn server_ms(run: &mut Run<'_>) -> Step<u64> {
+    let config = &run.config;
+    let connected = wait::connect(
+        &config.conn.urls,
+        config.budget.node_timeout,
+        &run.patience,
+        &mut run.signals,
+        run.report,
+    );
+    let nodes = match connected.await? {
+        Connected::Up(nodes) => nodes,
+        Connected::Interrupted(sig) => return Err(run.interrupted_while_waiting(sig)),
+    };
+    let Some(node) = nodes.primary() else {
+        return Ok(crate::clock::wall_ms());
+    };
+    let (secs, micros) = node
+        .query::<(u64, u64)>(&crate::redis::command::time())
+        .await
+        .map_err(|e| End::from(e.context("reading the server's time for --splay")))?;
+    Ok(secs * 1000 + micros / 1000)
 }

@@ -39,7 +39,6 @@ pub(super) struct Taken {
 /// start cannot be recorded.
 pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<Taken> {
     let meta = holder_meta(run, lease);
-    super::splay::splay(run, lease, &meta).await?;
     let (t_sent, guard) = take(run, lease, &meta, head).await?;
     let acquired_at = crate::clock::now();
     announce(run, lease);
