@@ -22,12 +22,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Row, Table};
 
 use super::list::{each_lock, names};
-use super::state::{LockState, read};
+use super::state::{LockState, read, waiters};
 use super::{history, open};
 use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, TopConfig};
 use crate::error::{Error, Kind, Result};
-use crate::keys::LockKeys;
 use crate::quorum::Nodes;
 use crate::report::human;
 
@@ -97,15 +96,6 @@ fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
         human(Duration::from_millis(now.saturating_sub(at))),
         run.who.host_text()
     )
-}
-
-/// How many runs wait in Redis (the waiters set on the primary node).
-async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
-    let Some(node) = nodes.primary() else {
-        return 0;
-    };
-    let cmd = crate::redis::command::scard(&keys.waiters);
-    node.query::<u64>(&cmd).await.unwrap_or(0)
 }
 
 fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line {
