@@ -106,6 +106,9 @@ pub struct Stopping {
     /// `--uninterruptible`: a preempt request against it is refused.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub uninterruptible: bool,
+    /// `--elect`: the holder is a term of a hot standby, a leader (`redlock leader`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub elect: bool,
     /// `--order-key` of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_key: Option<u64>,
@@ -206,6 +209,7 @@ impl Holder {
                 announce: field("announce"),
                 machine: field("machine"),
                 uninterruptible: field("uninterruptible").as_deref() == Some("1"),
+                elect: field("elect").as_deref() == Some("1"),
                 order_key: field("order_key").and_then(|p| p.parse().ok()),
                 preempt: field("preempt").and_then(|p| serde_json::from_str(&p).ok()),
                 superseded: field("superseded")
@@ -336,6 +340,8 @@ pub struct Meta {
     pub pid_from: PidFrom,
     /// `--uninterruptible`.
     pub uninterruptible: bool,
+    /// `--elect`: a term of a hot standby.
+    pub elect: bool,
     /// `--order-key`.
     pub order_key: Option<u64>,
     /// The machine's own host name, when `REDLOCK_HOST` shows another.
@@ -392,6 +398,7 @@ impl Meta {
             pidns: pid_namespace(),
             pid_from: PidFrom::Own,
             uninterruptible: false,
+            elect: false,
             order_key: None,
             machine,
             announce: None,
@@ -406,6 +413,12 @@ impl Meta {
     /// The metadata of a run that announces `value` (`--announce`).
     pub fn announcing(mut self, value: Option<String>) -> Self {
         self.announce = value;
+        self
+    }
+
+    /// The metadata of a term of `--elect` (what `redlock leader` tells a leader by).
+    pub fn electing(mut self, elect: bool) -> Self {
+        self.elect = elect;
         self
     }
 
@@ -471,6 +484,9 @@ impl Meta {
         }
         if self.uninterruptible {
             fields.push(("uninterruptible", "1".to_string()));
+        }
+        if self.elect {
+            fields.push(("elect", "1".to_string()));
         }
         if let Some(key) = self.order_key {
             fields.push(("order_key", key.to_string()));

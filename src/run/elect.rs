@@ -44,6 +44,15 @@ impl Deposed {
     }
 }
 
+/// What the wrapper does after a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Contends again.
+    StandBy,
+    /// Exits, because of this flag (empty: a signal).
+    Exit(&'static str),
+}
+
 /// The loop of terms; the exit status of the last.
 pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -> Step<u8> {
     let elect = run.config.policy.elect.clone().unwrap_or_default();
@@ -55,11 +64,19 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
             Ok((status, deposed)) => {
                 terms += 1;
                 failures = 0;
-                said_deposed(run, &lease, status, deposed);
-                let last = matches!(deposed, Deposed::Signalled(_))
-                    || (deposed == Deposed::Exited && elect.on_exit == OnExit::Exit)
-                    || elect.max_terms == Some(terms);
-                if last {
+                // What comes next is decided before the line that says it: the last
+                // term does not say "standing by" (review-5 §8).
+                let next = if matches!(deposed, Deposed::Signalled(_)) {
+                    Next::Exit("")
+                } else if deposed == Deposed::Exited && elect.on_exit == OnExit::Exit {
+                    Next::Exit("--on-exit exit")
+                } else if elect.max_terms == Some(terms) {
+                    Next::Exit("--elect-max-terms")
+                } else {
+                    Next::StandBy
+                };
+                said_deposed(run, &lease, status, deposed, next);
+                if next != Next::StandBy {
                     return Ok(status);
                 }
                 if deposed == Deposed::Exited {
@@ -247,19 +264,23 @@ fn said_elected(run: &Run<'_>, lease: &Lease) {
         .note(&format!("{name}: leading (term {})", lease.fence()));
 }
 
-/// The `deposed` event, and a line unless the wrapper was told to stop.
-fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed) {
+/// The `deposed` event, and a line unless the wrapper was told to stop: what comes
+/// next, standing by or exiting (and why).
+fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed, next: Next) {
     let name = lease.keys().display_name();
     run.report.event(
         Event::Deposed,
         &name,
         serde_json::json!({ "term": lease.fence(), "reason": deposed.reason(), "status": status }),
     );
-    if !matches!(deposed, Deposed::Signalled(_)) {
-        run.report.note(&format!(
-            "{name}: term {} ended ({}, status {status}); standing by",
-            lease.fence(),
-            deposed.reason()
-        ));
-    }
+    let then = match next {
+        Next::StandBy => "standing by".to_string(),
+        Next::Exit("") => return,
+        Next::Exit(flag) => format!("exiting ({flag})"),
+    };
+    run.report.note(&format!(
+        "{name}: term {} ended ({}, status {status}); {then}",
+        lease.fence(),
+        deposed.reason()
+    ));
 }

@@ -113,6 +113,7 @@ fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
     let order_key = config.policy.newest.and_then(|n| n.order_key);
     Meta::local(lease.token(), &cmdline, config.budget.ttl)
         .stopping(config.policy.stop.uninterruptible, order_key)
+        .electing(config.policy.elect.is_some())
         .announcing(config.announce.clone())
 }
 

@@ -759,3 +759,35 @@ fn the_readme_ci_examples_keep_only_the_newest() {
         "start 5\nend 5\nstart 7\nend 7\n"
     );
 }
+
+/// (review-5 §8) `redlock preempt` against an `--uninterruptible` holder said
+/// "--uninterruptible (not preempted) with --uninterruptible: not preempted": once now.
+#[test]
+fn preempt_of_an_uninterruptible_holder_says_so_once() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let ready = s.path("ready");
+    let holder = redlock_run()
+        .args(["--redis", &redis.url(), "--key", "new", "--uninterruptible"])
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch '{}'; sleep 60", ready.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    waits_for(&ready);
+    let out = output(redlock().args(["preempt", "new", "--redis", &redis.url()]));
+    assert_eq!(code(&out), codes::BUSY, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("--uninterruptible").count(), 1, "{err}");
+    assert!(
+        err.contains(", --uninterruptible (not preempted); wait for it to end"),
+        "{err}"
+    );
+    let mut holder = holder;
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = holder.wait();
+}
