@@ -272,7 +272,7 @@ fn superseded(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     let fields = match skip.why {
         Closed::Outdated { high } => {
             run.report.note(&format!(
-                "{name}: --order-key {} is older than {high}, which has already started (--supersede); not running (outdated)",
+                "{name}: --order-key {} is older than {high}, which has already started (--supersede); not running (outdated); if this name's keys started again lower (another CI system or project, a reset counter), start the count again with: redlock forget {name}",
                 own_key.unwrap_or_default()
             ));
             serde_json::json!({ "reason": "outdated", "order_key": own_key, "started_key": high })
