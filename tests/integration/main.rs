@@ -22,6 +22,7 @@ mod nemesis;
 mod operators;
 mod quorum;
 mod review;
+mod scripts;
 mod signals;
 mod state;
 mod supersede;
