@@ -124,55 +124,92 @@ async fn one_term(
     let mut t_sent = taken.t_sent;
     let mut guard = taken.guard.take();
     let mut restarts = 0u32;
-    loop {
+    let (outcome, deposed) = loop {
         let started = clock::now();
         let outcome = term::command(run, lease, &taken, t_sent, guard.take()).await?;
-        let deposed = match (&outcome.lost, outcome.signalled) {
+        let deposed = Deposed::of(&outcome);
+        let (Deposed::Exited, OnExit::Restart, Some(renewed_at)) =
+            (deposed, on_exit, outcome.renewed_at)
+        else {
+            break (outcome, deposed);
+        };
+        let pause = restart_pause(&mut restarts, started);
+        match restart(run, lease, outcome, renewed_at, pause).await {
+            Restart::Again(renewed) => t_sent = renewed,
+            Restart::Ended(outcome, deposed) => break (outcome, deposed),
+        }
+    };
+    let between_runs = outcome.signalled.is_none();
+    let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
+    Ok(term_end(status, deposed, between_runs))
+}
+
+impl Deposed {
+    /// How the command's run ended the term, before `--on-exit` is applied.
+    fn of(outcome: &Outcome) -> Deposed {
+        match (&outcome.lost, outcome.signalled) {
             (Some(_), _) => Deposed::Lost,
             (None, Some(sig)) => Deposed::Signalled(sig),
             (None, None) => Deposed::Exited,
-        };
-        let (outcome, deposed) = match (deposed, on_exit, outcome.renewed_at) {
-            (Deposed::Exited, OnExit::Restart, Some(renewed_at)) => {
-                if clock::now().saturating_sub(started) >= timing::RESTART_SETTLED {
-                    restarts = 0;
-                }
-                let pause = timing::restart_backoff(restarts);
-                restarts += 1;
-                say_restart(run, lease, &outcome, pause);
-                match keep_through(run, lease, renewed_at, pause).await {
-                    Kept::Held(renewed) => {
-                        t_sent = renewed;
-                        continue;
-                    }
-                    Kept::Lost(why) => {
-                        run.report.error(&format!(
-                            "lock {} lost while the command waited to restart: {why}",
-                            lease.keys().display_name()
-                        ));
-                        let lost = Outcome {
-                            lost: Some(why),
-                            lease_end: None,
-                            renewed_at: None,
-                            ..outcome
-                        };
-                        (lost, Deposed::Lost)
-                    }
-                    Kept::Signalled(sig) => (outcome, Deposed::Signalled(sig)),
-                }
-            }
-            _ => (outcome, deposed),
-        };
-        let between_runs = outcome.signalled.is_none();
-        let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
-        // A release that found the key no longer ours: the term was lost. A signal
-        // between two runs of the command ends the wrapper as it ends a wait: 128+N.
-        let (status, deposed) = match deposed {
-            Deposed::Exited if status == exit::Code::Lost.value() => (status, Deposed::Lost),
-            Deposed::Signalled(sig) if between_runs => (exit::from_signal(sig as i32), deposed),
-            other => (status, other),
-        };
-        return Ok((status, deposed));
+        }
+    }
+}
+
+/// The pause before the next restart: backing off while the command keeps failing
+/// fast, from the start again once a run lasted [`timing::RESTART_SETTLED`].
+fn restart_pause(restarts: &mut u32, started: Point) -> Duration {
+    if clock::now().saturating_sub(started) >= timing::RESTART_SETTLED {
+        *restarts = 0;
+    }
+    let pause = timing::restart_backoff(*restarts);
+    *restarts += 1;
+    pause
+}
+
+/// What a restart's pause came to.
+enum Restart {
+    /// The lock is still held (renewed then): run the command again.
+    Again(Point),
+    /// The pause ended the term: lost, or a signal.
+    Ended(Outcome, Deposed),
+}
+
+/// `--on-exit restart`: says so and keeps the lock through `pause`.
+async fn restart(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    outcome: Outcome,
+    renewed_at: Point,
+    pause: Duration,
+) -> Restart {
+    say_restart(run, lease, &outcome, pause);
+    match keep_through(run, lease, renewed_at, pause).await {
+        Kept::Held(renewed) => Restart::Again(renewed),
+        Kept::Lost(why) => {
+            run.report.error(&format!(
+                "lock {} lost while the command waited to restart: {why}",
+                lease.keys().display_name()
+            ));
+            let lost = Outcome {
+                lost: Some(why),
+                lease_end: None,
+                renewed_at: None,
+                ..outcome
+            };
+            Restart::Ended(lost, Deposed::Lost)
+        }
+        Kept::Signalled(sig) => Restart::Ended(outcome, Deposed::Signalled(sig)),
+    }
+}
+
+/// The term's status and how it ended, once released: a release that found the key no
+/// longer ours means the term was lost; a signal between two runs of the command ends
+/// the wrapper as it ends a wait (128+N).
+fn term_end(status: u8, deposed: Deposed, between_runs: bool) -> (u8, Deposed) {
+    match deposed {
+        Deposed::Exited if status == exit::Code::Lost.value() => (status, Deposed::Lost),
+        Deposed::Signalled(sig) if between_runs => (exit::from_signal(sig as i32), deposed),
+        other => (status, other),
     }
 }
 

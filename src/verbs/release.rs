@@ -193,37 +193,39 @@ async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)
     match (removed.is_empty(), live) {
         (false, _) => Ok(removed),
         (true, Some((slot, holder, why))) => {
-            let name = target.keys.display_name();
-            // A live holder renews its lock: its ttl is no wait worth advising
-            // (newcomer-5 P14). One that could not be checked expires by itself if dead.
-            let then = match why {
-                Alive::Runs(_) => format!(
-                    "it renews the lock while it runs: stop its command, or ask it to with redlock preempt {name}"
-                ),
-                Alive::Unproved(_) => format!(
-                    "if its holder is dead, the lock expires by itself within its ttl{}",
-                    holder
-                        .ttl_left
-                        .map(|t| format!(" ({} left)", crate::report::human(t)))
-                        .unwrap_or_default()
-                ),
-            };
-            Err(Error::new(
-                Kind::HeldByLive,
-                format!(
-                    "{name}{} is held by {}, {}; nothing released ({then}; release it with --token, or --force removes it anyway)",
-                    if many {
-                        format!(" slot {slot}")
-                    } else {
-                        String::new()
-                    },
-                    holder.describe(wall_ms()),
-                    why.text(),
-                ),
-            ))
+            Err(refused(target, many.then_some(slot), &holder, &why))
         }
         (true, None) => Ok(vec![(Released::new(Outcome::Free), exit::STATUS_FREE)]),
     }
+}
+
+/// The refusal of `--if-dead` for the holder it could not prove gone (of slot `slot`
+/// when the name has several): who, why, and what to do. A live holder renews its
+/// lock: its ttl is no wait worth advising (newcomer-5 P14); one that could not be
+/// checked expires by itself if it is dead.
+fn refused(target: &Target<'_>, slot: Option<u32>, holder: &Holder, why: &Alive) -> Error {
+    let name = target.keys.display_name();
+    let then = match why {
+        Alive::Runs(_) => format!(
+            "it renews the lock while it runs: stop its command, or ask it to with redlock preempt {name}"
+        ),
+        Alive::Unproved(_) => format!(
+            "if its holder is dead, the lock expires by itself within its ttl{}",
+            holder
+                .ttl_left
+                .map(|t| format!(" ({} left)", crate::report::human(t)))
+                .unwrap_or_default()
+        ),
+    };
+    Error::new(
+        Kind::HeldByLive,
+        format!(
+            "{name}{} is held by {}, {}; nothing released ({then}; release it with --token, or --force removes it anyway)",
+            slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
+            holder.describe(wall_ms()),
+            why.text(),
+        ),
+    )
 }
 
 /// Why a holder is not removed.

@@ -417,17 +417,20 @@ fn shorten(i: usize, cell: &str, width: usize) -> String {
     format!("{kept}…")
 }
 
+/// The widest of column `i`'s cells (and its header) as `of` measures a cell.
+fn widest(lines: &[Line], i: usize, of: &dyn Fn(&str) -> usize) -> u16 {
+    lines
+        .iter()
+        .map(|l| of(&l.cells[i]))
+        .chain([HEADER[i].len()])
+        .max()
+        .unwrap_or(0) as u16
+}
+
 /// The columns that fit in `width` (borders and gaps told) and each one's width, in
 /// the table's order, given by [`STEPS`].
 fn fitting(lines: &[Line], width: u16) -> Vec<(usize, u16)> {
-    let widest = |i: usize, of: &dyn Fn(&str) -> usize| {
-        lines
-            .iter()
-            .map(|l| of(&l.cells[i]))
-            .chain([HEADER[i].len()])
-            .max()
-            .unwrap_or(0) as u16
-    };
+    let widest = |i: usize, of: &dyn Fn(&str) -> usize| widest(lines, i, of);
     let mut room = width.saturating_sub(2);
     let mut shown: Vec<(usize, u16)> = Vec::new();
     let mut dropped = false;

@@ -24,6 +24,7 @@ mod quorum;
 mod review;
 mod scripts;
 mod signals;
+mod source;
 mod state;
 mod supersede;
 mod top;
