@@ -1129,11 +1129,22 @@ fn leader_of_a_name_no_elect_run_holds_says_what_it_is_and_exits_1() {
             .spawn()
             .unwrap()
     };
-    let mut running = vec![
+    // Stopped however the test ends: a failed assertion must not leave a standby
+    // contending for ever.
+    struct Stopped(Vec<Child>);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+                let _ = child.wait();
+            }
+        }
+    }
+    let _running = Stopped(vec![
         spawn("close-order", &[]),
         spawn("sem", &["--limit", "2"]),
         spawn("web", &["--elect"]),
-    ];
+    ]);
     for name in ["close-order", "sem", "web"] {
         assert!(
             eventually(READY, || redis.exists(&lock_key(name))),
@@ -1172,10 +1183,6 @@ fn leader_of_a_name_no_elect_run_holds_says_what_it_is_and_exits_1() {
         (code(&out), stdout(&out)),
         (0, "nobody: no leader\n".into())
     );
-    for child in &mut running {
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let _ = child.wait();
-    }
 }
 
 /// (review-5 §8) `--elect-max-terms 1` said "standing by" and then exited: the last
