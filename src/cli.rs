@@ -474,8 +474,9 @@ pub enum Command {
     /// Show a lock's last runs (recorded by redlock-run), newest first.
     #[command(after_long_help = verb_help(Page::History))]
     History(HistoryArgs),
-    /// Delete a free lock's run history and fence counter now, instead of --retain
-    /// after its last use (refused while the lock is held or waited for).
+    /// Delete a free lock's run history, fence counter and --order-key mark now,
+    /// instead of --retain after its last use (refused while the lock is held or
+    /// waited for).
     #[command(after_long_help = verb_help(Page::Forget))]
     Forget(ForgetArgs),
     /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,

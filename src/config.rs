@@ -558,74 +558,18 @@ fn tls_options(args: &ConnArgs) -> Result<Tls> {
 }
 
 impl RunConfig {
+    /// The run's configuration, in named steps: the command, the connection and its
+    /// timings, the flags that shape the policy ([`Asked`]), the wait, the policy
+    /// ([`run_policy`]), then the flags that stand alone. A usage error names the
+    /// first wrong flag in that order.
     pub fn from_args(args: RunArgs) -> Result<RunConfig> {
         check_command(&args.command)?;
         let conn = Conn::from_args(&args.conn)?;
         let keys = conn.keys(&args.key)?;
         let budget = run_budget(&args, &conn)?;
-        let hold_min = bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero());
-        let history = history_size(args.history.as_deref())?;
-        let once_per = bounded_opt(ONCE_PER, args.once_per.as_deref())?;
-        let max_attempts = max_attempts(args.max_attempts.as_deref())?;
-        let given = Given {
-            fair: args.fair,
-            limit: limit(args.limit.as_deref())?,
-            nodes: conn.urls.len(),
-            once_per: once_per.is_some(),
-            history,
-            if_vanished: args.if_vanished.is_some(),
-            max_attempts: max_attempts.is_some(),
-            once_id: args.once_id.is_some(),
-            supersede: args.supersede.is_some(),
-            order_key: args.order_key.is_some(),
-            may_wait: false,
-            elect: args.elect,
-            wait_given: args.waiting.wait.is_some(),
-            hold_min: hold_min.is_some(),
-            on_lost_keep: args.on_lost == OnLost::Keep,
-            splay: args.splay.is_some(),
-        };
+        let asked = Asked::from_args(&args)?;
         let wait = run_wait(&args)?;
-        let given = Given {
-            may_wait: wait != Wait::For(Duration::ZERO),
-            ..given
-        };
-        let completion = Completion {
-            hold_min,
-            once_per,
-            vanished: args.if_vanished.unwrap_or_default(),
-            max_attempts,
-            may_wait: wait != Wait::For(Duration::ZERO),
-            once_id: once_id(args.once_id.as_deref())?,
-            splay: splay(args.splay.as_deref(), once_per)?,
-        };
-        let newest = args
-            .supersede
-            .map(|supersede| {
-                Ok::<_, Error>(Newest {
-                    supersede,
-                    order_key: order_key(args.order_key.as_deref())?,
-                })
-            })
-            .transpose()?;
-        let stop = Stop {
-            uninterruptible: args.uninterruptible,
-            signal: args
-                .preempt_signal
-                .as_deref()
-                .map_or(Ok(Signal::SIGTERM), |raw| signal("--preempt-signal", raw))?,
-        };
-        let policy = Policy::from_flags(given, completion, newest, stop)?;
-        let elect = args
-            .elect
-            .then(|| {
-                Ok::<_, Error>(Elect {
-                    on_exit: args.on_exit.unwrap_or_default(),
-                    max_terms: elect_max_terms(args.elect_max_terms.as_deref())?,
-                })
-            })
-            .transpose()?;
-        let policy = policy.electing(elect);
+        let policy = run_policy(&args, &asked, conn.urls.len(), wait)?;
         Ok(RunConfig {
             conn,
             keys,
@@ -635,8 +579,8 @@ impl RunConfig {
             on_lost: args.on_lost,
             events: args.events.clone(),
             metrics: metrics_file(args.metrics.as_deref())?,
-            retain: retain(args.retain.retain.as_deref(), once_per)?,
-            history,
+            retain: retain(args.retain.retain.as_deref(), asked.once_per)?,
+            history: asked.history,
             policy,
             max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
             hide_args: args.hide_args,
@@ -647,6 +591,92 @@ impl RunConfig {
             command: args.command,
         })
     }
+}
+
+/// The values of the run's flags that shape its policy, each checked on its own (what
+/// they allow together is [`Policy::from_flags`]'s).
+struct Asked {
+    hold_min: Option<Duration>,
+    history: u32,
+    once_per: Option<Duration>,
+    max_attempts: Option<u32>,
+    limit: u32,
+}
+
+impl Asked {
+    fn from_args(args: &RunArgs) -> Result<Asked> {
+        Ok(Asked {
+            hold_min: bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero()),
+            history: history_size(args.history.as_deref())?,
+            once_per: bounded_opt(ONCE_PER, args.once_per.as_deref())?,
+            max_attempts: max_attempts(args.max_attempts.as_deref())?,
+            limit: limit(args.limit.as_deref())?,
+        })
+    }
+}
+
+/// Which flags the run gave, as the table of refused combinations reads them.
+fn given(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Given {
+    Given {
+        fair: args.fair,
+        limit: asked.limit,
+        nodes,
+        once_per: asked.once_per.is_some(),
+        history: asked.history,
+        if_vanished: args.if_vanished.is_some(),
+        max_attempts: asked.max_attempts.is_some(),
+        once_id: args.once_id.is_some(),
+        supersede: args.supersede.is_some(),
+        order_key: args.order_key.is_some(),
+        may_wait: wait != Wait::For(Duration::ZERO),
+        elect: args.elect,
+        wait_given: args.waiting.wait.is_some(),
+        hold_min: asked.hold_min.is_some(),
+        on_lost_keep: args.on_lost == OnLost::Keep,
+        splay: args.splay.is_some(),
+    }
+}
+
+/// What the run asks for, decided once: completion (`--once-per`, `--once-id`,
+/// `--hold-min`), newest wins, how it may be stopped, `--elect`; a combination the
+/// table refuses is a usage error.
+fn run_policy(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Result<Policy> {
+    let completion = Completion {
+        hold_min: asked.hold_min,
+        once_per: asked.once_per,
+        vanished: args.if_vanished.unwrap_or_default(),
+        max_attempts: asked.max_attempts,
+        may_wait: wait != Wait::For(Duration::ZERO),
+        once_id: once_id(args.once_id.as_deref())?,
+        splay: splay(args.splay.as_deref(), asked.once_per)?,
+    };
+    let newest = args
+        .supersede
+        .map(|supersede| {
+            Ok::<_, Error>(Newest {
+                supersede,
+                order_key: order_key(args.order_key.as_deref())?,
+            })
+        })
+        .transpose()?;
+    let stop = Stop {
+        uninterruptible: args.uninterruptible,
+        signal: args
+            .preempt_signal
+            .as_deref()
+            .map_or(Ok(Signal::SIGTERM), |raw| signal("--preempt-signal", raw))?,
+    };
+    let policy = Policy::from_flags(given(args, asked, nodes, wait), completion, newest, stop)?;
+    let elect = args
+        .elect
+        .then(|| {
+            Ok::<_, Error>(Elect {
+                on_exit: args.on_exit.unwrap_or_default(),
+                max_terms: elect_max_terms(args.elect_max_terms.as_deref())?,
+            })
+        })
+        .transpose()?;
+    Ok(policy.electing(elect))
 }
 
 /// `--metrics FILE`: a file name in a directory that exists.

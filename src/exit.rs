@@ -271,7 +271,10 @@ pub fn verb_table(page: Page) -> Vec<Row> {
                 "0",
                 "said who leads (none is fine); --is-me: this host leads (--watch runs until a signal ends it: 128+N)",
             ),
-            ("1", "--is-me: another host leads, or none does"),
+            (
+                "1",
+                "no --elect run holds the name (a plain lock, a semaphore, another client's key: said what it is); --is-me: another host leads, or none does",
+            ),
         ],
         Page::Forget => &[
             ("0", "forgotten (or nothing was kept)"),

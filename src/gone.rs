@@ -86,6 +86,8 @@ pub enum Verdict {
     Gone(String),
     /// Not proved: what could not be checked, and what to do.
     Refused(String),
+    /// Not gone: the recorded process is alive, here (so it renews its lock).
+    Alive(String),
 }
 
 /// Judges whether `holder` is proved gone (see the module's rule). `now_ms`: this
@@ -142,7 +144,7 @@ pub fn judge(holder: &Holder, here: &Here, probe: impl Fn(u32) -> Probe, now_ms:
         Probe::Runs { start: now } if now != start => Verdict::Gone(format!(
             "process {pid} is another process (the pid was reused)"
         )),
-        Probe::Runs { .. } => refuse("which is alive".into()),
+        Probe::Runs { .. } => Verdict::Alive("which is alive".into()),
         Probe::Hidden => refuse(format!(
             "and process {pid} exists but cannot be inspected by this user (another user's process, or /proc mounted with hidepid)"
         )),
@@ -197,7 +199,7 @@ mod tests {
 
     fn refusal(h: &Holder, p: Probe) -> String {
         match judge(h, &here(), |_| p.clone(), 0) {
-            Verdict::Refused(why) => why,
+            Verdict::Refused(why) | Verdict::Alive(why) => why,
             Verdict::Gone(why) => panic!("removed: {why}"),
         }
     }
@@ -224,7 +226,11 @@ mod tests {
         let same = Probe::Runs {
             start: "1000".into(),
         };
-        assert_eq!(refusal(&holder(), same), "which is alive");
+        assert_eq!(refusal(&holder(), same.clone()), "which is alive");
+        assert!(matches!(
+            judge(&holder(), &here(), |_| same.clone(), 0),
+            Verdict::Alive(_)
+        ));
         assert!(refusal(&holder(), Probe::Hidden).contains("cannot be inspected"));
     }
 

@@ -349,6 +349,7 @@ mod tests {
             pidns: None,
             pid_from: crate::holder::PidFrom::Own,
             uninterruptible: false,
+            elect: false,
             order_key: None,
             machine: None,
             announce: None,

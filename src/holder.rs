@@ -106,6 +106,9 @@ pub struct Stopping {
     /// `--uninterruptible`: a preempt request against it is refused.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub uninterruptible: bool,
+    /// `--elect`: the holder is a term of a hot standby, a leader (`redlock leader`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub elect: bool,
     /// `--order-key` of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_key: Option<u64>,
@@ -206,6 +209,7 @@ impl Holder {
                 announce: field("announce"),
                 machine: field("machine"),
                 uninterruptible: field("uninterruptible").as_deref() == Some("1"),
+                elect: field("elect").as_deref() == Some("1"),
                 order_key: field("order_key").and_then(|p| p.parse().ok()),
                 preempt: field("preempt").and_then(|p| serde_json::from_str(&p).ok()),
                 superseded: field("superseded")
@@ -336,6 +340,8 @@ pub struct Meta {
     pub pid_from: PidFrom,
     /// `--uninterruptible`.
     pub uninterruptible: bool,
+    /// `--elect`: a term of a hot standby.
+    pub elect: bool,
     /// `--order-key`.
     pub order_key: Option<u64>,
     /// The machine's own host name, when `REDLOCK_HOST` shows another.
@@ -392,6 +398,7 @@ impl Meta {
             pidns: pid_namespace(),
             pid_from: PidFrom::Own,
             uninterruptible: false,
+            elect: false,
             order_key: None,
             machine,
             announce: None,
@@ -406,6 +413,12 @@ impl Meta {
     /// The metadata of a run that announces `value` (`--announce`).
     pub fn announcing(mut self, value: Option<String>) -> Self {
         self.announce = value;
+        self
+    }
+
+    /// The metadata of a term of `--elect` (what `redlock leader` tells a leader by).
+    pub fn electing(mut self, elect: bool) -> Self {
+        self.elect = elect;
         self
     }
 
@@ -483,6 +496,9 @@ impl Meta {
         }
         if self.uninterruptible {
             fields.push(("uninterruptible", "1".to_string()));
+        }
+        if self.elect {
+            fields.push(("elect", "1".to_string()));
         }
         if let Some(key) = self.order_key {
             fields.push(("order_key", key.to_string()));
@@ -640,7 +656,8 @@ pub fn recorded_command(argv: &[String], program_only: bool) -> String {
 /// The words of a command line with their secrets masked. A word naming a program
 /// whose short options carry secrets (`timeout 60 redis-cli -a X`, `env A=B curl -u
 /// …`) brings its rules into force for the words after it; a word that is itself a
-/// command line (`sh -c 'redis-cli -a X'`) is masked word by word when that changes it.
+/// command line (`sh -c 'redis-cli -a X'`) keeps its text, with only the masked words
+/// replaced in place.
 fn redact_words(words: &[String]) -> Vec<String> {
     let mut rules = ShortSecrets::default();
     let mut out: Vec<String> = Vec::with_capacity(words.len());
@@ -776,12 +793,13 @@ fn redact_arg(arg: &str, rules: ShortSecrets) -> String {
         return format!("{flag}{}", mask_after_colon(&arg[2..]));
     }
     if arg.contains(char::is_whitespace)
-        && let Ok(words) = shell_words::split(arg)
-        && words.iter().any(|w| known_program(w).is_some())
+        && let Some(words) = shell_spans(arg)
+        && words.iter().any(|w| known_program(&w.value).is_some())
     {
-        let masked = redact_words(&words);
-        if masked != words {
-            return shell_words::join(masked);
+        let values: Vec<String> = words.iter().map(|w| w.value.clone()).collect();
+        let masked = redact_words(&values);
+        if masked != values {
+            return masked_in_place(arg, &words, &masked);
         }
     }
     let arg = if arg.contains('@') && arg.contains(':') {
@@ -791,6 +809,86 @@ fn redact_arg(arg: &str, rules: ShortSecrets) -> String {
     };
     let arg = redact_authorization(&arg);
     redact_pairs(&arg)
+}
+
+/// One word of a command line given as one argument (`sh -c '…'`): where it is typed
+/// (`start..end`, quotes included) and what the shell makes of it.
+#[derive(Debug, PartialEq)]
+struct Span {
+    start: usize,
+    end: usize,
+    value: String,
+}
+
+/// The words of `line` as a POSIX shell splits them (blanks; `'…'`, `"…"` and `\`
+/// quoting; a `#` starting a word comments out the rest), each with where it is
+/// typed; `None` for an unterminated quote or a trailing `\`: what
+/// `shell_words::split` gives, plus the places.
+fn shell_spans(line: &str) -> Option<Vec<Span>> {
+    let mut words = Vec::new();
+    let mut chars = line.char_indices().peekable();
+    let mut word: Option<Span> = None;
+    while let Some((at, c)) = chars.next() {
+        if c.is_whitespace() {
+            words.extend(word.take());
+            continue;
+        }
+        if word.is_none() && c == '#' {
+            break;
+        }
+        let w = word.get_or_insert(Span {
+            start: at,
+            end: at,
+            value: String::new(),
+        });
+        match c {
+            '\'' => loop {
+                match chars.next()? {
+                    (_, '\'') => break,
+                    (_, c) => w.value.push(c),
+                }
+            },
+            '"' => loop {
+                match chars.next()? {
+                    (_, '"') => break,
+                    (_, '\\') => match chars.next()? {
+                        (_, c @ ('$' | '`' | '"' | '\\')) => w.value.push(c),
+                        (_, '\n') => {}
+                        (_, c) => {
+                            w.value.push('\\');
+                            w.value.push(c);
+                        }
+                    },
+                    (_, c) => w.value.push(c),
+                }
+            },
+            '\\' => match chars.next()? {
+                (_, '\n') => {}
+                (_, c) => w.value.push(c),
+            },
+            c => w.value.push(c),
+        }
+        w.end = chars.peek().map_or(line.len(), |(at, _)| *at);
+    }
+    words.extend(word);
+    Some(words)
+}
+
+/// `line` as typed, with each word whose masked form differs replaced by that form:
+/// `sleep 2; redis-cli -a S3cret` -> `sleep 2; redis-cli -a ***`, rather than every
+/// word re-quoted (`sleep '2;' …`; issue 41).
+fn masked_in_place(line: &str, words: &[Span], masked: &[String]) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut at = 0;
+    for (word, new) in words.iter().zip(masked) {
+        if *new != word.value {
+            out.push_str(&line[at..word.start]);
+            out.push_str(new);
+            at = word.end;
+        }
+    }
+    out.push_str(&line[at..]);
+    out
 }
 
 /// Whether `arg` is the short option `flag` with a value glued to it (`-pX`).
@@ -980,8 +1078,52 @@ mod tests {
             .collect();
         assert_eq!(
             recorded_command(&argv, false),
-            "sh -c 'redis-cli -a '\\''***'\\'' -p 6380 info'"
+            "sh -c 'redis-cli -a *** -p 6380 info'"
         );
+    }
+
+    /// (issue 41, item 4) A shell line with its secret masked is recorded as typed:
+    /// it was split, masked and every word re-quoted (`'2;'`, `'\''***'\''`).
+    #[test]
+    fn a_shell_line_keeps_its_text_with_only_the_secret_masked() {
+        let record = |line: &str| {
+            let argv = ["sh".to_string(), "-c".to_string(), line.to_string()];
+            recorded_command(&argv, false)
+        };
+        assert_eq!(
+            record("sleep 2; redis-cli -a S3cretPw -p 6380 info | grep -c role"),
+            "sh -c 'sleep 2; redis-cli -a *** -p 6380 info | grep -c role'"
+        );
+        // A quoted secret goes with its quotes; the rest keeps its own.
+        assert_eq!(
+            record(r#"redis-cli -a "S3 cret" -p 6380 ping && echo 'done, ok'"#),
+            r#"sh -c 'redis-cli -a *** -p 6380 ping && echo '\''done, ok'\'''"#
+        );
+        assert_eq!(
+            record("curl -u admin:hunter2 https://x/ # nightly"),
+            "sh -c 'curl -u admin:*** https://x/ # nightly'"
+        );
+        // Nothing to mask: as typed.
+        assert_eq!(record("sleep 2; echo hi"), "sh -c 'sleep 2; echo hi'");
+    }
+
+    #[test]
+    fn shell_spans_split_as_shell_words_does() {
+        for line in [
+            "a b  c",
+            r#"a 'b c' "d \" e" f\ g"#,
+            "x=1 y='2 3' # comment",
+            "sleep 2; redis-cli -a pw",
+        ] {
+            let spans = shell_spans(line).unwrap();
+            let values: Vec<&str> = spans.iter().map(|s| s.value.as_str()).collect();
+            assert_eq!(values, shell_words::split(line).unwrap(), "{line}");
+            for s in &spans {
+                assert!(!line[s.start..s.end].starts_with(' '), "{line}: {s:?}");
+                assert!(!line[s.start..s.end].ends_with(' '), "{line}: {s:?}");
+            }
+        }
+        assert_eq!(shell_spans("a 'b"), None);
     }
 
     #[test]

@@ -44,6 +44,15 @@ impl Deposed {
     }
 }
 
+/// What the wrapper does after a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Contends again.
+    StandBy,
+    /// Exits, because of this flag (empty: a signal).
+    Exit(&'static str),
+}
+
 /// The loop of terms; the exit status of the last.
 pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -> Step<u8> {
     let elect = run.config.policy.elect.clone().unwrap_or_default();
@@ -55,11 +64,19 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
             Ok((status, deposed)) => {
                 terms += 1;
                 failures = 0;
-                said_deposed(run, &lease, status, deposed);
-                let last = matches!(deposed, Deposed::Signalled(_))
-                    || (deposed == Deposed::Exited && elect.on_exit == OnExit::Exit)
-                    || elect.max_terms == Some(terms);
-                if last {
+                // What comes next is decided before the line that says it: the last
+                // term does not say "standing by" (review-5 §8).
+                let next = if matches!(deposed, Deposed::Signalled(_)) {
+                    Next::Exit("")
+                } else if deposed == Deposed::Exited && elect.on_exit == OnExit::Exit {
+                    Next::Exit("--on-exit exit")
+                } else if elect.max_terms == Some(terms) {
+                    Next::Exit("--elect-max-terms")
+                } else {
+                    Next::StandBy
+                };
+                said_deposed(run, &lease, status, deposed, next);
+                if next != Next::StandBy {
                     return Ok(status);
                 }
                 if deposed == Deposed::Exited {
@@ -107,55 +124,92 @@ async fn one_term(
     let mut t_sent = taken.t_sent;
     let mut guard = taken.guard.take();
     let mut restarts = 0u32;
-    loop {
+    let (outcome, deposed) = loop {
         let started = clock::now();
         let outcome = term::command(run, lease, &taken, t_sent, guard.take()).await?;
-        let deposed = match (&outcome.lost, outcome.signalled) {
+        let deposed = Deposed::of(&outcome);
+        let (Deposed::Exited, OnExit::Restart, Some(renewed_at)) =
+            (deposed, on_exit, outcome.renewed_at)
+        else {
+            break (outcome, deposed);
+        };
+        let pause = restart_pause(&mut restarts, started);
+        match restart(run, lease, outcome, renewed_at, pause).await {
+            Restart::Again(renewed) => t_sent = renewed,
+            Restart::Ended(outcome, deposed) => break (outcome, deposed),
+        }
+    };
+    let between_runs = outcome.signalled.is_none();
+    let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
+    Ok(term_end(status, deposed, between_runs))
+}
+
+impl Deposed {
+    /// How the command's run ended the term, before `--on-exit` is applied.
+    fn of(outcome: &Outcome) -> Deposed {
+        match (&outcome.lost, outcome.signalled) {
             (Some(_), _) => Deposed::Lost,
             (None, Some(sig)) => Deposed::Signalled(sig),
             (None, None) => Deposed::Exited,
-        };
-        let (outcome, deposed) = match (deposed, on_exit, outcome.renewed_at) {
-            (Deposed::Exited, OnExit::Restart, Some(renewed_at)) => {
-                if clock::now().saturating_sub(started) >= timing::RESTART_SETTLED {
-                    restarts = 0;
-                }
-                let pause = timing::restart_backoff(restarts);
-                restarts += 1;
-                say_restart(run, lease, &outcome, pause);
-                match keep_through(run, lease, renewed_at, pause).await {
-                    Kept::Held(renewed) => {
-                        t_sent = renewed;
-                        continue;
-                    }
-                    Kept::Lost(why) => {
-                        run.report.error(&format!(
-                            "lock {} lost while the command waited to restart: {why}",
-                            lease.keys().display_name()
-                        ));
-                        let lost = Outcome {
-                            lost: Some(why),
-                            lease_end: None,
-                            renewed_at: None,
-                            ..outcome
-                        };
-                        (lost, Deposed::Lost)
-                    }
-                    Kept::Signalled(sig) => (outcome, Deposed::Signalled(sig)),
-                }
-            }
-            _ => (outcome, deposed),
-        };
-        let between_runs = outcome.signalled.is_none();
-        let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
-        // A release that found the key no longer ours: the term was lost. A signal
-        // between two runs of the command ends the wrapper as it ends a wait: 128+N.
-        let (status, deposed) = match deposed {
-            Deposed::Exited if status == exit::Code::Lost.value() => (status, Deposed::Lost),
-            Deposed::Signalled(sig) if between_runs => (exit::from_signal(sig as i32), deposed),
-            other => (status, other),
-        };
-        return Ok((status, deposed));
+        }
+    }
+}
+
+/// The pause before the next restart: backing off while the command keeps failing
+/// fast, from the start again once a run lasted [`timing::RESTART_SETTLED`].
+fn restart_pause(restarts: &mut u32, started: Point) -> Duration {
+    if clock::now().saturating_sub(started) >= timing::RESTART_SETTLED {
+        *restarts = 0;
+    }
+    let pause = timing::restart_backoff(*restarts);
+    *restarts += 1;
+    pause
+}
+
+/// What a restart's pause came to.
+enum Restart {
+    /// The lock is still held (renewed then): run the command again.
+    Again(Point),
+    /// The pause ended the term: lost, or a signal.
+    Ended(Outcome, Deposed),
+}
+
+/// `--on-exit restart`: says so and keeps the lock through `pause`.
+async fn restart(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    outcome: Outcome,
+    renewed_at: Point,
+    pause: Duration,
+) -> Restart {
+    say_restart(run, lease, &outcome, pause);
+    match keep_through(run, lease, renewed_at, pause).await {
+        Kept::Held(renewed) => Restart::Again(renewed),
+        Kept::Lost(why) => {
+            run.report.error(&format!(
+                "lock {} lost while the command waited to restart: {why}",
+                lease.keys().display_name()
+            ));
+            let lost = Outcome {
+                lost: Some(why),
+                lease_end: None,
+                renewed_at: None,
+                ..outcome
+            };
+            Restart::Ended(lost, Deposed::Lost)
+        }
+        Kept::Signalled(sig) => Restart::Ended(outcome, Deposed::Signalled(sig)),
+    }
+}
+
+/// The term's status and how it ended, once released: a release that found the key no
+/// longer ours means the term was lost; a signal between two runs of the command ends
+/// the wrapper as it ends a wait (128+N).
+fn term_end(status: u8, deposed: Deposed, between_runs: bool) -> (u8, Deposed) {
+    match deposed {
+        Deposed::Exited if status == exit::Code::Lost.value() => (status, Deposed::Lost),
+        Deposed::Signalled(sig) if between_runs => (exit::from_signal(sig as i32), deposed),
+        other => (status, other),
     }
 }
 
@@ -247,19 +301,23 @@ fn said_elected(run: &Run<'_>, lease: &Lease) {
         .note(&format!("{name}: leading (term {})", lease.fence()));
 }
 
-/// The `deposed` event, and a line unless the wrapper was told to stop.
-fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed) {
+/// The `deposed` event, and a line unless the wrapper was told to stop: what comes
+/// next, standing by or exiting (and why).
+fn said_deposed(run: &Run<'_>, lease: &Lease, status: u8, deposed: Deposed, next: Next) {
     let name = lease.keys().display_name();
     run.report.event(
         Event::Deposed,
         &name,
         serde_json::json!({ "term": lease.fence(), "reason": deposed.reason(), "status": status }),
     );
-    if !matches!(deposed, Deposed::Signalled(_)) {
-        run.report.note(&format!(
-            "{name}: term {} ended ({}, status {status}); standing by",
-            lease.fence(),
-            deposed.reason()
-        ));
-    }
+    let then = match next {
+        Next::StandBy => "standing by".to_string(),
+        Next::Exit("") => return,
+        Next::Exit(flag) => format!("exiting ({flag})"),
+    };
+    run.report.note(&format!(
+        "{name}: term {} ended ({}, status {status}); {then}",
+        lease.fence(),
+        deposed.reason()
+    ));
 }

@@ -113,6 +113,7 @@ fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
     let order_key = config.policy.newest.and_then(|n| n.order_key);
     Meta::local(lease.token(), &cmdline, config.budget.ttl)
         .stopping(config.policy.stop.uninterruptible, order_key)
+        .electing(config.policy.elect.is_some())
         .announcing(config.announce.clone())
 }
 
@@ -212,67 +213,18 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     if skip.why.is_newer() {
         return superseded(run, lease, skip);
     }
-    let report = run.report;
     // The script said whether the record's run holds the lock: in progress, or not.
     let in_progress = skip.why == Closed::InProgress;
     let last = RunRecord::parse(&skip.record).and_then(|r| r.judged(in_progress));
-    let name = lease.keys().display_name();
+    let (reason, status) = say_skipped(run, lease, skip, last.as_ref());
     let completion = &run.config.policy.completion;
-    let period = completion.once_per.unwrap_or_default();
-    let slot = match &completion.once_id {
-        Some(id) => format!("--once-id {}", crate::report::shown(id)),
-        None => format!(
-            "this --once-per {} slot (from {})",
-            human(period),
-            rfc3339(skip.slot_ms)
-        ),
-    };
-    let described = last.as_ref().map(RunRecord::describe).unwrap_or_default();
-    let (reason, status) = match (skip.why, &last) {
-        (Closed::Exhausted { starts }, _) => {
-            report.note(&format!(
-                "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}); not running",
-                completion.attempts()
-            ));
-            ("attempts_exhausted", run.config.busy_code)
-        }
-        // A run-once ID that is done: every other run of it exits 0, saying who ran it.
-        (Closed::Ran, _) if completion.once_id.is_some() => {
-            report.note(&format!(
-                "{name}: {slot} already done: {described}; not running"
-            ));
-            ("already_done", 0)
-        }
-        (Closed::InProgress, _) => {
-            report.verbose(|| {
-                format!("{name}'s run of {slot} is in progress: {described}; not running")
-            });
-            ("in_progress", run.config.busy_code)
-        }
-        (Closed::Ran, Some(last)) if last.vanished => {
-            report.note(&format!(
-                "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
-                rfc3339(last.start_ms)
-            ));
-            ("unfinished_run", run.config.busy_code)
-        }
-        (Closed::Ran, _) => {
-            report.verbose(|| format!("{name} already ran in {slot}: {described}; not running"));
-            ("already_ran", run.config.busy_code)
-        }
-        (Closed::SlotOver, _) => {
-            report.verbose(|| format!("{slot} is over; not running"));
-            ("slot_over", run.config.busy_code)
-        }
-        (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said above"),
-    };
     let starts = match skip.why {
         Closed::Exhausted { starts } => Some(starts),
         _ => None,
     };
-    report.event(
+    run.report.event(
         Event::Skipped,
-        &name,
+        &lease.keys().display_name(),
         serde_json::json!({
             "reason": reason,
             "slot_start_ms": completion.once_per.map(|_| skip.slot_ms),
@@ -285,6 +237,71 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     status
 }
 
+/// What closed the try: `--once-id ID`, or `this --once-per 1h slot (from …)`.
+fn closed_what(run: &Run<'_>, skip: &Skip) -> String {
+    let completion = &run.config.policy.completion;
+    match &completion.once_id {
+        Some(id) => format!("--once-id {}", crate::report::shown(id)),
+        None => format!(
+            "this --once-per {} slot (from {})",
+            human(completion.once_per.unwrap_or_default()),
+            rfc3339(skip.slot_ms)
+        ),
+    }
+}
+
+/// Says why the try does not run (a line, or only with `--verbose`; see [`skipped`]):
+/// the `skipped` event's reason and the run's status.
+fn say_skipped(
+    run: &Run<'_>,
+    lease: &Lease,
+    skip: &Skip,
+    last: Option<&RunRecord>,
+) -> (&'static str, u8) {
+    let (report, busy) = (run.report, run.config.busy_code);
+    let name = lease.keys().display_name();
+    let slot = closed_what(run, skip);
+    let described = last.map(RunRecord::describe).unwrap_or_default();
+    match (skip.why, last) {
+        (Closed::Exhausted { starts }, _) => {
+            report.note(&format!(
+                "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}); not running",
+                run.config.policy.completion.attempts()
+            ));
+            ("attempts_exhausted", busy)
+        }
+        // A run-once ID that is done: every other run of it exits 0, saying who ran it.
+        (Closed::Ran, _) if run.config.policy.completion.once_id.is_some() => {
+            report.note(&format!(
+                "{name}: {slot} already done: {described}; not running"
+            ));
+            ("already_done", 0)
+        }
+        (Closed::InProgress, _) => {
+            report.verbose(|| {
+                format!("{name}'s run of {slot} is in progress: {described}; not running")
+            });
+            ("in_progress", busy)
+        }
+        (Closed::Ran, Some(last)) if last.vanished => {
+            report.note(&format!(
+                "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
+                rfc3339(last.start_ms)
+            ));
+            ("unfinished_run", busy)
+        }
+        (Closed::Ran, _) => {
+            report.verbose(|| format!("{name} already ran in {slot}: {described}; not running"));
+            ("already_ran", busy)
+        }
+        (Closed::SlotOver, _) => {
+            report.verbose(|| format!("{slot} is over; not running"));
+            ("slot_over", busy)
+        }
+        (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said by superseded"),
+    }
+}
+
 /// `--supersede`: a newer run made this one moot before it ran: it superseded this
 /// waiting run, or (`--order-key`) a run with a larger key already started. One line,
 /// the `skipped` event (reason `superseded` or `outdated`), exit 73.
@@ -294,7 +311,7 @@ fn superseded(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     let fields = match skip.why {
         Closed::Outdated { high } => {
             run.report.note(&format!(
-                "{name}: --order-key {} is older than {high}, which has already started (--supersede); not running (outdated)",
+                "{name}: --order-key {} is older than {high}, which has already started (--supersede); not running (outdated); if this name's keys started again lower (another CI system or project, a reset counter), start the count again with: redlock forget {name}",
                 own_key.unwrap_or_default()
             ));
             serde_json::json!({ "reason": "outdated", "order_key": own_key, "started_key": high })

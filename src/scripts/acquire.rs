@@ -238,7 +238,6 @@ impl Closed {
 /// Decodes an acquire script's reply; `None` when it has another shape.
 pub fn decode(value: Value) -> Option<Acquired> {
     let mut items = array(value)?;
-    let unsigned = |n: Option<i64>| n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
     let code = int(items.next())?;
     match code {
         1 | 2 => Some(Acquired::Yes {
@@ -253,48 +252,11 @@ pub fn decode(value: Value) -> Option<Acquired> {
             rerun_of: string(items.next()),
             wake: tokens(items.next()),
         }),
-        -9 => Some(Acquired::Skipped(Skip {
-            slot_ms: 0,
-            why: Closed::Superseded,
-            record: bytes(items.next()),
-            now_ms: 0,
-        })),
-        -10 => Some(Acquired::Skipped(Skip {
-            slot_ms: 0,
-            why: Closed::Outdated {
-                high: unsigned(Some(int(items.next())?)),
-            },
-            record: Vec::new(),
-            now_ms: 0,
-        })),
-        -11 => Some(Acquired::Skipped(Skip {
-            slot_ms: unsigned(Some(int(items.next())?)),
-            why: Closed::SlotOver,
-            record: Vec::new(),
-            now_ms: 0,
-        })),
+        -4 | -7 | -8 | -9 | -10 | -11 => skip(code, &mut items).map(Acquired::Skipped),
         -2 => Some(Acquired::Foreign {
             key: Key::from_role(&string(items.next()))?,
             kind: string(items.next()),
         }),
-        -4 | -7 => Some(Acquired::Skipped(Skip {
-            slot_ms: unsigned(Some(int(items.next())?)),
-            why: if code == -4 {
-                Closed::Ran
-            } else {
-                Closed::InProgress
-            },
-            record: bytes(items.next()),
-            now_ms: unsigned(int(items.next())),
-        })),
-        -8 => Some(Acquired::Skipped(Skip {
-            slot_ms: unsigned(Some(int(items.next())?)),
-            why: Closed::Exhausted {
-                starts: unsigned(int(items.next())) as u32,
-            },
-            record: Vec::new(),
-            now_ms: 0,
-        })),
         -6 => Some(Acquired::OtherKind(string(items.next()))),
         0 => {
             let held = held(&mut items);
@@ -305,6 +267,52 @@ pub fn decode(value: Value) -> Option<Acquired> {
         }
         _ => None,
     }
+}
+
+/// A reply's number as a u64 (0 when absent or negative).
+fn unsigned(n: Option<i64>) -> u64 {
+    n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+}
+
+/// The replies that close a slot or an ID for this try (see the module doc), after
+/// their code.
+fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
+    let mut skip = Skip {
+        slot_ms: 0,
+        why: Closed::Ran,
+        record: Vec::new(),
+        now_ms: 0,
+    };
+    match code {
+        -9 => {
+            skip.why = Closed::Superseded;
+            skip.record = bytes(items.next());
+        }
+        -10 => {
+            skip.why = Closed::Outdated {
+                high: unsigned(Some(int(items.next())?)),
+            }
+        }
+        -11 => {
+            skip.slot_ms = unsigned(Some(int(items.next())?));
+            skip.why = Closed::SlotOver;
+        }
+        -8 => {
+            skip.slot_ms = unsigned(Some(int(items.next())?));
+            skip.why = Closed::Exhausted {
+                starts: unsigned(int(items.next())) as u32,
+            };
+        }
+        _ => {
+            skip.slot_ms = unsigned(Some(int(items.next())?));
+            if code == -7 {
+                skip.why = Closed::InProgress;
+            }
+            skip.record = bytes(items.next());
+            skip.now_ms = unsigned(int(items.next()));
+        }
+    }
+    Some(skip)
 }
 
 /// The tokens to wake in a reply: a list (newest wins), one token (a fair queue's head;

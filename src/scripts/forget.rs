@@ -1,4 +1,5 @@
-//! Forget: delete a free lock's run history and fence counter (`redlock forget`).
+//! Forget: delete a free lock's run history, fence counter and newest-wins order mark
+//! (`redlock forget`).
 
 use redis::Value;
 
@@ -7,20 +8,23 @@ use crate::redis::{Call, Lua};
 use super::{Key, Need, invocation, on};
 use crate::keys::LockKeys;
 
-/// KEYS: lock, mode, queue, fence, history. Returns -1 (nothing deleted) while the
-/// name is in use: its lock key is held, or its mode key says a semaphore's slot is
+/// KEYS: lock, mode, queue, fence, history, order. Returns -1 (nothing deleted) while
+/// the name is in use: its lock key is held, or its mode key says a semaphore's slot is
 /// held or a fair queue has waiters; `{-2, role, type}` (nothing deleted) when the fence
-/// counter is not a string or the history not a list: another application's key, never
-/// ours to delete; else the number of keys deleted.
+/// counter or the order mark (`--order-key`'s largest started, so that keys of another
+/// counter can start again) is not a string or the history not a list: another
+/// application's key, never ours to delete; else the number of keys deleted.
 pub const TEXT: &str = r#"
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then return -1 end
 local fence = redis.call('TYPE', KEYS[4])['ok']
 if fence ~= 'none' and fence ~= 'string' then return {-2, 'fence', fence} end
 local history = redis.call('TYPE', KEYS[5])['ok']
 if history ~= 'none' and history ~= 'list' then return {-2, 'history', history} end
-return redis.call('DEL', KEYS[4], KEYS[5])
+local order = redis.call('TYPE', KEYS[6])['ok']
+if order ~= 'none' and order ~= 'string' then return {-2, 'order', order} end
+return redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
 "#;
-pub static FORGET: Lua = Lua::new("9669e5612182dd36fb50a5d553e6f47184f97c9a", || TEXT);
+pub static FORGET: Lua = Lua::new("bcb76c7bcf1a3d8daf4f3a597344589f58136565", || TEXT);
 
 pub const CALLS: &[Need] = &[
     on("exists", Key::Lock),
@@ -28,8 +32,10 @@ pub const CALLS: &[Need] = &[
     on("exists", Key::Queue),
     on("type", Key::Fence),
     on("type", Key::History),
+    on("type", Key::Order),
     on("del", Key::Fence),
     on("del", Key::History),
+    on("del", Key::Order),
 ];
 
 /// The call forgetting the name `keys`.
@@ -42,6 +48,7 @@ pub fn call(keys: &LockKeys) -> Call {
             &keys.queue,
             &keys.fence,
             &keys.history,
+            &keys.order,
         ],
     )
 }

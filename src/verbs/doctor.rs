@@ -247,34 +247,46 @@ fn text(value: &Value) -> Option<String> {
     }
 }
 
-/// The arguments a command is checked with, as the tool would send it.
+/// The arguments a command is checked with, as the tool would send it: the command's
+/// words (`script|load` is two), then sample arguments on the name's keys.
 fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
-    let key = |k: Key| -> Vec<u8> {
-        match k {
-            Key::Lock => keys.lock.clone(),
-            Key::Meta => keys.meta.clone(),
-            Key::Waiters => keys.waiters.clone(),
-            Key::Wake => keys.wake.clone(),
-            Key::Fence => keys.fence.clone(),
-            Key::History => keys.history.clone(),
-            Key::Mode => keys.mode.clone(),
-            Key::Slot => keys.for_slot(2).lock,
-            Key::Queue => keys.queue.clone(),
-            Key::Beats => keys.beats.clone(),
-            Key::QueueInfo => keys.queue_info.clone(),
-            Key::OwnWake => keys.own_wake("TOKEN"),
-            Key::Once => keys.once("ID"),
-            Key::Verdicts => keys.verdicts.clone(),
-            Key::Order => keys.order.clone(),
-        }
-    };
     let mut out: Vec<Vec<u8>> = need
         .command
         .split('|')
         .map(|p| p.as_bytes().to_vec())
         .collect();
+    out.extend(sample_args(need, keys, prefix));
+    out
+}
+
+/// The key of `keys` that plays the part `k` (a sample token or id where the key
+/// names one).
+fn key_of(keys: &LockKeys, k: Key) -> Vec<u8> {
+    match k {
+        Key::Lock => keys.lock.clone(),
+        Key::Meta => keys.meta.clone(),
+        Key::Waiters => keys.waiters.clone(),
+        Key::Wake => keys.wake.clone(),
+        Key::Fence => keys.fence.clone(),
+        Key::History => keys.history.clone(),
+        Key::Mode => keys.mode.clone(),
+        Key::Slot => keys.for_slot(2).lock,
+        Key::Queue => keys.queue.clone(),
+        Key::Beats => keys.beats.clone(),
+        Key::QueueInfo => keys.queue_info.clone(),
+        Key::OwnWake => keys.own_wake("TOKEN"),
+        Key::Once => keys.once("ID"),
+        Key::Verdicts => keys.verdicts.clone(),
+        Key::Order => keys.order.clone(),
+    }
+}
+
+/// Arguments of the shape the tool sends after `need`'s command (an ACL check looks
+/// at the keys and, for some commands, the flags).
+fn sample_args(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
+    let key = |k: Key| key_of(keys, k);
     let s = |t: &str| t.as_bytes().to_vec();
-    let rest: Vec<Vec<u8>> = match (need.command, need.key) {
+    match (need.command, need.key) {
         ("evalsha", _) => vec![
             s(acquire::PLAIN.sha()),
             s("7"),
@@ -307,9 +319,7 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("blpop", Some(k)) => vec![key(k), s("0.001")],
         (_, Some(k)) => vec![key(k)],
         (_, None) => vec![],
-    };
-    out.extend(rest);
-    out
+    }
 }
 
 /// Checks one command per ARGV group (`n, cmd, args…`) with `redis.acl_check_cmd`

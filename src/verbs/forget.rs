@@ -1,5 +1,5 @@
-//! `redlock forget NAME…`: delete each free lock's run history and fence counter now,
-//! instead of `--retain` after its last use. A name in use (held, or a semaphore's
+//! `redlock forget NAME…`: delete each free lock's run history, fence counter and
+//! newest-wins order mark now, instead of `--retain` after its last use. A name in use (held, or a semaphore's
 //! slot held, or a fair queue waited for) is left as it is: 75.
 
 use super::open;
@@ -44,17 +44,17 @@ pub async fn run(config: ForgetConfig) -> Result<u8> {
 
 /// The key that plays `role` in a forget's refusal.
 fn role_key(keys: &crate::keys::LockKeys, role: &str) -> Vec<u8> {
-    if role == "fence" {
-        keys.fence.clone()
-    } else {
-        keys.history.clone()
+    match role {
+        "fence" => keys.fence.clone(),
+        "order" => keys.order.clone(),
+        _ => keys.history.clone(),
     }
 }
 
 fn role_of(role: &str) -> crate::scripts::Key {
-    if role == "fence" {
-        crate::scripts::Key::Fence
-    } else {
-        crate::scripts::Key::History
+    match role {
+        "fence" => crate::scripts::Key::Fence,
+        "order" => crate::scripts::Key::Order,
+        _ => crate::scripts::Key::History,
     }
 }

@@ -2,7 +2,9 @@
 //! pid, term (the fencing number of its acquisition), since when, and its `--announce`
 //! value. `--watch` prints a line at every change (a read every 250ms: a change shows
 //! within that, plus a round trip); `--is-me` answers with the exit status, 0 when this
-//! host leads and 1 when not, for a readiness probe.
+//! host leads and 1 when not, for a readiness probe. A name that a run without `--elect`
+//! holds (a cron lock, a semaphore's slot, another client's key) has no leader: that is
+//! said, with what holds it, and the status is 1 (newcomer-5 P14).
 
 use std::time::Duration;
 
@@ -11,7 +13,9 @@ use serde::Serialize;
 use super::{JsonName, open, print_json, print_line, state};
 use crate::config::{DEFAULT_TTL, LeaderConfig};
 use crate::error::Result;
+use crate::exit::STATUS_FREE;
 use crate::holder::{Holder, Meta};
+use crate::policy::Mode;
 use crate::quorum::Nodes;
 use crate::report::{Reporter, human, rfc3339};
 
@@ -24,12 +28,74 @@ pub async fn run(config: LeaderConfig, report: &Reporter) -> Result<u8> {
     if config.watch {
         return watch(&nodes, &config, &me, report).await;
     }
-    let leader = state::holder(&nodes, &config.keys).await?;
-    say(&config, &me, leader.as_ref())?;
+    let held = state::holder(&nodes, &config.keys).await?;
+    let mode = state::mode_of(&nodes, &config.keys).await;
+    let read = Read::of(held, &mode);
+    say(&config, &me, &read)?;
     if config.is_me {
-        return Ok(u8::from(!leader.as_ref().is_some_and(|l| me.leads(l))));
+        return Ok(u8::from(!read.leader().is_some_and(|l| me.leads(l))));
     }
-    Ok(0)
+    Ok(match read {
+        Read::NotElect { .. } => STATUS_FREE,
+        _ => 0,
+    })
+}
+
+/// What a read of the name found.
+enum Read {
+    /// Nobody holds it.
+    Free,
+    /// A term of `--elect` holds it.
+    Led(Holder),
+    /// A run without `--elect` (or another client) holds it, or it is a semaphore
+    /// (whose first slot may be free while others are held).
+    NotElect {
+        holder: Option<Holder>,
+        kind: NotElect,
+    },
+}
+
+/// What a name no `--elect` run holds is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum NotElect {
+    /// A plain lock (a cron job's, a deploy's).
+    Plain,
+    /// A semaphore (`--limit`): slots, no leader.
+    Semaphore,
+    /// Another client's key (no redlock metadata).
+    Foreign,
+}
+
+impl Read {
+    /// The name's holder, judged as a leader or not: only a holder whose metadata says
+    /// `--elect` leads (a run of a version before the mark reads as not one).
+    fn of(held: Option<Holder>, mode: &Mode) -> Read {
+        let kind = match &held {
+            _ if mode.holders.slots().is_some() => NotElect::Semaphore,
+            None => return Read::Free,
+            Some(h) if !h.is_known() => NotElect::Foreign,
+            Some(h) if h.stopping.elect => return Read::Led(h.clone()),
+            Some(_) => NotElect::Plain,
+        };
+        Read::NotElect { holder: held, kind }
+    }
+
+    fn leader(&self) -> Option<&Holder> {
+        match self {
+            Read::Led(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The holder's token, whoever it is (what `--watch` tells changes by).
+    fn token(&self) -> Option<&str> {
+        match self {
+            Read::Free => None,
+            Read::Led(h) => Some(&h.token),
+            Read::NotElect { holder, .. } => holder.as_ref().map(|h| h.token.as_str()),
+        }
+    }
 }
 
 /// Prints the leader now and at every change (another token, or none), until a signal
@@ -39,11 +105,12 @@ async fn watch(nodes: &Nodes, config: &LeaderConfig, me: &Me, report: &Reporter)
     let mut failing = false;
     loop {
         match state::holder(nodes, &config.keys).await {
-            Ok(leader) => {
+            Ok(held) => {
                 failing = false;
-                let token = leader.as_ref().map(|h| h.token.clone());
+                let read = Read::of(held, &state::mode_of(nodes, &config.keys).await);
+                let token = read.token().map(str::to_string);
                 if last.as_ref() != Some(&token) {
-                    say(config, me, leader.as_ref())?;
+                    say(config, me, &read)?;
                     last = Some(token);
                 }
             }
@@ -94,24 +161,49 @@ struct LeaderJson<'a> {
     leader: Option<&'a Holder>,
     /// Whether the leader runs on this host.
     is_me: bool,
+    /// A name no `--elect` run holds: what it is (`plain`, `semaphore`, `foreign`;
+    /// absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_elect: Option<NotElect>,
+    /// And what holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held_by: Option<&'a Holder>,
 }
 
-/// One line (or JSON line) about `leader`.
-fn say(config: &LeaderConfig, me: &Me, leader: Option<&Holder>) -> Result<()> {
+/// One line (or JSON line) about what `read` found.
+fn say(config: &LeaderConfig, me: &Me, read: &Read) -> Result<()> {
     let now_ms = crate::clock::wall_ms();
     if config.json {
+        let (not_elect, held_by) = match read {
+            Read::NotElect { holder, kind } => (Some(*kind), holder.as_ref()),
+            _ => (None, None),
+        };
         return print_json(&LeaderJson {
             names: JsonName::of(&config.keys),
             at_ms: now_ms,
-            leader,
-            is_me: leader.is_some_and(|l| me.leads(l)),
+            leader: read.leader(),
+            is_me: read.leader().is_some_and(|l| me.leads(l)),
+            not_elect,
+            held_by,
         });
     }
     let name = config.keys.display_name();
-    let line = match leader {
-        None => format!("{name}: no leader"),
-        Some(h) if !h.is_known() => format!("{name}: held by {}", h.describe(now_ms)),
-        Some(h) => {
+    let line = match read {
+        Read::Free => format!("{name}: no leader"),
+        Read::NotElect { holder, kind } => {
+            let by = |h: &Holder| h.describe(now_ms);
+            let held = match (kind, holder) {
+                (NotElect::Semaphore, Some(h)) => format!("a semaphore (slot 1: {})", by(h)),
+                (NotElect::Semaphore, None) => "a semaphore (slot 1 free)".to_string(),
+                (NotElect::Foreign, _) => "another client holds it (no redlock metadata)".into(),
+                (NotElect::Plain, h) => format!(
+                    "a run without --elect holds it ({})",
+                    h.as_ref().map_or(String::new(), by)
+                ),
+            };
+            format!("{name}: not an --elect name, no leader: {held}")
+        }
+        Read::Led(h) => {
             let mut line = format!("{name}: led by {}", h.who.host_pid_user());
             if let Some(fence) = h.fence {
                 line.push_str(&format!(", term {fence}"));

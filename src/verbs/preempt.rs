@@ -88,12 +88,15 @@ async fn ask(
             Some(Asked::Asked(token)) => asked = Some(token),
             Some(Asked::Free) | None => {}
             Some(Asked::Uninterruptible(_)) => {
+                // A holder read as uninterruptible says so in its description
+                // (`, --uninterruptible (not preempted)`): once (review-5 §8).
+                let mut by = who();
+                if !holder.is_some_and(|h| h.stopping.uninterruptible) {
+                    by.push_str(", --uninterruptible (not preempted)");
+                }
                 return Err(Error::new(
                     Kind::HeldByLive,
-                    format!(
-                        "{name} is held by {} with --uninterruptible: not preempted; wait for it to end",
-                        who()
-                    ),
+                    format!("{name} is held by {by}; wait for it to end"),
                 ));
             }
             Some(Asked::Foreign(_)) => {

@@ -192,32 +192,64 @@ async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)
     }
     match (removed.is_empty(), live) {
         (false, _) => Ok(removed),
-        (true, Some((slot, holder, why))) => Err(Error::new(
-            Kind::HeldByLive,
-            format!(
-                "{}{} is held by {}, {why}; nothing released (release it with --token, wait for its ttl{}, or --force removes it anyway)",
-                target.keys.display_name(),
-                if many {
-                    format!(" slot {slot}")
-                } else {
-                    String::new()
-                },
-                holder.describe(wall_ms()),
-                holder
-                    .ttl_left
-                    .map(|t| format!(" ({} left)", crate::report::human(t)))
-                    .unwrap_or_default()
-            ),
-        )),
+        (true, Some((slot, holder, why))) => {
+            Err(refused(target, many.then_some(slot), &holder, &why))
+        }
         (true, None) => Ok(vec![(Released::new(Outcome::Free), exit::STATUS_FREE)]),
     }
 }
 
+/// The refusal of `--if-dead` for the holder it could not prove gone (of slot `slot`
+/// when the name has several): who, why, and what to do. A live holder renews its
+/// lock: its ttl is no wait worth advising (newcomer-5 P14); one that could not be
+/// checked expires by itself if it is dead.
+fn refused(target: &Target<'_>, slot: Option<u32>, holder: &Holder, why: &Alive) -> Error {
+    let name = target.keys.display_name();
+    let then = match why {
+        Alive::Runs(_) => format!(
+            "it renews the lock while it runs: stop its command, or ask it to with redlock preempt {name}"
+        ),
+        Alive::Unproved(_) => format!(
+            "if its holder is dead, the lock expires by itself within its ttl{}",
+            holder
+                .ttl_left
+                .map(|t| format!(" ({} left)", crate::report::human(t)))
+                .unwrap_or_default()
+        ),
+    };
+    Error::new(
+        Kind::HeldByLive,
+        format!(
+            "{name}{} is held by {}, {}; nothing released ({then}; release it with --token, or --force removes it anyway)",
+            slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
+            holder.describe(wall_ms()),
+            why.text(),
+        ),
+    )
+}
+
+/// Why a holder is not removed.
+enum Alive {
+    /// Its process runs here.
+    Runs(String),
+    /// That it is gone cannot be proved.
+    Unproved(String),
+}
+
+impl Alive {
+    fn text(&self) -> &str {
+        match self {
+            Alive::Runs(why) | Alive::Unproved(why) => why,
+        }
+    }
+}
+
 /// Why `holder` may still be alive (`None`: proved gone, see [`crate::gone`]).
-fn alive(holder: &Holder) -> Option<String> {
+fn alive(holder: &Holder) -> Option<Alive> {
     match crate::gone::judge(holder, &Here::now(), crate::gone::probe, wall_ms()) {
         Verdict::Gone(_) => None,
-        Verdict::Refused(why) => Some(why),
+        Verdict::Alive(why) => Some(Alive::Runs(why)),
+        Verdict::Refused(why) => Some(Alive::Unproved(why)),
     }
 }
 

@@ -68,6 +68,10 @@ pub struct LockState {
     /// This host's local queue (`status` only; absent when no run of this host is in it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalWaiters>,
+    /// How many runs wait in Redis (its waiters set, on the primary node), where no queue
+    /// lists them (`status` only; absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<u64>,
 }
 
 /// The runs of this host in the lock's local queue (see `wait/local.rs`).
@@ -165,6 +169,16 @@ async fn mode(nodes: &Nodes, keys: &LockKeys) -> Option<String> {
     let cmd = command::get(&keys.mode);
     let results = nodes.each(|n| n.query::<Option<String>>(&cmd)).await;
     results.into_iter().flatten().flatten().next()
+}
+
+/// How many runs wait in Redis: the waiters set on the primary node, where releases
+/// wake them (0 when it cannot be read: the count only adds to what is shown).
+pub async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
+    let Some(node) = nodes.primary() else {
+        return 0;
+    };
+    let cmd = command::scard(&keys.waiters);
+    node.query::<u64>(&cmd).await.unwrap_or(0)
 }
 
 /// A fair queue's waiters in order (what the primary node holds; empty when it cannot
@@ -291,6 +305,7 @@ impl LockState {
             queue: None,
             queue_flag: "",
             local: None,
+            waiting: None,
         }
     }
 
@@ -322,6 +337,19 @@ impl LockState {
                         .unwrap_or_default()
                 ));
             }
+        }
+        if let Some(n) = self.waiting.filter(|n| *n > 0) {
+            // A plain lock's waiters are tokens in a set: who they are is recorded only
+            // in a queue (`--fair`) and, for this host's runs, in its local queue.
+            let runs = if n == 1 { "run waits" } else { "runs wait" };
+            let hosts = match &self.local {
+                Some(local) if !local.heads.is_empty() => format!(
+                    "{} of them from this host (below); the others' hosts are not recorded",
+                    local.heads.len()
+                ),
+                _ => "their hosts are not recorded (a --fair queue records them)".to_string(),
+            };
+            out.push_str(&format!("\n  waiting: {n} {runs} in Redis; {hosts}"));
         }
         if let Some(local) = &self.local {
             let pids: Vec<String> = local.heads.iter().map(|p| p.to_string()).collect();

@@ -2,7 +2,7 @@
 //! named lock is held, 1 when one is free.
 
 use super::history;
-use super::state::{LocalWaiters, read};
+use super::state::{LocalWaiters, read, waiters};
 use super::{open, print_json, print_line};
 use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, LocalDir, StatusConfig};
@@ -20,6 +20,10 @@ pub async fn run(config: StatusConfig) -> Result<u8> {
         // The lock's state is the answer; a history that cannot be read only shortens it.
         state.last_run = history::last_run(&nodes, keys, state.holder.as_ref()).await;
         state.local = local_waiters(&config, keys, state.limit.unwrap_or(1));
+        // What `top` shows as WAITERS; a queue (`--fair`, `--supersede`) lists its own.
+        if state.queue.is_none() {
+            state.waiting = Some(waiters(&nodes, keys).await).filter(|n| *n > 0);
+        }
         all_held &= state.holder.is_some();
         if config.json {
             print_json(&state)?;

@@ -22,12 +22,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Row, Table};
 
 use super::list::{each_lock, names};
-use super::state::{LockState, read};
+use super::state::{LockState, read, waiters};
 use super::{history, open};
 use crate::clock::wall_ms;
 use crate::config::{DEFAULT_TTL, TopConfig};
 use crate::error::{Error, Kind, Result};
-use crate::keys::LockKeys;
 use crate::quorum::Nodes;
 use crate::report::human;
 
@@ -100,15 +99,6 @@ fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
         human(Duration::from_millis(now.saturating_sub(at))),
         run.who.host_text()
     )
-}
-
-/// How many runs wait in Redis (the waiters set on the primary node).
-async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
-    let Some(node) = nodes.primary() else {
-        return 0;
-    };
-    let cmd = crate::redis::command::scard(&keys.waiters);
-    node.query::<u64>(&cmd).await.unwrap_or(0)
 }
 
 fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line {
@@ -313,80 +303,272 @@ fn quit_within(every: Duration) -> Result<bool> {
     }
 }
 
-/// How each column is sized and which go first when the terminal is narrow: its
-/// place in [`HEADER`], the most it takes (its longest cell, up to this), and the least
-/// it is shown with; in the order columns are dropped, last first.
-const COLUMNS: [(usize, u16, u16); 8] = [
-    (0, 30, 30), // NAME: the longest name, up to 30, whole
-    (1, 12, 12), // STATE
-    (2, 40, 10), // HOLDER
-    (3, 8, 8),   // HELD
-    (6, 30, 7),  // WAITERS
-    (7, 30, 10), // LAST RUN: its outcome first
-    // Optional: shown whole when there is room left.
-    (4, 7, 7),   // TTL
-    (5, 16, 16), // FENCE
+/// How the columns share a narrow terminal. A cell is shown whole or shortened at a
+/// word with `…` at the end (a name, which has no words, with `…` in its middle):
+/// never cut inside a number, where `pid 1752` for pid 17525 would read as another,
+/// plausible pid (newcomer-5 P6). A column that does not fit at its least is dropped
+/// whole.
+///
+/// Each column's least is what must show of every cell ([`least`]): the holder's host
+/// and whole pid, the last run's outcome and when, a count whole. Room is then given in
+/// [`STEPS`]' order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    /// A column at its least, if it fits (else it and every later `Least` are dropped).
+    Least(usize),
+    /// Columns shown whole together, if they all fit whole (and the columns before
+    /// them were shown).
+    Whole(&'static [usize]),
+    /// A shown column widened towards this, as far as the room goes.
+    Widen(usize, u16),
+    /// A shown column widened to its longest cell, if that is at most this and fits.
+    Entire(usize, u16),
+}
+
+// Columns by their place in [`HEADER`].
+const NAME: usize = 0;
+const STATE: usize = 1;
+const HOLDER: usize = 2;
+const HELD: usize = 3;
+const TTL: usize = 4;
+const FENCE: usize = 5;
+const WAITERS: usize = 6;
+const LAST_RUN: usize = 7;
+
+/// The order room is given in: the name, state, holder, held for, waiters and last run
+/// at their least (they fit at 80 columns); the name whole if it has at most 30
+/// characters, else to 20; the ttl and the fence whole and together (they fit at 120;
+/// alone, the ttl would take the room a name needs at 80); then the name to 30 and the
+/// rest whole.
+const STEPS: [Step; 13] = [
+    Step::Least(NAME),
+    Step::Least(STATE),
+    Step::Least(HOLDER),
+    Step::Least(HELD),
+    Step::Least(WAITERS),
+    Step::Least(LAST_RUN),
+    Step::Entire(NAME, 30),
+    Step::Widen(NAME, 20),
+    Step::Whole(&[TTL, FENCE]),
+    Step::Widen(NAME, 30),
+    Step::Widen(HOLDER, 40),
+    Step::Widen(LAST_RUN, 40),
+    Step::Widen(WAITERS, 40),
 ];
 
-/// How many of [`COLUMNS`] are essential: shown, shrunk if need be, before any other.
-const ESSENTIAL: usize = 6;
+/// The fewest characters of a name shown (then `…`).
+const NAME_LEAST: usize = 8;
 
-/// The columns that fit in `width` (borders and gaps told) and each one's width, in
-/// the table's order: the lowest in priority are dropped first, so that at 80 columns
-/// the name, state, holder, held for, waiters and last run stay; what is left over
-/// widens the columns that were shown at less than their longest cell, by priority.
-fn fitting(lines: &[Line], width: u16) -> Vec<(usize, u16)> {
-    let longest = |i: usize| {
-        lines
-            .iter()
-            .map(|l| l.cells[i].chars().count())
-            .chain([HEADER[i].len()])
-            .max()
-            .unwrap_or(0) as u16
+/// How much of `cell` (of column `i`) must show: its whole width, or a prefix of whole
+/// words: the holder through its pid (`ci-runner-7 pid 17431`), the last run through
+/// its when (`exit 0, 1m 5s ago`), the waiters' count; a name its first
+/// [`NAME_LEAST`] characters. The `…` that marks what is left out is counted.
+fn least(i: usize, cell: &str) -> usize {
+    let whole = cell.chars().count();
+    let words: Vec<&str> = cell.split(' ').collect();
+    let through = |n: usize| -> usize {
+        let n = n.min(words.len());
+        let shown = words[..n].join(" ").chars().count();
+        if n < words.len() { shown + 1 } else { shown }
     };
-    let mut room = width.saturating_sub(2);
-    let mut chosen: Vec<(usize, u16, u16)> = Vec::new();
-    let (essential, optional) = COLUMNS.split_at(ESSENTIAL);
-    // The essential columns at their least, as many as fit, by priority; then each
-    // widened to its longest cell, by priority; then the optional ones whole, if room.
-    for &(i, cap, least) in essential {
-        let want = longest(i).min(cap);
-        let need = want.min(least).max(HEADER[i].len() as u16);
-        let gap = u16::from(!chosen.is_empty());
-        if need + gap > room {
+    match i {
+        NAME => whole.min(NAME_LEAST + 1),
+        HOLDER => match words.iter().position(|w| *w == "pid") {
+            Some(at) => through(at + 2),
+            None => through(1),
+        },
+        LAST_RUN => match words.iter().position(|w| *w == "ago") {
+            // Not more than the column's cap: the rest is shortened at a word.
+            Some(at) => through(at + 1).min(24),
+            None => through(1),
+        },
+        WAITERS => through(1),
+        _ => whole,
+    }
+}
+
+/// `cell` in `width` characters: whole when it fits; else its longest prefix of whole
+/// words and `…`, never part of a word (a name, one word: its start, `…` and its end).
+fn shorten(i: usize, cell: &str, width: usize) -> String {
+    if cell.chars().count() <= width {
+        return cell.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    if i == NAME {
+        // Its start and its end (`deplo…tion`): names of one family often differ
+        // only at the end (`-eu-1`, `-eu-2`).
+        let chars: Vec<char> = cell.chars().collect();
+        let tail = (width - 1) / 2;
+        let head: String = chars[..width - 1 - tail].iter().collect();
+        let end: String = chars[chars.len() - tail..].iter().collect();
+        return format!("{head}…{end}");
+    }
+    let mut kept = String::new();
+    for word in cell.split(' ') {
+        let with = if kept.is_empty() {
+            word.to_string()
+        } else {
+            format!("{kept} {word}")
+        };
+        if with.chars().count() + 1 > width {
             break;
         }
-        room -= need + gap;
-        chosen.push((i, need, want));
+        kept = with;
     }
-    for (_, shown, want) in chosen.iter_mut() {
-        let more = want.saturating_sub(*shown).min(room);
-        *shown += more;
-        room -= more;
-    }
-    if chosen.len() == ESSENTIAL {
-        for &(i, cap, _) in optional {
-            let want = longest(i).min(cap);
-            if want + 1 > room {
-                break;
+    format!("{kept}…")
+}
+
+/// The widest of column `i`'s cells (and its header) as `of` measures a cell.
+fn widest(lines: &[Line], i: usize, of: &dyn Fn(&str) -> usize) -> u16 {
+    lines
+        .iter()
+        .map(|l| of(&l.cells[i]))
+        .chain([HEADER[i].len()])
+        .max()
+        .unwrap_or(0) as u16
+}
+
+/// The columns that fit in `width` (borders and gaps told) and each one's width, in
+/// the table's order, given by [`STEPS`].
+fn fitting(lines: &[Line], width: u16) -> Vec<(usize, u16)> {
+    let widest = |i: usize, of: &dyn Fn(&str) -> usize| widest(lines, i, of);
+    let mut room = width.saturating_sub(2);
+    let mut shown: Vec<(usize, u16)> = Vec::new();
+    let mut dropped = false;
+    for step in STEPS {
+        match step {
+            Step::Least(i) => {
+                let cell = widest(i, &|c| least(i, c));
+                let gap = u16::from(!shown.is_empty());
+                // Dropped whole, and so is every column after it.
+                if dropped || cell + gap > room {
+                    dropped = true;
+                    continue;
+                }
+                room -= cell + gap;
+                shown.push((i, cell));
             }
-            room -= want + 1;
-            chosen.push((i, want, want));
+            Step::Whole(columns) => {
+                let cells: Vec<(usize, u16)> = columns
+                    .iter()
+                    .map(|&i| (i, widest(i, &|c| c.chars().count())))
+                    .collect();
+                let need: u16 = cells.iter().map(|(_, w)| w + 1).sum();
+                if dropped || need > room {
+                    dropped = true;
+                    continue;
+                }
+                room -= need;
+                shown.extend(cells);
+            }
+            Step::Entire(i, cap) => {
+                let whole = widest(i, &|c| c.chars().count());
+                if let Some((_, w)) = shown.iter_mut().find(|(c, _)| *c == i)
+                    && whole <= cap
+                    && whole.saturating_sub(*w) <= room
+                {
+                    room -= whole.saturating_sub(*w);
+                    *w = whole;
+                }
+            }
+            Step::Widen(i, cap) => {
+                let whole = widest(i, &|c| c.chars().count()).min(cap);
+                if let Some((_, w)) = shown.iter_mut().find(|(c, _)| *c == i) {
+                    let more = whole.saturating_sub(*w).min(room);
+                    *w += more;
+                    room -= more;
+                }
+            }
         }
     }
-    let mut out: Vec<(usize, u16)> = chosen.into_iter().map(|(i, w, _)| (i, w)).collect();
-    out.sort_by_key(|c| c.0);
-    out
+    shown.sort_by_key(|c| c.0);
+    shown
 }
 
 fn table<'a>(lines: &'a [Line], title: &'a str, width: u16) -> Table<'a> {
     let shown = fitting(lines, width);
-    let rows = lines
-        .iter()
-        .map(|l| Row::new(shown.iter().map(|(i, _)| l.cells[*i].as_str())));
+    let rows = lines.iter().map(|l| {
+        Row::new(
+            shown
+                .iter()
+                .map(|(i, w)| shorten(*i, &l.cells[*i], usize::from(*w))),
+        )
+    });
     let widths: Vec<Constraint> = shown.iter().map(|(_, w)| Constraint::Length(*w)).collect();
     let header = Row::new(shown.iter().map(|(i, _)| HEADER[*i]));
     Table::new(rows, widths)
         .header(header.style(Style::default().add_modifier(Modifier::BOLD)))
         .block(Block::bordered().title(title))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(cells: [&str; 8]) -> Line {
+        Line {
+            cells: cells.map(String::from),
+            attention: (false, 0),
+        }
+    }
+
+    #[test]
+    fn a_cell_is_shortened_at_a_word_never_inside_a_number() {
+        let holder = "ci-runner-7 pid 17431 ./deploy.sh production";
+        assert_eq!(shorten(HOLDER, holder, 44), holder);
+        assert_eq!(shorten(HOLDER, holder, 25), "ci-runner-7 pid 17431…");
+        assert_eq!(shorten(HOLDER, holder, 21), "ci-runner-7 pid…");
+        let last = "exit 0, 1m 5s ago on web-1";
+        assert_eq!(shorten(LAST_RUN, last, 20), "exit 0, 1m 5s ago…");
+        assert_eq!(shorten(LAST_RUN, last, 12), "exit 0, 1m…");
+        assert_eq!(shorten(NAME, "deploy-production", 10), "deplo…tion");
+        assert_eq!(shorten(NAME, "deploy-production", 17), "deploy-production");
+    }
+
+    #[test]
+    fn the_holder_and_last_run_stay_at_80_columns_and_ttl_and_fence_come_at_120() {
+        let lines = [
+            line([
+                "deploy-production",
+                "held",
+                "ci-runner-7 pid 17431 ./deploy.sh production",
+                "1m 5s",
+                "9m 59s",
+                "1795673560532341",
+                "3",
+                "exit 0, 1m 5s ago on ci-runner-7",
+            ]),
+            line([
+                "test-db",
+                "3 of 3 slots",
+                "vm pid 412345 sleep 60",
+                "2s",
+                "28s",
+                "1795673560532342",
+                "0",
+                "",
+            ]),
+        ];
+        let at = |width: u16| {
+            let shown = fitting(&lines, width);
+            let used: u16 = shown.iter().map(|(_, w)| w + 1).sum::<u16>() + 1;
+            assert!(used <= width, "{width}: {shown:?}");
+            shown
+        };
+        let narrow = at(80);
+        let columns: Vec<usize> = narrow.iter().map(|(i, _)| *i).collect();
+        assert_eq!(columns, [NAME, STATE, HOLDER, HELD, WAITERS, LAST_RUN]);
+        let width = |shown: &[(usize, u16)], i| shown.iter().find(|c| c.0 == i).unwrap().1;
+        assert!(usize::from(width(&narrow, HOLDER)) >= "ci-runner-7 pid 17431…".chars().count());
+        assert!(usize::from(width(&narrow, LAST_RUN)) >= "exit 0, 1m 5s ago…".chars().count());
+        let wide = at(120);
+        let columns: Vec<usize> = wide.iter().map(|(i, _)| *i).collect();
+        assert_eq!(columns, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(width(&wide, NAME), 17);
+        // Too narrow for the essential columns at their least: the last ones go whole.
+        let tiny: Vec<usize> = fitting(&lines, 50).iter().map(|(i, _)| *i).collect();
+        assert_eq!(tiny, [NAME, STATE, HOLDER]);
+    }
 }

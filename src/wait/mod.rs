@@ -341,6 +341,13 @@ impl<'a> Waiter<'a> {
         if !self.soon {
             self.attempt = 0;
         }
+        self.saw_busy(holder);
+        Ok(Tried::Busy)
+    }
+
+    /// A try found the lock held by `holder`: it is the holder seen last, told to the
+    /// host's local waiters and shown as the wait's progress.
+    fn saw_busy(&mut self, holder: Holder) {
         let holder = if holder.token == self.last.token && !holder.is_known() {
             // The same holder: its metadata was not read again, only its ttl.
             Holder {
@@ -363,7 +370,6 @@ impl<'a> Waiter<'a> {
             );
         }
         self.last = holder;
-        Ok(Tried::Busy)
     }
 
     /// Whether this run waits for the `--once-per` slot's run in progress that `skip`

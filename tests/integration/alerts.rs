@@ -113,7 +113,16 @@ fn alert_tests(expects: &[Expect]) -> String {
         for (k, v) in &e.fired {
             out.push_str(&format!("              {k}: {v}\n"));
         }
+        let name = e
+            .fired
+            .iter()
+            .find(|(k, _)| *k == "name")
+            .map(|(_, v)| v.as_str());
         let summary = match e.alert {
+            "RedlockJobNeverTried" => format!(
+                "{}: expected, but no host has tried it for 26 hours",
+                name.unwrap_or_default()
+            ),
             "RedlockJobMissed" => {
                 "nightly: no run has succeeded on any host for 26 hours".to_string()
             }
@@ -365,7 +374,56 @@ fn a_standby_service(s: &Scratch) -> String {
     )
 }
 
-/// The shipped rules, `promtool check rules`, then `promtool test rules` on the four
+/// (newcomer-5 P16) The metrics page's expected-jobs file lists `nightly-report`, run
+/// every 3 h on two hosts (`nightly` here: its files as the binary wrote them, under
+/// that name), and `close-order`, whose line never ran: no file, no series, and no
+/// alert fired for it. `RedlockJobNeverTried` fires for `close-order` once 26 h have
+/// passed, and for no name that runs.
+fn never_tried(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let files = [s.path("tried0.prom"), s.path("tried1.prom")];
+    for minute in (0..=1620).step_by(180) {
+        for (h, file) in files.iter().enumerate() {
+            assert_eq!(run_at(minute + h as u64, &redis, file, &[], "exit 0"), 0);
+            snaps.take(&format!("host{h}"), minute + h as u64, file);
+        }
+    }
+    // The page's file as written, the job that runs under the name it runs as here.
+    let expected = s.path("redlock-expected.prom");
+    let text = example("expected-jobs").replace("nightly-report", "nightly");
+    assert!(text.contains("name=\"close-order\""), "{text}");
+    std::fs::write(&expected, text).unwrap();
+    snaps.take("host9", 0, &expected);
+    let never = vec![
+        ("name", "close-order".to_string()),
+        ("severity", "page".to_string()),
+    ];
+    let expects = [
+        Expect {
+            minute: 1500,
+            alert: "RedlockJobNeverTried",
+            fired: vec![],
+        },
+        Expect {
+            minute: 1620,
+            alert: "RedlockJobNeverTried",
+            fired: never,
+        },
+        Expect {
+            minute: 1620,
+            alert: "RedlockJobMissed",
+            fired: vec![],
+        },
+    ];
+    format!(
+        "  - name: a job that was never tried\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(1621),
+        alert_tests(&expects)
+    )
+}
+
+/// The shipped rules, `promtool check rules`, then `promtool test rules` on the five
 /// scenarios above.
 #[test]
 fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
@@ -386,12 +444,13 @@ fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
     );
     let s = Scratch::new();
     let tests = format!(
-        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}",
+        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}{}",
         rules().display(),
         hung(&s),
         never_succeeded(&s),
         a_good_day(&s),
-        a_standby_service(&s)
+        a_standby_service(&s),
+        never_tried(&s)
     );
     // Every file the runs left is clean to promtool's own lint of the text format.
     for entry in std::fs::read_dir(s.path("")).unwrap().flatten() {

@@ -614,3 +614,110 @@ fn once_id_with_once_per_or_limit_is_refused() {
         assert!(redis.keys().is_empty());
     }
 }
+
+/// A crontab block run as cron runs it: each `NAME=value` line sets a variable for the
+/// lines below it, and each job line's command (after its five time fields) runs
+/// under `/bin/sh -c` with cron's own environment (`PATH=/usr/bin:/bin`, measured by
+/// newcomer-5 from cron's mail headers; `SHELL`, `HOME`, `LOGNAME`) plus those. Texts
+/// in `paths` are replaced first (a path of the docs by the test's). Each job line's
+/// status and output, in order; `before` runs before each line.
+fn as_cron(block: &str, paths: &[(&str, String)], mut before: impl FnMut()) -> Vec<(i32, String)> {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut ran = Vec::new();
+    for line in block.lines().map(str::trim) {
+        let mut line = line.to_string();
+        for (from, to) in paths {
+            line = line.replace(from, to);
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((name, value)) = first.split_once('=')
+            && !line.starts_with('*')
+        {
+            vars.push((name.to_string(), value.to_string()));
+            continue;
+        }
+        let command = line
+            .splitn(6, char::is_whitespace)
+            .nth(5)
+            .expect("a job line");
+        before();
+        let out = Command::new("/bin/sh")
+            .args(["-c", command])
+            .env_clear()
+            .envs([
+                ("PATH", "/usr/bin:/bin"),
+                ("SHELL", "/bin/sh"),
+                ("HOME", "/root"),
+                ("LOGNAME", "root"),
+            ])
+            .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("sh");
+        ran.push((
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{command}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ));
+    }
+    ran
+}
+
+/// (newcomer-5 P7) Cron's PATH is `/usr/bin:/bin`: a `redlock-run` in `/usr/local/bin`
+/// (the archive's) is not found, exit 127 on every host at every tick. The cron guide's
+/// and the install page's lines (`PATH=` in the crontab, or the absolute path) run the
+/// job under cron's environment; the bare line without them does not.
+#[test]
+fn the_documented_crontab_lines_find_redlock_run_on_crons_path() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let bin = s.path("usr-local-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(RUN, bin.join("redlock-run")).unwrap();
+    let url = s.path("url");
+    std::fs::write(&url, redis.url()).unwrap();
+    let ran = s.path("ran");
+    let job = s.script(
+        "close_orders.sh",
+        &format!("echo ran >> '{}'", ran.display()),
+    );
+    let paths = [
+        ("/usr/local/bin", bin.display().to_string()),
+        ("/etc/redlock/url", url.display().to_string()),
+        ("/opt/jobs/close_orders.sh", job.display().to_string()),
+    ];
+    let url_line = format!("REDLOCK_REDIS_URL_FILE={}\n", url.display());
+    let fresh = || {
+        let _: String = redis.cmd(&["FLUSHALL"]);
+    };
+    let mut jobs = 0;
+    for (id, block) in [
+        ("cron-path", example("cron-path")),
+        // The install page's block names no URL: the guide's file gives it.
+        (
+            "install-cron-path",
+            url_line.clone() + &example("install-cron-path"),
+        ),
+    ] {
+        for (status, said) in as_cron(&block, &paths, fresh) {
+            assert_eq!(status, 0, "{id}: {said}");
+            jobs += 1;
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&ran).unwrap().lines().count(), jobs);
+    // What the line without them does under cron's PATH (unless this machine has the
+    // package installed: then /usr/bin/redlock-run is found, as the docs say).
+    if !std::path::Path::new("/usr/bin/redlock-run").exists() {
+        let bare = format!(
+            "{url_line}* * * * * redlock-run --key close-order --once-per 1m -- /opt/jobs/close_orders.sh"
+        );
+        let ran = as_cron(&bare, &paths, fresh);
+        assert_eq!(ran[0].0, 127, "{}", ran[0].1);
+        assert!(ran[0].1.contains("not found"), "{}", ran[0].1);
+    }
+}

@@ -1103,3 +1103,109 @@ fn a_standby_outlives_a_read_only_server() {
     assert!(err.contains("standing by, contending again in"), "{err}");
     assert!(err.to_lowercase().contains("read-only"), "{err}");
 }
+
+/// (newcomer-5 P14, review-5 §8) `redlock leader` on a name no `--elect` run holds (a
+/// cron lock, a `--limit 2` name) said "led by" and exited 0: it now says what the name
+/// is and exits 1; an `--elect` term still reads as the leader, a free name as none.
+#[test]
+fn leader_of_a_name_no_elect_run_holds_says_what_it_is_and_exits_1() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let leader = |name: &str, json: bool| {
+        let mut cmd = redlock();
+        cmd.args(["leader", name, "--redis", &url]);
+        if json {
+            cmd.arg("--json");
+        }
+        output(&mut cmd)
+    };
+    let spawn = |name: &str, extra: &[&str]| {
+        redlock_run()
+            .args(["--redis", &url, "--key", name])
+            .args(extra)
+            .args(["--", "sleep", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // Stopped however the test ends: a failed assertion must not leave a standby
+    // contending for ever.
+    struct Stopped(Vec<Child>);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+                let _ = child.wait();
+            }
+        }
+    }
+    let _running = Stopped(vec![
+        spawn("close-order", &[]),
+        spawn("sem", &["--limit", "2"]),
+        spawn("web", &["--elect"]),
+    ]);
+    for name in ["close-order", "sem", "web"] {
+        assert!(
+            eventually(READY, || redis.exists(&lock_key(name))),
+            "{name}"
+        );
+    }
+    let out = leader("close-order", false);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).starts_with(
+            "close-order: not an --elect name, no leader: a run without --elect holds it ("
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let out = leader("close-order", true);
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(json["not_elect"], "plain", "{json}");
+    assert!(
+        json["leader"].is_null() && json["held_by"]["pid"].is_u64(),
+        "{json}"
+    );
+    let out = leader("sem", false);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("sem: not an --elect name, no leader: a semaphore"),
+        "{}",
+        stdout(&out)
+    );
+    let out = leader("web", false);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("web: led by "), "{}", stdout(&out));
+    let out = leader("nobody", false);
+    assert_eq!(
+        (code(&out), stdout(&out)),
+        (0, "nobody: no leader\n".into())
+    );
+}
+
+/// (review-5 §8) `--elect-max-terms 1` said "standing by" and then exited: the last
+/// term's line says that the wrapper exits, and why.
+#[test]
+fn the_last_term_says_it_exits_not_that_it_stands_by() {
+    let redis = Redis::start();
+    let out = output(redlock_run().args([
+        "--redis",
+        &redis.url(),
+        "--key",
+        "b",
+        "--elect",
+        "--elect-max-terms",
+        "1",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("standing by"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ended (exited, status 0); exiting (--elect-max-terms)"),
+        "{}",
+        stderr(&out)
+    );
+}

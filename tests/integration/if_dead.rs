@@ -269,3 +269,23 @@ fn a_hold_min_keep_is_shown_as_kept_and_never_removed_as_dead() {
         output(redlock_run().args(["--key", "ifd-keep", "--redis", &redis.url(), "--", "true"]));
     assert_eq!(code(&next), codes::BUSY, "{}", stderr(&next));
 }
+
+/// (newcomer-5 P14) On a live holder of this host, `--if-dead` advised waiting for its
+/// ttl, which a live holder renews: it now says so and what to do instead; a holder it
+/// cannot check still gets the ttl, as what a dead one leaves.
+#[test]
+fn a_live_holder_is_not_said_to_expire() {
+    let redis = Redis::start();
+    let holding = Holding::start(&["--key".into(), "hung".into(), "--redis".into(), redis.url()]);
+    let out = if_dead(&redis, "hung");
+    assert_eq!(code(&out), codes::BUSY, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("which is alive"), "{err}");
+    assert!(!err.contains("ttl"), "{err}");
+    assert!(
+        err.contains("it renews the lock while it runs: stop its command, or ask it to with redlock preempt hung"),
+        "{err}"
+    );
+    let (status, err) = holding.finish();
+    assert_eq!(status, 0, "{err}");
+}

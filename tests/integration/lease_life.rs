@@ -898,3 +898,66 @@ fn events_cover_a_whole_run_and_a_lost_one() {
     );
     assert_eq!(seen.last().unwrap()["status"], codes::LOST);
 }
+
+/// (newcomer-5, F) What the FAQ's "What if Redis restarts?" says, as it happens: a
+/// server restarted without persistence comes back empty, another run takes the lock
+/// at once, with a larger fence; the holder finds its key gone at its next renewal
+/// (ttl/3), stops its command and exits 79 with one line.
+#[test]
+fn a_redis_restart_without_persistence_is_79_at_the_next_renewal_as_the_faq_says() {
+    let faq = doc("docs/faq.md");
+    let entry = faq
+        .split("<a id=\"redis-restarts\"></a>")
+        .nth(1)
+        .expect("the FAQ answers \"What if Redis restarts?\"");
+    let entry = entry.split("<a id=").next().unwrap();
+    for says in [
+        "## What if Redis restarts?",
+        "next renewal (every ttl/3",
+        "exits **79**",
+        "`redlock doctor`",
+        "(operations/deployments.md#one-server)",
+        "Until then two runs overlap",
+    ] {
+        assert!(entry.contains(says), "the entry lacks {says:?}:\n{entry}");
+    }
+
+    let mut redis = Redis::start();
+    let s = Scratch::new();
+    let fence = s.path("fence1");
+    let (ready, second) = (s.path("ready"), s.path("fence2"));
+    let mut args = lock_args(&redis, "rr");
+    args.extend(["--ttl".into(), "3s".into()]);
+    let first = start_run(
+        &args,
+        &format!(
+            "echo $REDLOCK_FENCE > '{}'; touch '{}'; sleep 30",
+            fence.display(),
+            ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "never ran");
+    let renewed = wall_ms();
+    redis.restart();
+    // Another run takes the lock at once (the key is gone), with a larger fence.
+    let (code2, err2) = try_once(
+        &args,
+        &format!("echo $REDLOCK_FENCE > '{}'", second.display()),
+    );
+    assert_eq!(code2, 0, "{err2}");
+    let (f1, f2): (u64, u64) = (
+        read_trimmed(&fence).parse().unwrap(),
+        read_trimmed(&second).parse().unwrap(),
+    );
+    assert!(f2 > f1, "fences {f1} then {f2}");
+    let (code1, err1) = finish(first, Duration::from_secs(30));
+    let lost_after = wall_ms() - renewed;
+    assert_eq!(code1, codes::LOST, "{err1}");
+    assert_eq!(lost_lines(&err1), 1, "{err1}");
+    assert!(
+        err1.contains("the key is gone or holds another token"),
+        "{err1}"
+    );
+    // At its next renewal: within ttl/3 (1 s) of the restart, plus the test's slack.
+    assert!(lost_after < 3000.0, "79 after {lost_after} ms");
+}

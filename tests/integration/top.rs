@@ -299,3 +299,106 @@ fn a_narrow_terminal_keeps_the_name_holder_held_waiters_and_outcome() {
     }
     stop(running);
 }
+
+/// (newcomer-5 P6) At 80×24 the holder showed `pid 1752` for pid 17525 (another,
+/// plausible pid) and the last run `exit 0, 1m`; at 120×40 the ttl and the fence were
+/// still gone. A cell is now shown whole or shortened at a word with `…`: the holder's
+/// host and whole pid and the last run's outcome and when stay from 80 columns, the
+/// ttl and the fence appear at 120.
+#[test]
+fn top_never_cuts_a_number_and_shows_ttl_and_fence_from_120_columns() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let long = "a-very-long-lock-name-for-the-nightly-reconciliation-of-every-region-eu1";
+    let fence = "1795673560532341";
+    // A last run for each (exit 0 on this host), then a holder whose host and pid are
+    // the scenario's (written as a wrapper writes them).
+    for (name, host, pid, cmd) in [
+        (
+            "deploy-production",
+            "ci-runner-7",
+            "17431",
+            "./deploy.sh production",
+        ),
+        (long, "web-9", "17525", "./reconcile.sh --all-regions"),
+    ] {
+        let ran = output(redlock_run().args(["--redis", &url, "--key", name, "--", "true"]));
+        assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+        let key = lock_key(name);
+        let meta = meta_key(name);
+        let _: String = redis.cmd(&["SET", &key, "t-top", "PX", "600000"]);
+        let _: i64 = redis.cmd(&[
+            "HSET",
+            &meta,
+            "token",
+            "t-top",
+            "host",
+            host,
+            "pid",
+            pid,
+            "user",
+            "ci",
+            "cmd",
+            cmd,
+            "since_ms",
+            &(wall_ms() as u64 - 65_000).to_string(),
+            "ttl_ms",
+            "600000",
+            "fence",
+            fence,
+        ]);
+        let _: i64 = redis.cmd(&["PEXPIRE", &meta, "600000"]);
+    }
+    let mut running = Vec::new();
+    for _ in 0..3 {
+        running.push(holder(&redis, "test-db", &["--limit", "3"]));
+    }
+    let mut pids: Vec<String> = running.iter().map(|c| c.id().to_string()).collect();
+    pids.extend(["17431".to_string(), "17525".to_string()]);
+    for (x, y) in [(80, 24), (120, 40)] {
+        let tmux = Tmux::sized(
+            &format!("'{REDLOCK}' top --redis '{url}' -n 300ms; sleep 60"),
+            x,
+            y,
+        );
+        let drawn = eventually(Duration::from_secs(8), || {
+            tmux.screen().contains("3 of 3 slots")
+        });
+        assert!(drawn, "{x}×{y}:\n{}", tmux.screen());
+        let screen = tmux.screen();
+        let row = |start: &str| {
+            screen
+                .lines()
+                .find(|l| l.trim_start_matches('│').starts_with(start))
+                .unwrap_or_else(|| panic!("no row {start} at {x}×{y}:\n{screen}"))
+                .to_string()
+        };
+        let deploy = row("depl");
+        let reconcile = row("a-ve");
+        for (row, holder) in [
+            (&deploy, "ci-runner-7 pid 17431"),
+            (&reconcile, "web-9 pid 17525"),
+        ] {
+            assert!(row.contains(holder), "{x}×{y}: {holder}:\n{screen}");
+            // The last run: its outcome and when, whole.
+            assert!(
+                row.contains("exit 0, ") && row.contains(" ago"),
+                "{x}×{y}: last run:\n{screen}"
+            );
+        }
+        // Every pid shown is one that holds: none cut into another.
+        for shown in screen.split("pid ").skip(1) {
+            let digits: String = shown.chars().take_while(char::is_ascii_digit).collect();
+            assert!(pids.contains(&digits), "{x}×{y}: pid {digits}?\n{screen}");
+        }
+        if x >= 120 {
+            let header = row("NAME");
+            assert!(
+                header.contains("TTL") && header.contains("FENCE"),
+                "{x}×{y}:\n{screen}"
+            );
+            assert!(deploy.contains(fence), "{x}×{y}:\n{screen}");
+        }
+    }
+    stop(running);
+}

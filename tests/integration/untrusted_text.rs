@@ -220,3 +220,35 @@ fn keys_of_another_type_are_never_deleted() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(redis.exists(&fence) && redis.exists(&history));
 }
+
+/// (issue 41, item 4) A `sh -c '…'` line whose secret is masked is recorded as typed
+/// with only the secret masked: it was re-split and every word quoted
+/// (`sh -c 'sleep '\''2;'\'' redis-cli -a '\''***'\'' …`).
+#[test]
+fn a_masked_shell_line_is_recorded_as_typed() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let s = Scratch::new();
+    let ready = s.path("ready");
+    let line = format!(
+        "touch {}; sleep 30; redis-cli -a S3cretPw -p 27002 info",
+        ready.display()
+    );
+    let mut holder = redlock_run()
+        .args(["--key", "sec", "--redis", &url, "--", "sh", "-c", &line])
+        .spawn()
+        .unwrap();
+    assert!(eventually(READY, || ready.exists()));
+    let out = output(redlock().args(["status", "sec", "--json", "--redis", &url]));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let j: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        j["holder"]["cmd"],
+        format!(
+            "sh -c 'touch {}; sleep 30; redis-cli -a *** -p 27002 info'",
+            ready.display()
+        ),
+        "{j}"
+    );
+}

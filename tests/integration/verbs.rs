@@ -501,3 +501,73 @@ fn wait_blocks_until_the_lock_is_free_without_taking_it() {
     assert!(ran.exists(), "the waiting run did not get the lock");
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+/// (newcomer-5 P17) `status` of a plain lock said nothing of the runs waiting for it,
+/// which `top` showed: it now says how many wait in Redis, and which of them are this
+/// host's (the others' hosts are not recorded for a plain lock).
+#[test]
+fn status_of_a_plain_lock_says_how_many_runs_wait() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let scratch = Scratch::new();
+    let here = scratch.path("here");
+    let holder = hold(&redis, "deploy-production");
+    let waiter = |local: &[&str]| {
+        redlock_run()
+            .args([
+                "--redis",
+                &url,
+                "--key",
+                "deploy-production",
+                "--wait",
+                "60s",
+            ])
+            .args(local)
+            .args(["--", "true"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // Two from "other hosts" (no local queue), one from this host's local queue.
+    let here_dir = here.to_str().unwrap();
+    let mut waiting = vec![
+        waiter(&["--no-local-queue"]),
+        waiter(&["--no-local-queue"]),
+        waiter(&["--local-dir", here_dir]),
+    ];
+    let waiters = lock_key("deploy-production") + ":waiters";
+    assert!(eventually(READY, || redis.cmd::<i64>(&["SCARD", &waiters]) == 3));
+    let out = verb(
+        &redis,
+        &["status", "deploy-production", "--local-dir", here_dir],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("\n  waiting: 3 runs wait in Redis; 1 of them from this host"),
+        "{text}"
+    );
+    assert!(text.contains("\n  this host: 1 contending"), "{text}");
+    let out = verb(&redis, &["status", "deploy-production", "--json"]);
+    assert_eq!(json(&out)["waiting"], 3, "{}", stdout(&out));
+    // Elsewhere (another local directory) none of them is this host's.
+    let elsewhere = scratch.path("elsewhere");
+    let elsewhere = elsewhere.to_str().unwrap();
+    let out = verb(
+        &redis,
+        &["status", "deploy-production", "--local-dir", elsewhere],
+    );
+    assert!(
+        stdout(&out).contains("waiting: 3 runs wait in Redis; their hosts are not recorded"),
+        "{}",
+        stdout(&out)
+    );
+    let (status, err) = holder.finish();
+    assert_eq!(status, 0, "{err}");
+    for w in &mut waiting {
+        assert_eq!(wait_child(w, Duration::from_secs(30)).code(), Some(0));
+    }
+    // Nobody waits: no line.
+    let out = verb(&redis, &["status", "deploy-production"]);
+    assert!(!stdout(&out).contains("waiting:"), "{}", stdout(&out));
+}
