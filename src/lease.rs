@@ -182,6 +182,9 @@ pub enum Lost {
     /// The job was stopped (Ctrl-Z) for this long, past the lease: nothing renews a
     /// stopped job.
     Stopped { for_: Duration },
+    /// The wrapper itself did not run for this long (SIGSTOP, a hang, a starved host)
+    /// and woke past the lease's SIGTERM point: its group guard stopped the command.
+    Paused { for_: Duration },
     /// Held for `--max-hold`: given up on purpose.
     MaxHold { limit: Duration },
     /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`): given
@@ -238,6 +241,11 @@ impl fmt::Display for Lost {
             Lost::Stopped { for_ } => write!(
                 f,
                 "the job was stopped (Ctrl-Z) for {}, longer than the lease",
+                crate::report::human(*for_)
+            ),
+            Lost::Paused { for_ } => write!(
+                f,
+                "the wrapper was stopped for {} (SIGSTOP, a hang or a starved host), past the lease; its group guard stopped the command in time",
                 crate::report::human(*for_)
             ),
             Lost::Expiring { last_error } => {

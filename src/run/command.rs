@@ -27,7 +27,8 @@ pub(super) async fn run_command(
     if let Some(guard) = guard.as_mut() {
         guard.watch(started.group.id());
     }
-    let outcome = supervise::supervise(started, held, &mut run.signals, run.report).await;
+    let outcome =
+        supervise::supervise(started, held, &mut run.signals, run.report, guard.as_ref()).await;
     // The group is stopped by now: stand the guard down before the release.
     drop(guard);
     Ok(outcome)
