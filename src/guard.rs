@@ -12,7 +12,15 @@
 //! point passed without a newer lease: the stop signal, SIGKILL at the SIGKILL point).
 //! Once it has sent SIGKILL it signals nothing more: the group is dead, and its id may
 //! be reused once the wrapper reaps it.
+//!
+//! When the wrapper dies with a command started, the guard also tidies what the
+//! wrapper can no longer ([`Obituary`]): it removes the `--ready-file` and settles the
+//! `--metrics` file (`redlock_running` and `redlock_leader` 0; see `obituary.rs`), so a
+//! dead leader never reads as leading.
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -85,6 +93,64 @@ fn decode(record: &[u8; RECORD]) -> (u8, u64, u64, i32) {
     )
 }
 
+/// What the guard tidies when the wrapper dies with a command started.
+#[derive(Debug, Default, Clone)]
+pub struct Obituary {
+    /// `--ready-file`: removed.
+    pub ready_file: Option<PathBuf>,
+    /// `--metrics`: the file itself (a link's target) and the sample prefixes to
+    /// settle (see `obituary::prefixes`).
+    pub metrics: Option<(PathBuf, Vec<Vec<u8>>)>,
+}
+
+/// The largest metrics file the guard settles (it cannot allocate after the fork).
+const METRICS_MAX: usize = 256 * 1024;
+
+/// An [`Obituary`] made ready before the fork: C strings and buffers, so that the guard
+/// only makes async-signal-safe calls.
+struct Prepared {
+    ready: Option<CString>,
+    metrics: Option<PreparedMetrics>,
+}
+
+struct PreparedMetrics {
+    dir: CString,
+    target: CString,
+    tmp: CString,
+    prefixes: Vec<Vec<u8>>,
+    text: Vec<u8>,
+    out: Vec<u8>,
+}
+
+fn c_path(path: &std::path::Path) -> Option<CString> {
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+impl Obituary {
+    fn prepare(&self) -> Prepared {
+        let metrics = self.metrics.as_ref().and_then(|(target, prefixes)| {
+            let dir = target
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), PathBuf::from);
+            let base = target.file_name()?.to_string_lossy().into_owned();
+            let tmp = dir.join(format!(".{base}.{:016x}.guard.tmp", fastrand::u64(..)));
+            Some(PreparedMetrics {
+                dir: c_path(&dir)?,
+                target: c_path(target)?,
+                tmp: c_path(&tmp)?,
+                prefixes: prefixes.clone(),
+                text: vec![0u8; METRICS_MAX],
+                out: vec![0u8; METRICS_MAX],
+            })
+        });
+        Prepared {
+            ready: self.ready_file.as_deref().and_then(c_path),
+            metrics,
+        }
+    }
+}
+
 /// Stops the command's whole process group if the wrapper cannot: it died without
 /// doing so (`kill -9`, OOM killer), or it let the lease's SIGTERM point pass without
 /// a renewal (stopped, hung, starved).
@@ -103,9 +169,11 @@ pub struct GroupGuard {
 }
 
 impl GroupGuard {
-    /// Forks the guard; `None` when the system refuses (the run goes on without it).
-    pub fn fork() -> Option<GroupGuard> {
+    /// Forks the guard, which tidies `obituary` if the wrapper dies with a command
+    /// started; `None` when the system refuses (the run goes on without it).
+    pub fn fork(obituary: &Obituary) -> Option<GroupGuard> {
         use std::os::fd::AsRawFd;
+        let mut prepared = obituary.prepare();
         let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
         // The wrapper never blocks on a guard that does not read (stopped by hand): a
         // record that does not fit is dropped, and the guard acts on the last it read.
@@ -116,7 +184,7 @@ impl GroupGuard {
         // SAFETY: the child runs only async-signal-safe libc calls and then `_exit`s,
         // which is sound even though other threads (tokio's blocking pool) may exist.
         match unsafe { nix::unistd::fork() }.ok()? {
-            nix::unistd::ForkResult::Child => guard_main(read_end.as_raw_fd()),
+            nix::unistd::ForkResult::Child => guard_main(read_end.as_raw_fd(), &mut prepared),
             nix::unistd::ForkResult::Parent { child } => {
                 drop(read_end);
                 Some(GroupGuard {
@@ -290,8 +358,68 @@ impl Watch {
     }
 }
 
+/// Removes the ready file and settles the metrics file of a wrapper that died.
+///
+/// # Safety
+/// Only in the forked guard: async-signal-safe calls on memory prepared before the
+/// fork.
+unsafe fn tidy(prepared: &mut Prepared) {
+    use nix::libc;
+    // SAFETY: unlink, open, flock, read, write, rename and close on C strings and
+    // buffers owned by `prepared`.
+    unsafe {
+        if let Some(ready) = &prepared.ready {
+            libc::unlink(ready.as_ptr());
+        }
+        let Some(m) = &mut prepared.metrics else {
+            return;
+        };
+        // The same lock of the directory that the runs writing there take.
+        let dir = libc::open(m.dir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+        if dir >= 0 {
+            libc::flock(dir, libc::LOCK_EX);
+        }
+        let file = libc::open(m.target.as_ptr(), libc::O_RDONLY);
+        let mut len = 0usize;
+        if file >= 0 {
+            loop {
+                let n = libc::read(file, m.text[len..].as_mut_ptr().cast(), METRICS_MAX - len);
+                if n <= 0 {
+                    break;
+                }
+                len += n as usize;
+                if len == METRICS_MAX {
+                    break;
+                }
+            }
+            libc::close(file);
+        }
+        let mut refs: [&[u8]; 2] = [&[], &[]];
+        for (r, p) in refs.iter_mut().zip(&m.prefixes) {
+            *r = p;
+        }
+        let settled = crate::obituary::settle(&m.text[..len], &refs, &mut m.out);
+        if let (true, Some((n, true))) = (len < METRICS_MAX, settled) {
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            let tmp = libc::open(m.tmp.as_ptr(), flags, 0o666);
+            if tmp >= 0 {
+                let written = libc::write(tmp, m.out.as_ptr().cast(), n);
+                libc::close(tmp);
+                if written == n as isize {
+                    libc::rename(m.tmp.as_ptr(), m.target.as_ptr());
+                } else {
+                    libc::unlink(m.tmp.as_ptr());
+                }
+            }
+        }
+        if dir >= 0 {
+            libc::close(dir);
+        }
+    }
+}
+
 /// The guard process: never returns.
-fn guard_main(read_fd: std::os::fd::RawFd) -> ! {
+fn guard_main(read_fd: std::os::fd::RawFd, prepared: &mut Prepared) -> ! {
     use nix::libc;
     // SAFETY: async-signal-safe calls only (setpgid, signal, close, poll, read,
     // clock_gettime, kill, _exit) on memory owned by this frame.
@@ -353,6 +481,9 @@ fn guard_main(read_fd: std::os::fd::RawFd) -> ! {
                 if n == 0 {
                     if let Some(kill) = watch.orphaned() {
                         act(&watch, kill);
+                    }
+                    if watch.pgid > 1 {
+                        tidy(prepared);
                     }
                     libc::_exit(0);
                 }

@@ -9,7 +9,7 @@
 //! - `supervise`: the one supervisor loop; `wait/`: waiting for a busy lock (woken
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
-//!   for a wrapper killed outright; `signals`: the signal rule;
+//!   for a wrapper killed, stopped or starved; `signals`: the signal rule;
 //! - `lease`: acquire/renew/release of one lock (plain, a semaphore's slot, a fair
 //!   queue's turn); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
@@ -24,7 +24,7 @@
 //! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
 //! - the floor: [`exit`]: THE exit-code table; `outcome`: THE outcome table (how
 //!   each way a run ends reads in events, metrics, history and the timeline); `error`: typed errors whose kind decides
-//!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
+//!   the exit code; `timing`: pure timing math; `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
 //!
@@ -49,6 +49,7 @@ mod holder;
 pub mod keys;
 mod lease;
 mod metrics;
+mod obituary;
 pub mod outcome;
 pub mod policy;
 mod quorum;

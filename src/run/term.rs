@@ -131,6 +131,7 @@ async fn take(
         chatty: run.chatty(),
         head: head.as_ref(),
     };
+    let obituary = command::obituary(run);
     let (config, report) = (&run.config, run.report);
     let mut guard = None;
     let waited = wait::acquire(
@@ -140,7 +141,7 @@ async fn take(
         how,
         &mut run.signals,
         report,
-        || guard = GroupGuard::fork(),
+        || guard = GroupGuard::fork(&obituary),
     );
     let waited = waited.await;
     drop(head);
