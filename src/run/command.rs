@@ -23,7 +23,9 @@ pub(super) async fn run_command(
     let envs: Vec<(&str, &OsStr)> = envs.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let mut guard = guard.or_else(|| GroupGuard::fork(&obituary(run)));
     let argv = &run.config.command;
-    let started = child::spawn(&run.program, argv, &envs, child::foreground_terminal())?;
+    let defaults = crate::signals::for_the_command(run.config.policy.stop.signal);
+    let terminal = child::foreground_terminal();
+    let started = child::spawn(&run.program, argv, &envs, terminal, &defaults)?;
     if let Some(guard) = guard.as_mut() {
         guard.watch(started.group.id());
     }
