@@ -52,6 +52,9 @@ enum Message {
     /// The lease: the stop signal (`c`) at `a`, SIGKILL at `b` (nanoseconds on
     /// `CLOCK_BOOTTIME`) unless a newer lease comes first.
     Lease,
+    /// The wrapper is stopping the group itself: no stop signal from the guard, only
+    /// SIGKILL at `b` should the wrapper stop running before it is done.
+    Stopping,
     /// The wrapper stopped the command itself: exit without signalling.
     Done,
 }
@@ -63,6 +66,7 @@ impl Message {
         match self {
             Message::Group => b'g',
             Message::Lease => b'l',
+            Message::Stopping => b's',
             Message::Done => b'd',
         }
     }
@@ -208,6 +212,16 @@ impl GroupGuard {
         self.told = self.send(Message::Group.encode(0, 0, pgid.as_raw()));
     }
 
+    /// Tells the guard that the wrapper is stopping the group itself (a lost lock, a
+    /// preemption, `--max-hold`): it sends no stop signal of its own, only SIGKILL at
+    /// `kill_at` should the wrapper stop running before the group is gone.
+    pub fn stopping(&self, kill_at: Point) {
+        if self.told {
+            let ns = u64::try_from(kill_at.as_nanos()).unwrap_or(u64::MAX);
+            self.send(Message::Stopping.encode(0, ns, 0));
+        }
+    }
+
     /// Tells the guard the lease as it now stands: unless a newer one comes first, it
     /// sends `stop` to the group at `stop_at` (and SIGCONT), SIGKILL at `kill_at`.
     pub fn hold_until(&self, stop_at: Point, kill_at: Point, stop: Signal) {
@@ -325,6 +339,10 @@ impl Watch {
             b'l' => {
                 self.lease = Some((a, b, c));
                 self.stopped = false;
+            }
+            b's' => {
+                self.lease = Some((0, b, 0));
+                self.stopped = true;
             }
             _ => return false,
         }
@@ -557,6 +575,16 @@ mod tests {
         w.read(&Message::Group.encode(0, 0, 4242));
         assert_eq!(w.due(900), (None, None));
         assert_eq!(w.orphaned(), Some(Act::Kill));
+    }
+
+    #[test]
+    fn a_wrapper_that_stops_the_group_itself_leaves_the_guard_only_the_sigkill() {
+        let mut w = Watch::default();
+        w.read(&Message::Group.encode(0, 0, 4242));
+        w.read(&lease(100, 150));
+        assert!(w.read(&Message::Stopping.encode(0, 150, 0)));
+        assert_eq!(w.due(120), (None, Some(150)));
+        assert_eq!(w.due(150), (Some(Act::Kill), None));
     }
 
     #[test]

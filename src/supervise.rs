@@ -235,7 +235,8 @@ impl<'a> Supervisor<'a> {
             (self.guard, self.lease, &self.state)
         {
             let end = budget.lease_end(*t_sent);
-            guard.hold_until(budget.term_at(end), budget.kill_at(end), Signal::SIGTERM);
+            let stop_at = crate::timing::guard_term_at(budget.term_at(end), budget.kill_after);
+            guard.hold_until(stop_at, budget.kill_at(end), Signal::SIGTERM);
         }
     }
 
@@ -564,6 +565,10 @@ impl<'a> Supervisor<'a> {
                     sig.as_str(),
                     human(budget.kill_after)
                 ));
+                if let Some(guard) = self.guard {
+                    // Signalled once: the guard keeps only the lease's SIGKILL.
+                    guard.stopping(budget.kill_at(lease_end));
+                }
                 self.group.stop_with(sig);
                 let kill_at = (now + budget.kill_after).min(budget.kill_at(lease_end).max(now));
                 LeaseState::Stopping {

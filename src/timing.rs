@@ -126,6 +126,15 @@ pub fn restart_backoff(restarts: u32) -> Duration {
 /// starts over.
 pub const RESTART_SETTLED: Duration = Duration::from_secs(60);
 
+/// When the group guard sends the stop signal if the wrapper has not: a little after
+/// the wrapper's own SIGTERM point (`term_at`), so that a wrapper that is running
+/// signals the command once, and tells the guard it did, before the guard would
+/// (a quarter of `--kill-after`, at most 250 ms, taken from the command's grace only
+/// when the wrapper is stopped). The guard's SIGKILL stays at the lease's own point.
+pub fn guard_term_at(term_at: Point, kill_after: Duration) -> Point {
+    term_at + (kill_after / 4).min(Duration::from_millis(250))
+}
+
 /// A gap between two turns of the supervisor loop this long is a pause of the wrapper,
 /// not a slow turn: the loop never sleeps longer than half of it
 /// (`crate::clock::MAX_SLEEP`).
@@ -210,6 +219,19 @@ mod tests {
             renew_every: ms(renew),
             node_timeout: ms(timeout),
             kill_after: ms(kill),
+        }
+    }
+
+    #[test]
+    fn guard_term_at_table() {
+        // SIGTERM point, kill-after -> the guard's stop point
+        for (term, kill, want) in [
+            (10_000, 5_000, 10_250), // ttl 30 s: capped at 250 ms
+            (10_000, 164, 10_041),   // ttl 1 s (kill-after 166 ms: 41.5 ms)
+            (10_000, 0, 10_000),     // --kill-after 0
+            (10_000, 1_000, 10_250),
+        ] {
+            assert_eq!(guard_term_at(ms(term), ms(kill)), ms(want), "{term} {kill}");
         }
     }
 

@@ -898,3 +898,31 @@ fn events_cover_a_whole_run_and_a_lost_one() {
     );
     assert_eq!(seen.last().unwrap()["status"], codes::LOST);
 }
+
+/// A wrapper that is running stops its command itself when renewals fail (Redis
+/// stopped), and tells its group guard so: the command gets one SIGTERM, not a second
+/// from the guard at the same SIGTERM point.
+#[test]
+fn a_lost_lock_sends_one_sigterm_with_the_guard_standing_by() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (ready, terms) = (s.path("ready"), s.path("terms"));
+    let mut args = lock_args(&redis, "one-term");
+    args.extend(["--ttl".into(), "1s".into()]);
+    let run = start_run(
+        &args,
+        &format!(
+            "trap 'echo TERM >> {terms}' TERM; touch '{ready}'; while :; do sleep 0.02; done",
+            terms = terms.display(),
+            ready = ready.display()
+        ),
+    );
+    assert!(wait_for_file(&ready, "", READY), "child never got ready");
+    redis.pause();
+    let (code, err) = finish(run, Duration::from_secs(30));
+    redis.resume();
+    assert_eq!(code, codes::LOST, "{err}");
+    assert!(err.contains("renewals failed"), "{err}");
+    let got = std::fs::read_to_string(&terms).unwrap_or_default();
+    assert_eq!(got.lines().count(), 1, "SIGTERMs the command got: {got:?}");
+}
