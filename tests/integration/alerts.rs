@@ -321,6 +321,20 @@ fn a_killed_leader(s: &Scratch) -> String {
         })
     };
     assert!(says("redlock_leader{name=\"consumer\"} 1"));
+    // Killed once its daemon runs (the guard tidies for a wrapper that has started it).
+    let wrapper = host0.id().to_string();
+    let daemon_runs = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                let (comm, rest) = stat.split_once(") ").unwrap_or_default();
+                comm.ends_with("(sh") && rest.split_whitespace().nth(1) == Some(&wrapper)
+            })
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), daemon_runs),
+        "no daemon"
+    );
     snaps.take("host0", 0, &file);
     let _ = host0.kill();
     let _ = host0.wait();

@@ -1178,7 +1178,11 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
     let redis = Redis::start();
     let s = Scratch::new();
     let (ready, metrics) = (s.path("ready"), s.path("web.prom"));
+    // The command says it started (the guard tidies for a wrapper that dies once it
+    // has started the command).
+    let started = |local: &str| s.path(&format!("{local}.started"));
     let start = |local: &str, metrics: &std::path::Path| -> Candidate {
+        let script = format!("touch '{}'; exec sleep 1000", started(local).display());
         redlock_run()
             .args(lock_args(&redis, "web"))
             .args(["--elect", "--ttl", "1s", "--ready-file"])
@@ -1186,7 +1190,7 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
             .arg("--metrics")
             .arg(metrics)
             .args(["--local-dir", &s.path(local).display().to_string()])
-            .args(["--", "sleep", "1000"])
+            .args(["--", "sh", "-c", &script])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -1206,6 +1210,10 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
     // Killed alone: the guard tidies.
     let mut first = start("l1", &metrics);
     assert!(says(&metrics, &leader(1)) && wait_for_file(&ready, "", READY));
+    assert!(
+        wait_for_file(&started("l1"), "", READY),
+        "the command never started"
+    );
     first.kill().unwrap();
     first.wait().unwrap();
     assert!(
@@ -1222,6 +1230,10 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
     let other_metrics = s.path("other.prom");
     let mut second = start("l2", &metrics);
     assert!(says(&metrics, &leader(1)));
+    assert!(
+        wait_for_file(&started("l2"), "", READY),
+        "the command never started"
+    );
     let mut other = start("l3", &other_metrics);
     let guard = std::fs::read_dir("/proc")
         .unwrap()
