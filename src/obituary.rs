@@ -30,9 +30,11 @@ pub fn settle(text: &[u8], prefixes: &[&[u8]], out: &mut [u8]) -> Option<(usize,
             .position(|&b| b == b'\n')
             .map_or(text.len(), |p| start + p);
         let line = &text[start..end];
-        let ours = prefixes
-            .iter()
-            .any(|p| line.starts_with(p) && matches!(line.get(p.len()), Some(b'}') | Some(b',')));
+        let ours = prefixes.iter().any(|p| {
+            !p.is_empty()
+                && line.starts_with(p)
+                && matches!(line.get(p.len()), Some(b'}') | Some(b','))
+        });
         if ours && line.ends_with(b" 1") {
             out[end - 1] = b'0';
             changed = true;
@@ -84,6 +86,9 @@ mod tests {
         let text = "redlock_running{name=\"web\"} 0\nredlock_leader{name=\"web\"} 0\n";
         assert_eq!(settled(text, "web"), (text.to_string(), false));
         assert_eq!(settle(b"abc", &[], &mut [0u8; 2]), None);
+        // An empty prefix (the guard's unused slot) matches nothing.
+        let mut out = [0u8; 6];
+        assert_eq!(settle(b"}x 1\n", &[b""], &mut out), Some((5, false)));
         assert_eq!(settled("", "web"), (String::new(), false));
     }
 }
