@@ -197,12 +197,14 @@ impl ProcessGroup {
     }
 }
 
-/// Starts `argv` in its own process group with the lock's environment.
+/// Starts `argv` in its own process group with the lock's environment, the signals
+/// `defaults` at their default disposition and no signal blocked.
 pub fn spawn(
     program: &Path,
     argv: &[OsString],
     envs: &[(&str, &OsStr)],
     terminal: Option<BorrowedFd<'static>>,
+    defaults: &[Signal],
 ) -> Result<Started> {
     let mut cmd = Command::new(program);
     cmd.arg0(&argv[0]).args(&argv[1..]);
@@ -215,7 +217,7 @@ pub fn spawn(
         // SAFETY: setting a signal disposition to SIG_IGN.
         unsafe { signal(Signal::SIGTTOU, SigHandler::SigIgn) }.ok();
     }
-    in_the_child(&mut cmd, terminal);
+    in_the_child(&mut cmd, terminal, defaults.to_vec());
     cmd.kill_on_drop(false);
     let child = cmd.spawn().map_err(|e| {
         let name = printable(argv[0].as_bytes());
@@ -292,10 +294,13 @@ impl Started {
 }
 
 /// What the child does between fork and exec: a process group of its own, the
-/// terminal's foreground (when handed one), and the parent-death signal, re-checking the
-/// parent afterwards in case the wrapper died before it was armed.
-fn in_the_child(cmd: &mut Command, terminal: Option<BorrowedFd<'static>>) {
+/// terminal's foreground (when handed one), the default disposition for `defaults` and
+/// an empty signal mask (whatever the wrapper inherited: see `signals.rs`), and the
+/// parent-death signal, re-checking the parent afterwards in case the wrapper died
+/// before it was armed.
+fn in_the_child(cmd: &mut Command, terminal: Option<BorrowedFd<'static>>, defaults: Vec<Signal>) {
     let parent = getpid();
+    let unblocked = nix::sys::signal::SigSet::empty();
     let tty_raw = terminal.map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -306,6 +311,14 @@ fn in_the_child(cmd: &mut Command, terminal: Option<BorrowedFd<'static>>) {
                 let _ = tcsetpgrp(fd, getpid());
                 signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
             }
+            for sig in &defaults {
+                signal(*sig, SigHandler::SigDfl)?;
+            }
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                Some(&unblocked),
+                None,
+            )?;
             #[cfg(any(target_os = "linux", target_os = "android"))]
             {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;

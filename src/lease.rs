@@ -187,6 +187,9 @@ pub enum Lost {
     /// The job was stopped (Ctrl-Z) for this long, past the lease: nothing renews a
     /// stopped job.
     Stopped { for_: Duration },
+    /// The wrapper itself did not run for this long (SIGSTOP, a hang, a starved host)
+    /// and woke past the lease's SIGTERM point: its group guard stopped the command.
+    Paused { for_: Duration },
     /// Held for `--max-hold`: given up on purpose.
     MaxHold { limit: Duration },
     /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`): given
@@ -243,6 +246,17 @@ impl fmt::Display for Lost {
             Lost::Stopped { for_ } => write!(
                 f,
                 "the job was stopped (Ctrl-Z) for {}, longer than the lease",
+                crate::report::human(*for_)
+            ),
+            // To a tenth of a second: a pause of 1.9 s is not "1s".
+            Lost::Paused { for_ } if *for_ < Duration::from_secs(60) => write!(
+                f,
+                "the wrapper was stopped for {:.1}s (SIGSTOP, a hang or a starved host), past the lease's SIGTERM point; its group guard stops the command at that point without it",
+                for_.as_secs_f64()
+            ),
+            Lost::Paused { for_ } => write!(
+                f,
+                "the wrapper was stopped for {} (SIGSTOP, a hang or a starved host), past the lease's SIGTERM point; its group guard stops the command at that point without it",
                 crate::report::human(*for_)
             ),
             Lost::Expiring { last_error } => {
@@ -1078,5 +1092,18 @@ mod tests {
             expiring.to_string(),
             "renewals failed until the lease was about to end (no answer)"
         );
+        let paused = |ms| {
+            Lost::Paused {
+                for_: Duration::from_millis(ms),
+            }
+            .to_string()
+        };
+        assert!(
+            paused(8_049).starts_with("the wrapper was stopped for 8.0s (SIGSTOP"),
+            "{}",
+            paused(8_049)
+        );
+        assert!(paused(1_940).starts_with("the wrapper was stopped for 1.9s"));
+        assert!(paused(125_000).starts_with("the wrapper was stopped for 2m 5s"));
     }
 }

@@ -9,7 +9,7 @@
 //! - `supervise`: the one supervisor loop; `wait/`: waiting for a busy lock (woken
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
-//!   for a wrapper killed outright; `signals`: the signal rule;
+//!   for a wrapper killed, stopped or starved; `signals`: the signal rule;
 //! - `lease`: acquire/renew/release of one lock (plain, a semaphore's slot, a fair
 //!   queue's turn); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
@@ -26,7 +26,7 @@
 //!   each way a run ends reads in events, metrics, history and the timeline);
 //!   `lifecycle`: a run's life (granted, started, ended, vanished) and THE judge of a
 //!   recorded run; `error`: typed errors whose kind decides
-//!   the exit code; `timing`: pure timing math; `clock`: the suspend-aware clock;
+//!   the exit code; `timing`: pure timing math; `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
 //!
@@ -52,6 +52,7 @@ pub mod keys;
 mod lease;
 mod lifecycle;
 mod metrics;
+mod obituary;
 pub mod outcome;
 pub mod policy;
 mod quorum;

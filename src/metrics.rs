@@ -214,6 +214,39 @@ impl Metrics {
         write_atomically(&self.path, &text)
     }
 
+    /// What the group guard settles in this file if the wrapper dies with its command
+    /// started: the file (a link's target) and the samples of this name that must not
+    /// stay 1 (`obituary.rs`); nothing for a nested run.
+    pub fn obituary(&self) -> Option<(PathBuf, Vec<Vec<u8>>)> {
+        (!self.is_nested()).then(|| {
+            (
+                link_target(&self.path),
+                crate::obituary::prefixes(&escape(&self.name)),
+            )
+        })
+    }
+
+    /// `--elect`, as a copy starts standing by: a file whose samples of this name still
+    /// say running or leading (a leader killed with its guard, as systemd's final
+    /// SIGKILL does) is settled, so that this host never reads as leading while it
+    /// stands by.
+    pub fn settle(&self) -> std::io::Result<()> {
+        if self.is_nested() {
+            return Ok(());
+        }
+        let _guard = lock_dir(&self.path);
+        let Ok(text) = std::fs::read(link_target(&self.path)) else {
+            return Ok(());
+        };
+        let prefixes = crate::obituary::prefixes(&escape(&self.name));
+        let refs: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
+        let mut out = vec![0u8; text.len()];
+        match crate::obituary::settle(&text, &refs, &mut out) {
+            Some((n, true)) => write_atomically(&self.path, &String::from_utf8_lossy(&out[..n])),
+            _ => Ok(()),
+        }
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

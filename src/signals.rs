@@ -17,6 +17,16 @@
 //! Synchronous fault signals (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) are never forwarded,
 //! nor SIGCHLD.
 //!
+//! INHERITED DISPOSITIONS. A signal ignored when the wrapper starts is taken over all
+//! the same (a non-interactive shell starts `cmd &` with INT and QUIT ignored, some CI
+//! agents start jobs with INT ignored, and the wrapper relies on sending and forwarding
+//! them), and the command starts with the default disposition for every signal the
+//! wrapper forwards or sends (`--preempt-signal` too) and with no signal blocked,
+//! whatever the wrapper inherited: a command whose INT were ignored could not even
+//! `trap` it. The one exception is SIGHUP ignored at entry (`nohup`): the wrapper leaves
+//! it ignored, does not forward it, and the command inherits it ignored, as under
+//! `nohup` without the wrapper.
+//!
 //! JOB CONTROL. On a terminal the command is a job of the user's shell: Ctrl-Z stops the
 //! command's group (the kernel sends SIGTSTP to the foreground group), and the wrapper,
 //! seeing its command stopped, takes the terminal back and stops itself with the same
@@ -50,9 +60,8 @@ pub fn ends_wait(sig: Signal) -> bool {
     )
 }
 
-/// Whether `sig` was ignored when the wrapper started (`nohup`, a script's `cmd &`): such
-/// a signal stays ignored, by the wrapper and by its command (an ignored disposition
-/// survives exec), as a shell leaves a signal ignored on entry.
+/// Whether `sig` is ignored now: read before [`listen`] takes the signals over, it is
+/// what the wrapper inherited.
 fn ignored_at_entry(sig: Signal) -> bool {
     // SAFETY: sigaction with no new action only reads the current one into `old`.
     let mut old: nix::libc::sigaction = unsafe { std::mem::zeroed() };
@@ -60,13 +69,31 @@ fn ignored_at_entry(sig: Signal) -> bool {
     read == 0 && old.sa_sigaction == nix::libc::SIG_IGN
 }
 
+/// Whether the wrapper takes `sig` over: every forwarded signal but a SIGHUP ignored at
+/// entry (`nohup`). Stable across [`listen`]: a signal it takes over is handled, not
+/// ignored, afterwards.
+fn taken_over(sig: Signal) -> bool {
+    !(sig == Signal::SIGHUP && ignored_at_entry(sig))
+}
+
+/// The signals the command starts with at their default disposition: those the wrapper
+/// forwards ([`taken_over`]) and the one it stops the command with when preempted
+/// (`stop`; a lost lock's SIGTERM is forwarded anyway).
+pub fn for_the_command(stop: Signal) -> Vec<Signal> {
+    let mut reset: Vec<Signal> = FORWARDED.into_iter().filter(|s| taken_over(*s)).collect();
+    if !reset.contains(&stop) && stop != Signal::SIGKILL && stop != Signal::SIGSTOP {
+        reset.push(stop);
+    }
+    reset
+}
+
 /// Takes over the forwarded signals and delivers each arrival on the returned channel;
-/// a signal ignored on entry is left ignored ([`ignored_at_entry`]). Called once, early,
-/// so that a signal during the wait cannot kill the wrapper with a lock held. Must run
+/// a SIGHUP ignored on entry is left ignored ([`taken_over`]). Called once, early, so
+/// that a signal during the wait cannot kill the wrapper with a lock held. Must run
 /// inside the tokio runtime.
 pub fn listen() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
     let (tx, rx) = mpsc::unbounded_channel();
-    for sig in FORWARDED.into_iter().filter(|s| !ignored_at_entry(*s)) {
+    for sig in FORWARDED.into_iter().filter(|s| taken_over(*s)) {
         let mut stream = signal(SignalKind::from_raw(sig as i32))?;
         let tx = tx.clone();
         tokio::spawn(async move {
@@ -78,4 +105,21 @@ pub fn listen() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
         });
     }
     Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_gets_the_stop_signal_at_its_default_once() {
+        let forwarded: Vec<Signal> = FORWARDED.into_iter().filter(|s| taken_over(*s)).collect();
+        assert_eq!(for_the_command(Signal::SIGTERM), forwarded);
+        assert_eq!(for_the_command(Signal::SIGINT), forwarded);
+        // SIGKILL and SIGSTOP cannot be caught or ignored: nothing to reset.
+        assert_eq!(for_the_command(Signal::SIGKILL), forwarded);
+        let mut with_alarm = forwarded.clone();
+        with_alarm.push(Signal::SIGALRM);
+        assert_eq!(for_the_command(Signal::SIGALRM), with_alarm);
+    }
 }

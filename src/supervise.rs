@@ -11,8 +11,11 @@
 //! Deadlines come from [`crate::timing::Budget`] on the suspend-aware clock; the loop
 //! never sleeps longer than [`crate::clock::MAX_SLEEP`], so after a suspend or a pause
 //! of the wrapper it re-reads the clock and acts at once (kills first, asks later).
-//! The group guard (`guard.rs`) covers the one case the loop cannot: the wrapper itself
-//! killed.
+//! The group guard (`guard.rs`) covers the cases the loop cannot: the wrapper itself
+//! killed, stopped, hung or starved. The loop tells it the lease's SIGTERM and SIGKILL
+//! points when the command starts and after each renewal; past them without news, the
+//! guard stops the group itself. A wrapper that runs again after such a pause finds the
+//! SIGTERM point behind it and says it was stopped ([`crate::timing::paused_past`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,6 +31,7 @@ use crate::cli::OnLost;
 use crate::clock;
 use crate::error::Error;
 use crate::events::Event;
+use crate::guard::GroupGuard;
 use crate::lease::{Lease, Lost, Preempt, Renew};
 use crate::policy::Stop;
 use crate::report::{Reporter, human};
@@ -108,6 +112,11 @@ struct Supervisor<'a> {
     ready: Option<&'a std::path::Path>,
     /// The last ending signal forwarded to the command.
     signalled: Option<Signal>,
+    /// The group guard, told the lease after each renewal.
+    guard: Option<&'a GroupGuard>,
+    /// When the loop last acted on the clock: a longer gap than it ever sleeps means
+    /// the wrapper was stopped or starved meanwhile.
+    last_turn: Point,
 }
 
 /// Supervises `started` until it exits; with `held`, keeps the lease alive or stops the
@@ -117,8 +126,9 @@ pub async fn supervise(
     held: Option<Held<'_>>,
     signals: &mut UnboundedReceiver<Signal>,
     report: &Reporter,
+    guard: Option<&GroupGuard>,
 ) -> Outcome {
-    let mut sup = Supervisor::new(held, started.group, report);
+    let mut sup = Supervisor::new(held, started.group, report, guard);
     let mut listening = sup.listening.take();
     // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
     let mut children = started
@@ -139,9 +149,10 @@ pub async fn supervise(
             _ = tokio::time::sleep(nap) => {}
         }
     };
+    started.group.leader_exited();
+    sup.overdue(clock::now());
     sup.unready();
     started.restore_terminal();
-    started.group.leader_exited();
     if status.is_ok() {
         let kill_at = sup.stragglers_kill_at(clock::now());
         started.group.stop_stragglers(kill_at).await;
@@ -175,7 +186,12 @@ async fn next(children: &mut Option<tokio::signal::unix::Signal>) -> Option<()> 
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(held: Option<Held<'a>>, group: ProcessGroup, report: &'a Reporter) -> Self {
+    fn new(
+        held: Option<Held<'a>>,
+        group: ProcessGroup,
+        report: &'a Reporter,
+        guard: Option<&'a GroupGuard>,
+    ) -> Self {
         let state = match &held {
             Some(h) => LeaseState::Held {
                 t_sent: h.t_sent,
@@ -194,9 +210,13 @@ impl<'a> Supervisor<'a> {
             .filter(|h| h.listens && !h.stop.uninterruptible)
             .map(|h| Box::pin(h.lease.next_request()) as RequestFuture<'a>);
         let ready = held.as_ref().and_then(|h| h.ready_file);
-        Supervisor {
+        // `--on-lost keep` runs on without the lock by choice: no deadline for the guard.
+        let guard = guard.filter(|_| held.as_ref().is_some_and(|h| h.on_lost == OnLost::Kill));
+        let sup = Supervisor {
             ready,
             signalled: None,
+            guard,
+            last_turn: clock::now(),
             give_up,
             lease: held.map(|h| (h.lease, h.budget, h.on_lost)),
             state,
@@ -204,7 +224,66 @@ impl<'a> Supervisor<'a> {
             report,
             stop,
             listening,
+        };
+        sup.tell_guard();
+        sup
+    }
+
+    /// Tells the guard the lease's SIGTERM and SIGKILL points as they now stand.
+    fn tell_guard(&self) {
+        if let (Some(guard), Some((_, budget, _)), LeaseState::Held { t_sent, .. }) =
+            (self.guard, self.lease, &self.state)
+        {
+            let end = budget.lease_end(*t_sent);
+            let stop_at = crate::timing::guard_term_at(budget.term_at(end), budget.kill_after);
+            guard.hold_until(stop_at, budget.kill_at(end), Signal::SIGTERM);
         }
+    }
+
+    /// Why the lease ran out unrenewed: the wrapper itself stopped (or starved) past
+    /// the SIGTERM point, when the gap since the loop last ran says so; else renewals
+    /// that failed.
+    fn why_expiring(&self, now: Point, term_at: Point, last_error: Option<Error>) -> Lost {
+        match crate::timing::paused_past(self.last_turn, now, term_at) {
+            Some(for_) => Lost::Paused { for_ },
+            None => Lost::Expiring { last_error },
+        }
+    }
+
+    /// After the command exited: a lease whose SIGTERM point passed meanwhile (the
+    /// wrapper stopped while its guard stopped the command) is lost, said once; the
+    /// group is not signalled again (its leader is reaped).
+    fn overdue(&mut self, now: Point) {
+        let Some((lease, budget, _)) = self.lease else {
+            return;
+        };
+        let LeaseState::Held {
+            t_sent,
+            last_failure,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        let term_at = budget.term_at(budget.lease_end(*t_sent));
+        if now < term_at {
+            return;
+        }
+        let last_error = last_failure.take();
+        let why = self.why_expiring(now, term_at, last_error);
+        let name = lease.keys().display_name();
+        self.report.event(
+            Event::Lost,
+            &name,
+            serde_json::json!({ "reason": why.to_string(), "on_lost": "kill", "max_hold": false }),
+        );
+        self.report
+            .error(&format!("lock {name} lost: {why}; the command has ended"));
+        self.state = LeaseState::Stopping {
+            why,
+            kill_at: now,
+            killed: true,
+        };
     }
 
     /// Acts on the clock at `now`; returns when the loop must wake next.
@@ -225,12 +304,12 @@ impl<'a> Supervisor<'a> {
             if let Some((_, limit)) = self.give_up.filter(|(at, _)| now >= *at) {
                 self.lose(Lost::MaxHold { limit }, now, end);
             } else if now >= budget.term_at(end) {
-                let why = Lost::Expiring {
-                    last_error: last_failure.take(),
-                };
+                let last_error = last_failure.take();
+                let why = self.why_expiring(now, budget.term_at(end), last_error);
                 self.lose(why, now, end);
             }
         }
+        self.last_turn = now;
         match &mut self.state {
             LeaseState::Held {
                 t_sent,
@@ -397,10 +476,19 @@ impl<'a> Supervisor<'a> {
             return;
         };
         *renewing = None;
+        // A renewal answered past the SIGTERM point comes too late: the guard may have
+        // stopped the command already, and the loop gives the lease up at its next turn.
+        if let Some((_, budget, _)) = self.lease
+            && matches!(renew, Renew::Renewed { .. } | Renew::Preempt { .. })
+            && clock::now() >= budget.term_at(budget.lease_end(*t_sent))
+        {
+            return;
+        }
         match renew {
             Renew::Renewed { t_sent: sent } => {
                 *t_sent = sent;
                 *last_failure = None;
+                self.tell_guard();
                 self.report.verbose(|| "lock renewed".to_string());
                 if let Some((lease, _, _)) = self.lease {
                     let name = lease.keys().display_name();
@@ -414,6 +502,7 @@ impl<'a> Supervisor<'a> {
             } => {
                 *t_sent = sent;
                 *last_failure = None;
+                self.tell_guard();
                 self.asked_to_stop(request);
             }
             Renew::Unknown(why) => {
@@ -476,6 +565,10 @@ impl<'a> Supervisor<'a> {
                     sig.as_str(),
                     human(budget.kill_after)
                 ));
+                if let Some(guard) = self.guard {
+                    // Signalled once: the guard keeps only the lease's SIGKILL.
+                    guard.stopping(budget.kill_at(lease_end));
+                }
                 self.group.stop_with(sig);
                 let kill_at = (now + budget.kill_after).min(budget.kill_at(lease_end).max(now));
                 LeaseState::Stopping {

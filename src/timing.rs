@@ -126,6 +126,29 @@ pub fn restart_backoff(restarts: u32) -> Duration {
 /// starts over.
 pub const RESTART_SETTLED: Duration = Duration::from_secs(60);
 
+/// When the group guard sends the stop signal if the wrapper has not: a little after
+/// the wrapper's own SIGTERM point (`term_at`), so that a wrapper that is running
+/// signals the command once, and tells the guard it did, before the guard would
+/// (a quarter of `--kill-after`, at most 250 ms, taken from the command's grace only
+/// when the wrapper is stopped). The guard's SIGKILL stays at the lease's own point.
+pub fn guard_term_at(term_at: Point, kill_after: Duration) -> Point {
+    term_at + (kill_after / 4).min(Duration::from_millis(250))
+}
+
+/// A gap between two turns of the supervisor loop this long is a pause of the wrapper,
+/// not a slow turn: the loop never sleeps longer than half of it
+/// (`crate::clock::MAX_SLEEP`).
+pub const PAUSE: Duration = Duration::from_millis(500);
+
+/// When the loop last ran at `last_turn` and runs again at `now`, past the SIGTERM
+/// point `term_at` it would have woken for: how long the wrapper was stopped (or
+/// starved), if that gap is a pause ([`PAUSE`]) and it carried the lease past the
+/// point; `None` when the loop ran before the point (renewals failed).
+pub fn paused_past(last_turn: Point, now: Point, term_at: Point) -> Option<Duration> {
+    let gap = now.saturating_sub(last_turn);
+    (last_turn < term_at && term_at <= now && gap >= PAUSE).then_some(gap)
+}
+
 /// `E = t_sent + ttl − drift(ttl)`.
 pub fn lease_end(t_sent: Point, ttl: Duration) -> Point {
     (t_sent + ttl).saturating_sub(drift(ttl))
@@ -218,6 +241,38 @@ mod tests {
             renew_every: ms(renew),
             node_timeout: ms(timeout),
             kill_after: ms(kill),
+        }
+    }
+
+    #[test]
+    fn guard_term_at_table() {
+        // SIGTERM point, kill-after -> the guard's stop point
+        for (term, kill, want) in [
+            (10_000, 5_000, 10_250), // ttl 30 s: capped at 250 ms
+            (10_000, 164, 10_041),   // ttl 1 s (kill-after 166 ms: 41.5 ms)
+            (10_000, 0, 10_000),     // --kill-after 0
+            (10_000, 1_000, 10_250),
+        ] {
+            assert_eq!(guard_term_at(ms(term), ms(kill)), ms(want), "{term} {kill}");
+        }
+    }
+
+    #[test]
+    fn paused_past_table() {
+        // last turn, now, SIGTERM point -> paused for
+        for (last, now, term, want) in [
+            (1_000, 9_000, 2_000, Some(8_000)), // stopped 8 s across the point
+            (1_000, 1_900, 2_000, None),        // not yet at the point
+            (1_900, 2_100, 2_000, None),        // a turn of 200 ms: renewals failed
+            (1_500, 2_000, 2_000, Some(500)),   // exactly a pause, at the point
+            (2_500, 9_000, 2_000, None),        // the point was already behind it
+            (1_000, 1_499, 1_200, None),        // just under a pause
+        ] {
+            assert_eq!(
+                paused_past(ms(last), ms(now), ms(term)),
+                want.map(ms),
+                "{last} {now} {term}"
+            );
         }
     }
 

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::Run;
 use crate::child::{self, env};
 use crate::error::Result;
-use crate::guard::GroupGuard;
+use crate::guard::{GroupGuard, Obituary};
 use crate::supervise::{self, Held};
 
 /// Starts the command with the lock's environment (when `held`) and a [`GroupGuard`]
@@ -21,16 +21,28 @@ pub(super) async fn run_command(
 ) -> Result<supervise::Outcome> {
     let envs = held.as_ref().map(lock_env).unwrap_or_default();
     let envs: Vec<(&str, &OsStr)> = envs.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-    let mut guard = guard.or_else(GroupGuard::fork);
+    let mut guard = guard.or_else(|| GroupGuard::fork(&obituary(run)));
     let argv = &run.config.command;
-    let started = child::spawn(&run.program, argv, &envs, child::foreground_terminal())?;
+    let defaults = crate::signals::for_the_command(run.config.policy.stop.signal);
+    let terminal = child::foreground_terminal();
+    let started = child::spawn(&run.program, argv, &envs, terminal, &defaults)?;
     if let Some(guard) = guard.as_mut() {
         guard.watch(started.group.id());
     }
-    let outcome = supervise::supervise(started, held, &mut run.signals, run.report).await;
+    let outcome =
+        supervise::supervise(started, held, &mut run.signals, run.report, guard.as_ref()).await;
     // The group is stopped by now: stand the guard down before the release.
     drop(guard);
     Ok(outcome)
+}
+
+/// What the group guard tidies if the wrapper dies with the command started: the
+/// `--ready-file`, and the `--metrics` file's running and leader samples.
+pub(super) fn obituary(run: &Run<'_>) -> Obituary {
+    Obituary {
+        ready_file: run.config.ready_file.clone(),
+        metrics: run.report.metrics.as_ref().and_then(|m| m.obituary()),
+    }
 }
 
 /// The lock's environment for the command: key, name, token, ttl and fencing number;

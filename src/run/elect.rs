@@ -56,6 +56,12 @@ enum Next {
 /// The loop of terms; the exit status of the last.
 pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -> Step<u8> {
     let elect = run.config.policy.elect.clone().unwrap_or_default();
+    // A copy starts standing by: a file a killed leader left saying it leads is settled.
+    if let Some(metrics) = &run.report.metrics
+        && let Err(e) = metrics.settle()
+    {
+        run.report.metrics_failed(metrics, &e);
+    }
     let mut lease = first;
     let mut head = head;
     let (mut terms, mut failures) = (0u32, 0u32);

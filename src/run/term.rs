@@ -132,6 +132,7 @@ async fn take(
         chatty: run.chatty(),
         head: head.as_ref(),
     };
+    let obituary = command::obituary(run);
     let (config, report) = (&run.config, run.report);
     let mut guard = None;
     let waited = wait::acquire(
@@ -141,7 +142,7 @@ async fn take(
         how,
         &mut run.signals,
         report,
-        || guard = GroupGuard::fork(),
+        || guard = GroupGuard::fork(&obituary),
     );
     let waited = waited.await;
     drop(head);

@@ -282,6 +282,99 @@ fn a_good_day(s: &Scratch) -> String {
     )
 }
 
+/// `redlock-run --elect --key consumer` with `file` as its `--metrics`, as a host whose
+/// clock reads `minute` minutes after the epoch; its daemon exits on SIGTERM.
+fn elect_at(redis: &Redis, file: &Path, local: &Path, minute: u64) -> Child {
+    let mut cmd = redlock_run();
+    let (hh, m) = (minute / 60, minute % 60);
+    with_clock_offset(
+        &mut cmd,
+        &format!("@1970-01-{:02} {:02}:{m:02}:00", 1 + hh / 24, hh % 24),
+    );
+    cmd.args([
+        "--redis",
+        &redis.url(),
+        "--key",
+        "consumer",
+        "--elect",
+        "--metrics",
+    ])
+    .arg(file)
+    .args(["--local-dir", &local.display().to_string()])
+    .args([
+        "--",
+        "sh",
+        "-c",
+        "trap 'exit 0' TERM; while :; do sleep 0.05; done",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
+/// A leader killed outright (SIGKILL: the OOM killer) and no standby (newcomer-5 P2,
+/// review-5 #4): its group guard settles its file to `redlock_leader 0` and
+/// `redlock_running 0`, so "no leader" fires 5 minutes later; a file left at 1 would
+/// keep it silent for ever.
+fn a_killed_leader(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let file = s.path("killed0.prom");
+    let mut host0 = elect_at(&redis, &file, &s.path("killed-local0"), 0);
+    let says = |what: &str| {
+        eventually(Duration::from_secs(10), || {
+            std::fs::read_to_string(&file)
+                .unwrap_or_default()
+                .contains(what)
+        })
+    };
+    assert!(says("redlock_leader{name=\"consumer\"} 1"));
+    // Killed once its daemon runs (the guard tidies for a wrapper that has started it).
+    let wrapper = host0.id().to_string();
+    let daemon_runs = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                let (comm, rest) = stat.split_once(") ").unwrap_or_default();
+                comm.ends_with("(sh") && rest.split_whitespace().nth(1) == Some(&wrapper)
+            })
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), daemon_runs),
+        "no daemon"
+    );
+    snaps.take("host0", 0, &file);
+    let _ = host0.kill();
+    let _ = host0.wait();
+    assert!(
+        says("redlock_leader{name=\"consumer\"} 0") && says("redlock_running{name=\"consumer\"} 0"),
+        "a SIGKILLed leader's file still says it leads: {}",
+        std::fs::read_to_string(&file).unwrap_or_default()
+    );
+    snaps.take("host0", 60, &file);
+    let expects = [
+        Expect {
+            minute: 30,
+            alert: "RedlockNoLeader",
+            fired: vec![],
+        },
+        Expect {
+            minute: 66,
+            alert: "RedlockNoLeader",
+            fired: vec![
+                ("name", "consumer".to_string()),
+                ("severity", "page".to_string()),
+            ],
+        },
+    ];
+    format!(
+        "  - name: a leader killed outright, no standby\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(120),
+        alert_tests(&expects)
+    )
+}
+
 /// A standby service (`--elect`) on two hosts for 30 h: host0 leads 10 h, host1 then
 /// 18 h, then both stop. Neither job alert fires for it (a daemon is neither missed nor
 /// hung); "no leader" fires 5 minutes after the last leader stopped, not before.
@@ -290,35 +383,7 @@ fn a_standby_service(s: &Scratch) -> String {
     let mut snaps = Snapshots::default();
     let files = [s.path("svc0.prom"), s.path("svc1.prom")];
     let lead = |h: usize, minute: u64| {
-        let mut cmd = redlock_run();
-        let (hh, m) = (minute / 60, minute % 60);
-        with_clock_offset(
-            &mut cmd,
-            &format!("@1970-01-{:02} {:02}:{m:02}:00", 1 + hh / 24, hh % 24),
-        );
-        cmd.args([
-            "--redis",
-            &redis.url(),
-            "--key",
-            "consumer",
-            "--elect",
-            "--metrics",
-        ])
-        .arg(&files[h])
-        .args([
-            "--local-dir",
-            &s.path(&format!("svc-local{h}")).display().to_string(),
-        ])
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "trap 'exit 0' TERM; while :; do sleep 0.05; done",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        elect_at(&redis, &files[h], &s.path(&format!("svc-local{h}")), minute)
     };
     let leads = |h: usize, value: u8| {
         let file = &files[h];
@@ -444,13 +509,14 @@ fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
     );
     let s = Scratch::new();
     let tests = format!(
-        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}{}",
+        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}{}{}",
         rules().display(),
         hung(&s),
         never_succeeded(&s),
         a_good_day(&s),
         a_standby_service(&s),
-        never_tried(&s)
+        never_tried(&s),
+        a_killed_leader(&s)
     );
     // Every file the runs left is clean to promtool's own lint of the text format.
     for entry in std::fs::read_dir(s.path("")).unwrap().flatten() {

@@ -21,6 +21,7 @@ mod local_queue;
 mod metrics;
 mod nemesis;
 mod operators;
+mod paused;
 mod quorum;
 mod review;
 mod scripts;
