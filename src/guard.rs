@@ -436,94 +436,138 @@ unsafe fn tidy(prepared: &mut Prepared) {
     }
 }
 
-/// The guard process: never returns.
+/// The guard process: never returns. Async-signal-safe calls only (setpgid, signal,
+/// close, poll, read, clock_gettime, kill, rename, _exit) on memory owned by this
+/// frame: it is a fork of a threaded process.
 fn guard_main(read_fd: std::os::fd::RawFd, prepared: &mut Prepared) -> ! {
-    use nix::libc;
-    // SAFETY: async-signal-safe calls only (setpgid, signal, close, poll, read,
-    // clock_gettime, kill, _exit) on memory owned by this frame.
+    // SAFETY: see above; every step below keeps to those calls.
     unsafe {
-        libc::setpgid(0, 0);
-        // Deaf to what the wrapper forwards (a stop of the job reaches the guard's
-        // group too under systemd) and to job control: only the pipe and the clock
-        // decide.
-        for sig in FORWARDED.iter().chain(&JOB_CONTROL) {
-            libc::signal(*sig as libc::c_int, libc::SIG_IGN);
-        }
-        // Hold no copy of the wrapper's sockets, pipes or terminal: whoever waits for
-        // them to close (a Redis server, a shell reading the wrapper's output) must not
-        // wait for the guard.
-        close_all_but(read_fd);
+        detach(read_fd);
         let mut watch = Watch::default();
         let mut record = [0u8; RECORD];
         let mut have = 0usize;
-        let act = |watch: &Watch, act: Act| {
-            let group = -watch.pgid;
-            match act {
-                Act::Stop(sig) => {
-                    libc::kill(group, sig);
-                    libc::kill(group, libc::SIGCONT);
-                }
-                Act::Kill => {
-                    libc::kill(group, libc::SIGKILL);
-                }
-            }
-        };
         loop {
-            let now = boottime_ns();
-            let (due, next) = watch.due(now);
-            let timeout = match next {
-                Some(at) => {
-                    let ms = at.saturating_sub(now).div_ceil(1_000_000);
-                    (ms.min(MAX_NAP_MS as u64)) as i32
-                }
-                None => -1,
-            };
-            let mut pfd = libc::pollfd {
-                fd: read_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
+            let (due, next) = watch.due(boottime_ns());
             // A record already in the pipe is read before anything due is done: the
             // wrapper may have renewed in the same instant.
-            let wait = if due.is_some() { 0 } else { timeout };
-            let ready = libc::poll(&mut pfd, 1, wait);
-            if ready > 0 {
+            let wait = if due.is_some() { 0 } else { nap_ms(next) };
+            if readable(read_fd, wait) {
                 if let Some(act_now) = due {
-                    // Undo the step `due` took: the pipe is read first, then due again.
-                    match act_now {
-                        Act::Kill => watch.spent = false,
-                        Act::Stop(_) => watch.stopped = false,
-                    }
+                    undo(&mut watch, act_now);
                 }
-                let n = libc::read(read_fd, record[have..].as_mut_ptr().cast(), RECORD - have);
-                if n == 0 {
-                    if let Some(kill) = watch.orphaned() {
-                        act(&watch, kill);
-                    }
-                    if watch.pgid > 1 {
-                        tidy(prepared);
-                    }
-                    libc::_exit(0);
-                }
-                if n < 0 {
-                    let e = nix::errno::Errno::last_raw();
-                    if e != libc::EINTR && e != libc::EAGAIN {
-                        libc::_exit(0);
-                    }
-                    continue;
-                }
-                have += n as usize;
-                if have == RECORD {
-                    have = 0;
-                    if !watch.read(&record) {
-                        // Done: the wrapper stopped the command itself.
-                        libc::_exit(0);
-                    }
-                }
+                read_pipe(read_fd, (&mut record, &mut have), &mut watch, prepared);
                 continue;
             }
             if let Some(due) = due {
                 act(&watch, due);
+            }
+        }
+    }
+}
+
+/// The guard's own process group, deaf to what the wrapper forwards (a stop of the job
+/// reaches the guard's group too under systemd) and to job control: only the pipe and
+/// the clock decide. It holds no copy of the wrapper's sockets, pipes or terminal:
+/// whoever waits for them to close (a Redis server, a shell reading the wrapper's
+/// output) must not wait for the guard.
+unsafe fn detach(read_fd: std::os::fd::RawFd) {
+    use nix::libc;
+    // SAFETY: async-signal-safe calls on no shared memory.
+    unsafe {
+        libc::setpgid(0, 0);
+        for sig in FORWARDED.iter().chain(&JOB_CONTROL) {
+            libc::signal(*sig as libc::c_int, libc::SIG_IGN);
+        }
+        close_all_but(read_fd);
+    }
+}
+
+/// How long to poll until `next` (ms; -1: no point ahead), never more than
+/// [`MAX_NAP_MS`] (`poll` sleeps on CLOCK_MONOTONIC, which stops in a suspend).
+fn nap_ms(next: Option<u64>) -> i32 {
+    match next {
+        Some(at) => {
+            let ms = at.saturating_sub(boottime_ns()).div_ceil(1_000_000);
+            (ms.min(MAX_NAP_MS as u64)) as i32
+        }
+        None => -1,
+    }
+}
+
+/// Whether the pipe has something to read (a record or its end) within `wait` ms.
+unsafe fn readable(read_fd: std::os::fd::RawFd, wait: i32) -> bool {
+    use nix::libc;
+    let mut pfd = libc::pollfd {
+        fd: read_fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd on this frame.
+    unsafe { libc::poll(&mut pfd, 1, wait) > 0 }
+}
+
+/// Undoes the step `due` took on `watch`: the pipe is read first, then due again.
+fn undo(watch: &mut Watch, due: Act) {
+    match due {
+        Act::Kill => watch.spent = false,
+        Act::Stop(_) => watch.stopped = false,
+    }
+}
+
+/// Signals the command's group as `act` says.
+unsafe fn act(watch: &Watch, act: Act) {
+    use nix::libc;
+    let group = -watch.pgid;
+    // SAFETY: kill(2) is async-signal-safe.
+    unsafe {
+        match act {
+            Act::Stop(sig) => {
+                libc::kill(group, sig);
+                libc::kill(group, libc::SIGCONT);
+            }
+            Act::Kill => {
+                libc::kill(group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Reads what the pipe has into the record being assembled (`have` bytes of it so
+/// far); a whole record goes to `watch`. The pipe's end (the wrapper died) kills what
+/// is due and tidies the run's files; "done" (the wrapper stopped the command itself)
+/// or an error ends the guard.
+unsafe fn read_pipe(
+    read_fd: std::os::fd::RawFd,
+    (record, have): (&mut [u8; RECORD], &mut usize),
+    watch: &mut Watch,
+    prepared: &mut Prepared,
+) {
+    use nix::libc;
+    // SAFETY: read(2) into this frame's record; kill, tidy's rename and _exit.
+    unsafe {
+        let n = libc::read(read_fd, record[*have..].as_mut_ptr().cast(), RECORD - *have);
+        if n == 0 {
+            if let Some(kill) = watch.orphaned() {
+                act(watch, kill);
+            }
+            if watch.pgid > 1 {
+                tidy(prepared);
+            }
+            libc::_exit(0);
+        }
+        if n < 0 {
+            let e = nix::errno::Errno::last_raw();
+            if e != libc::EINTR && e != libc::EAGAIN {
+                libc::_exit(0);
+            }
+            return;
+        }
+        *have += n as usize;
+        if *have == RECORD {
+            *have = 0;
+            if !watch.read(record) {
+                // Done: the wrapper stopped the command itself.
+                libc::_exit(0);
             }
         }
     }

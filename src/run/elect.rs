@@ -17,7 +17,7 @@ use crate::clock;
 use crate::events::Event;
 use crate::exit;
 use crate::lease::{Lease, Lost, Renew};
-use crate::policy::OnExit;
+use crate::policy::{Elect, OnExit};
 use crate::report::human;
 use crate::supervise::Outcome;
 use crate::timing::{self, Point};
@@ -72,15 +72,7 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
                 failures = 0;
                 // What comes next is decided before the line that says it: the last
                 // term does not say "standing by" (review-5 §8).
-                let next = if matches!(deposed, Deposed::Signalled(_)) {
-                    Next::Exit("")
-                } else if deposed == Deposed::Exited && elect.on_exit == OnExit::Exit {
-                    Next::Exit("--on-exit exit")
-                } else if elect.max_terms == Some(terms) {
-                    Next::Exit("--elect-max-terms")
-                } else {
-                    Next::StandBy
-                };
+                let next = after_term(&elect, deposed, terms);
                 said_deposed(run, &lease, status, deposed, next);
                 if next != Next::StandBy {
                     return Ok(status);
@@ -114,6 +106,20 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
         run.patience = Patience::new(run.config.wait);
         run.started = clock::now();
         head = run.queue_locally().await?;
+    }
+}
+
+/// What follows a term that ended as `deposed`, the `terms`-th: exit (on a stop
+/// signal, `--on-exit exit` after the command exited, `--elect-max-terms`) or stand by.
+fn after_term(elect: &Elect, deposed: Deposed, terms: u32) -> Next {
+    if matches!(deposed, Deposed::Signalled(_)) {
+        Next::Exit("")
+    } else if deposed == Deposed::Exited && elect.on_exit == OnExit::Exit {
+        Next::Exit("--on-exit exit")
+    } else if elect.max_terms == Some(terms) {
+        Next::Exit("--elect-max-terms")
+    } else {
+        Next::StandBy
     }
 }
 
