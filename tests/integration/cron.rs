@@ -5,24 +5,10 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::nemesis::summary;
 use crate::harness::*;
-
-/// The server's time, ms.
-fn server_ms(redis: &Redis) -> u64 {
-    let (s, us): (u64, u64) = redis.cmd(&["TIME"]);
-    s * 1000 + us / 1000
-}
-
-/// Sleeps until the server's clock reads `at_ms` (the test's clock runs with it).
-fn sleep_until_server(redis: &Redis, at_ms: u64) {
-    let now = server_ms(redis);
-    if at_ms > now {
-        std::thread::sleep(Duration::from_millis(at_ms - now));
-    }
-}
 
 /// The README's first example (`cron-first`): the `redlock-run …` of its cron line.
 fn readme_first_cron_line() -> Vec<String> {
@@ -73,11 +59,11 @@ fn the_readme_first_example_runs_once_per_tick_on_one_of_three_hosts() {
     let last = line.len() - 1;
     line[last] = job.display().to_string();
     let ticks = 10;
-    let first_slot = server_ms(&redis) / 4000 * 4000 + 4000;
+    let first_slot = redis.now_ms() / 4000 * 4000 + 4000;
     let mut runs: Vec<(String, Child)> = Vec::new();
     for tick in 0..ticks {
         for (h, offset_ms) in [0u64, 1500, 3000].into_iter().enumerate() {
-            sleep_until_server(&redis, first_slot + tick * 4000 + 100 + offset_ms);
+            redis.sleep_until(first_slot + tick * 4000 + 100 + offset_ms);
             let host = format!("cron-host-{h}");
             let child = on_host(&host, &line, namespaces)
                 .env("REDLOCK_REDIS_URL", redis.url())
@@ -180,8 +166,8 @@ fn slot_of_hosts(redis: &Redis, name: &str, extra: &[&str], log: &std::path::Pat
         .map(String::from),
     );
     args.extend(extra.iter().map(|s| s.to_string()));
-    let slot = server_ms(redis) / 3000 * 3000 + 3000;
-    sleep_until_server(redis, slot + 50);
+    let slot = redis.now_ms() / 3000 * 3000 + 3000;
+    redis.sleep_until(slot + 50);
     let begins = std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -194,20 +180,7 @@ fn slot_of_hosts(redis: &Redis, name: &str, extra: &[&str], log: &std::path::Pat
         })
         .collect();
     if kill {
-        let start = Instant::now();
-        let wrapper = loop {
-            let text = std::fs::read_to_string(log).unwrap_or_default();
-            if let Some(l) = text.lines().skip(begins).find(|l| l.starts_with("BEGIN")) {
-                break l.split(' ').nth(1).unwrap().parse::<i32>().unwrap();
-            }
-            assert!(start.elapsed() < Duration::from_secs(3), "no run began");
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(wrapper),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        kill_first_begun(log, begins, Duration::from_millis(300));
     }
     for mut run in runs {
         // The killed wrapper has no exit code; the others end 0.
@@ -223,16 +196,7 @@ fn successes_per_slot(redis: &Redis, name: &str) -> HashMap<u64, usize> {
 /// Successful records per slot of `period_ms` in the lock's history (`redlock history
 /// --json`).
 fn successes_per_slot_of(redis: &Redis, name: &str, period_ms: u64) -> HashMap<u64, usize> {
-    let out = output(redlock().args([
-        "history",
-        name,
-        "--redis",
-        &redis.url(),
-        "--json",
-        "--limit",
-        "100",
-    ]));
-    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("history JSON");
+    let runs = history_json(redis, name);
     let mut per_slot = HashMap::new();
     for run in runs["runs"].as_array().cloned().unwrap_or_default() {
         if run["status"] == 0 && run["running"] != true {

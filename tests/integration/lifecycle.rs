@@ -7,32 +7,11 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::nemesis::summary;
 use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::*;
-
-/// The server's time, ms.
-fn server_ms(redis: &Redis) -> u64 {
-    let (s, us): (u64, u64) = redis.cmd(&["TIME"]);
-    s * 1000 + us / 1000
-}
-
-/// `redlock history NAME --json` as a value.
-fn history_json(redis: &Redis, name: &str) -> serde_json::Value {
-    let out = output(redlock().args([
-        "history",
-        name,
-        "--redis",
-        &redis.url(),
-        "--json",
-        "--limit",
-        "100",
-    ]));
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).expect("history JSON")
-}
 
 /// Starts `redlock-run ARGS -- sh -c JOB` whose job first touches `started`, and waits
 /// until it has: the run is then started (its start recorded) and holds the lock.
@@ -249,8 +228,8 @@ fn the_minute_line_with_rerun_gets_its_run_when_the_winner_dies() {
     );
     let slots = rounds(6, 10);
     for _ in 0..slots {
-        let slot = server_ms(&redis) / 5000 * 5000 + 5000;
-        let now = server_ms(&redis);
+        let slot = redis.now_ms() / 5000 * 5000 + 5000;
+        let now = redis.now_ms();
         std::thread::sleep(Duration::from_millis(slot + 50 - now));
         let before = std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -270,20 +249,7 @@ fn the_minute_line_with_rerun_gets_its_run_when_the_winner_dies() {
             })
             .collect();
         // The winner's wrapper (the job's parent) dies 300 ms into its job.
-        let start = Instant::now();
-        let wrapper = loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(l) = text.lines().skip(before).find(|l| l.starts_with("BEGIN")) {
-                break l.split(' ').nth(1).unwrap().parse::<i32>().unwrap();
-            }
-            assert!(start.elapsed() < Duration::from_secs(3), "no run began");
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(wrapper),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        kill_first_begun(&log, before, Duration::from_millis(300));
         for mut host in hosts {
             wait_child(&mut host, Duration::from_secs(20));
         }
@@ -337,7 +303,7 @@ fn a_vanished_run_reads_as_vanished_everywhere() {
     args.extend(["--once-per", "1d", "--ttl", "1s", "--history", "5"].map(String::from));
     // An earlier run that ended (another name's slot would not do: the same name, a
     // record written as a run's release writes it, a day earlier).
-    let day_ago = server_ms(&redis) - 86_400_000;
+    let day_ago = redis.now_ms() - 86_400_000;
     let earlier = format!(
         "{{\"token\":\"e1\",\"host\":\"old-host\",\"pid\":7,\"user\":\"u\",\"fence\":1,\"once_per_ms\":86400000,\"duration_ms\":5,\"command_status\":0,\"status\":0,\"lost\":false,\"start_ms\":{day_ago},\"end_ms\":{}}}",
         day_ago + 5
@@ -403,7 +369,7 @@ fn a_vanished_run_reads_as_vanished_everywhere() {
 #[test]
 fn one_node_that_missed_a_release_never_vetoes_the_slot() {
     let nodes: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
-    let now = server_ms(&nodes[0]);
+    let now = nodes[0].now_ms();
     let failed = format!(
         "{{\"token\":\"t1\",\"host\":\"h1\",\"pid\":1,\"user\":\"u\",\"fence\":1,\"once_per_ms\":86400000,\"duration_ms\":5,\"command_status\":1,\"status\":1,\"lost\":false,\"start_ms\":{now},\"end_ms\":{}}}",
         now + 5
@@ -479,11 +445,10 @@ fn redlock_wait_outlasts_the_run_woken_to_take_the_lock() {
         let mut wargs = args.clone();
         wargs.extend(["--wait".into(), "60s".into()]);
         let waiter = start_run(&wargs, &format!("sleep 0.3; touch '{}'", ended.display()));
-        let blocked = || {
-            let clients: String = redis.cmd(&["CLIENT", "LIST"]);
-            clients.matches("cmd=blpop").count()
-        };
-        assert!(eventually(READY, || blocked() == 2), "both never blocked");
+        assert!(
+            eventually(READY, || redis.blocked_pops() == 2),
+            "both never blocked"
+        );
         let (status, err) = holder.finish();
         assert_eq!(status, 0, "{err}");
         let status = wait_child(&mut watcher, Duration::from_secs(30));

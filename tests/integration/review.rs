@@ -454,12 +454,6 @@ fn redlock_wait_blocks_on_a_semaphore_with_a_free_first_slot() {
     assert_eq!(finish(two, Duration::from_secs(30)).0, 0);
 }
 
-/// The Redis server's time, ms.
-fn server_ms(redis: &Redis) -> u64 {
-    let t: Vec<String> = redis.cmd(&["TIME"]);
-    t[0].parse::<u64>().unwrap() * 1000 + t[1].parse::<u64>().unwrap() / 1000
-}
-
 /// (3a) The history is in end order: a run L that started before the slot and ended
 /// after the slot's successful run R (L lost its lock while stalled and R took it; or,
 /// before `--once-per` with `--limit` was refused, two slots at once) stands before R.
@@ -467,7 +461,7 @@ fn server_ms(redis: &Redis) -> u64 {
 #[test]
 fn once_per_finds_the_slots_run_behind_a_longer_one_that_started_before() {
     let redis = Redis::start();
-    let now = server_ms(&redis);
+    let now = redis.now_ms();
     let slot = now - now % 3_600_000;
     let record = |token: &str, start: u64, end: u64, status: i32| {
         format!(

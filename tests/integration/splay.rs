@@ -9,20 +9,6 @@ use std::time::Duration;
 use crate::harness::nemesis::summary;
 use crate::harness::*;
 
-/// The server's time, ms.
-fn server_ms(redis: &Redis) -> u64 {
-    let (s, us): (u64, u64) = redis.cmd(&["TIME"]);
-    s * 1000 + us / 1000
-}
-
-/// Sleeps until the server's clock reads `at_ms`.
-fn sleep_until_server(redis: &Redis, at_ms: u64) {
-    let now = server_ms(redis);
-    if at_ms > now {
-        std::thread::sleep(Duration::from_millis(at_ms - now));
-    }
-}
-
 /// Ten hosts fire `--once-per 10s --splay 6s` together at the start of each slot: every
 /// slot runs exactly once, with `REDLOCK_SLOT_START` the slot its hosts fired in; each
 /// host tries at the same offset every slot (within ±300 ms); the tries span at least
@@ -43,8 +29,8 @@ fn a_fleet_spreads_its_tries_over_the_splay_and_runs_once_per_slot() {
     let mut offsets: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut fired = Vec::new();
     for _ in 0..slots {
-        let slot = server_ms(&redis) / 10_000 * 10_000 + 10_000;
-        sleep_until_server(&redis, slot + 20);
+        let slot = redis.now_ms() / 10_000 * 10_000 + 10_000;
+        redis.sleep_until(slot + 20);
         fired.push(slot);
         let runs: Vec<(usize, Child, std::path::PathBuf)> = (0..hosts)
             .map(|h| {
@@ -126,12 +112,12 @@ fn a_late_try_never_runs_for_the_next_slot() {
     let redis = Redis::start();
     let mut args = lock_args(&redis, "late");
     args.extend(["--once-per", "10s"].map(String::from));
-    let slot = server_ms(&redis) / 10_000 * 10_000 + 10_000;
-    sleep_until_server(&redis, slot + 7_500);
+    let slot = redis.now_ms() / 10_000 * 10_000 + 10_000;
+    redis.sleep_until(slot + 7_500);
     // The slot's run: it fails 3.5 s later, in the next slot.
     let holder = start_run(&args, "sleep 3.5; exit 1");
     assert!(eventually(READY, || redis.exists(&lock_key("late"))));
-    sleep_until_server(&redis, slot + 8_000);
+    redis.sleep_until(slot + 8_000);
     let s = Scratch::new();
     let ran = s.path("ran");
     let out = output_within(

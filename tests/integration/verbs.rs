@@ -487,11 +487,10 @@ fn wait_blocks_until_the_lock_is_free_without_taking_it() {
     let mut wargs = args.clone();
     wargs.extend(["--wait".into(), "60s".into()]);
     let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
-    let blocked = || {
-        let clients: String = redis.cmd(&["CLIENT", "LIST"]);
-        clients.matches("cmd=blpop").count()
-    };
-    assert!(eventually(READY, || blocked() == 2), "both never blocked");
+    assert!(
+        eventually(READY, || redis.blocked_pops() == 2),
+        "both never blocked"
+    );
     let (code_, err) = holder.finish();
     assert_eq!(code_, 0, "{err}");
     let status = wait_child(&mut watcher, Duration::from_secs(30));

@@ -426,6 +426,42 @@ pub fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+/// The wrapper of the first job that logs `BEGIN <wrapper pid> …` to `log` after its
+/// first `skip` lines (a job's `$PPID` is its wrapper), within 3 s; SIGKILLed `after`
+/// later, while its job runs. Returns the wrapper's pid.
+pub fn kill_first_begun(log: &Path, skip: usize, after: Duration) -> i32 {
+    let start = std::time::Instant::now();
+    let wrapper = loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(l) = text.lines().skip(skip).find(|l| l.starts_with("BEGIN")) {
+            break l.split(' ').nth(1).unwrap().parse::<i32>().unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(3), "no run began");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(after);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(wrapper),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    wrapper
+}
+
+/// `redlock history NAME --json --limit 100` on `redis`, as a value.
+pub fn history_json(redis: &Redis, name: &str) -> serde_json::Value {
+    let out = output(redlock().args([
+        "history",
+        name,
+        "--redis",
+        &redis.url(),
+        "--json",
+        "--limit",
+        "100",
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("history JSON")
+}
+
 /// `--key NAME --redis URL` for `redis`.
 pub fn lock_args(redis: &Redis, name: &str) -> Vec<String> {
     vec!["--key".into(), name.into(), "--redis".into(), redis.url()]

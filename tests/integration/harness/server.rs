@@ -192,6 +192,26 @@ impl Redis {
     }
 
     /// A numeric field of an `INFO` section (`used_memory` of `memory`).
+    /// The server's clock (`TIME`), ms: the clock `--once-per` slots are cut on.
+    pub fn now_ms(&self) -> u64 {
+        let (s, us): (u64, u64) = self.cmd(&["TIME"]);
+        s * 1000 + us / 1000
+    }
+
+    /// Sleeps until the server's clock reads `at_ms` (the test's clock runs with it).
+    pub fn sleep_until(&self, at_ms: u64) {
+        let now = self.now_ms();
+        if at_ms > now {
+            std::thread::sleep(std::time::Duration::from_millis(at_ms - now));
+        }
+    }
+
+    /// How many clients are blocked in `BLPOP` (waiters, `redlock wait`).
+    pub fn blocked_pops(&self) -> usize {
+        let clients: String = self.cmd(&["CLIENT", "LIST"]);
+        clients.matches("cmd=blpop").count()
+    }
+
     pub fn info_number(&self, section: &str, field: &str) -> u64 {
         let info: String = self.cmd(&["INFO", section]);
         info.lines()
