@@ -337,10 +337,11 @@ const LAST_RUN: usize = 7;
 
 /// The order room is given in: the name, state, holder, held for, waiters and last run
 /// at their least (they fit at 80 columns); the name whole if it has at most 30
-/// characters, else to 20; the ttl and the fence whole and together (they fit at 120;
+/// characters, else to 20; the holder to 24 (a short host's command, as at 100
+/// columns: newcomer-4 P7); the ttl and the fence whole and together (they fit at 120;
 /// alone, the ttl would take the room a name needs at 80); then the name to 30 and the
 /// rest whole.
-const STEPS: [Step; 13] = [
+const STEPS: [Step; 14] = [
     Step::Least(NAME),
     Step::Least(STATE),
     Step::Least(HOLDER),
@@ -349,6 +350,7 @@ const STEPS: [Step; 13] = [
     Step::Least(LAST_RUN),
     Step::Entire(NAME, 30),
     Step::Widen(NAME, 20),
+    Step::Widen(HOLDER, 24),
     Step::Whole(&[TTL, FENCE]),
     Step::Widen(NAME, 30),
     Step::Widen(HOLDER, 40),

@@ -371,6 +371,12 @@ fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
     if d.once_per || d.bounded_wait {
         w.allowed.push(codes::BUSY);
     }
+    if d.once_per {
+        // A --once-per run records its start before its command starts; when that
+        // record cannot be confirmed (its reply lost, Redis gone), the run gives the
+        // lock back, runs nothing and exits 69 (docs/guide/cron.md), whatever --wait.
+        w.allowed.push(codes::UNREACHABLE);
+    }
     if d.supersede.is_some() {
         w.allowed.push(codes::SUPERSEDED);
     }
