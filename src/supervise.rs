@@ -108,6 +108,8 @@ struct Supervisor<'a> {
     /// Whether the run waits for a request to stop between renewals (the loop keeps
     /// the wait in flight: one per renewal period, see [`Supervisor::listen`]).
     listens: bool,
+    /// Not before this point ([`crate::timing::LISTEN_AFTER`] after the start).
+    listen_from: Point,
     /// `--ready-file`, until it is removed.
     ready: Option<&'a std::path::Path>,
     /// The last ending signal forwarded to the command.
@@ -234,6 +236,7 @@ impl<'a> Supervisor<'a> {
             report,
             stop,
             listens,
+            listen_from: clock::now() + crate::timing::LISTEN_AFTER,
         };
         sup.tell_guard();
         sup
@@ -245,7 +248,9 @@ impl<'a> Supervisor<'a> {
     /// branch of the loop: the renewals, the SIGTERM and SIGKILL points are the
     /// clock's, whatever the wait does (a hung pop delays none of them).
     fn listen(&self, now: Point) -> Option<RequestFuture<'a>> {
-        let (lease, budget, _) = self.lease.filter(|_| self.listens)?;
+        let (lease, budget, _) = self
+            .lease
+            .filter(|_| self.listens && now >= self.listen_from)?;
         let LeaseState::Held {
             t_sent,
             last_attempt,

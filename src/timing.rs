@@ -119,6 +119,12 @@ pub const LISTEN_MARGIN: Duration = Duration::from_millis(250);
 /// finds the request itself.
 pub const LISTEN_MIN: Duration = Duration::from_millis(100);
 
+/// How long a holder runs before it first waits for a request to stop: the wait moves
+/// the holder's calls to a connection of their own and its release to a new one (see
+/// `Node::hold_pop`), which a command that ends sooner should not pay for. A request
+/// meanwhile waits in the list for the first pop.
+pub const LISTEN_AFTER: Duration = Duration::from_millis(250);
+
 /// Until when a holder waits for a request to stop at `now`, the next renewal due at
 /// `next_renew`: [`LISTEN_MARGIN`] before it; `None` when that leaves less than
 /// [`LISTEN_MIN`].
