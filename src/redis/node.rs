@@ -378,18 +378,16 @@ impl Node {
     /// use (the waiter's idle blocking connection, else a new one), after which the
     /// node's own connection is closed and every call goes through this one, in order
     /// behind the pop; so the caller ends each pop before a call is due (the renewal).
-    /// The element popped (a request to stop), `None` when the wait ran out. A pop that
-    /// failed drops the hold connection ([`Node::unhold`]): calls go back to the node's
-    /// own connection, made anew on first use.
+    /// The element popped (a request to stop), `None` when the wait ran out. A call
+    /// that fails on it drops the hold connection ([`Node::unhold`], in
+    /// [`Node::finish`]): calls go back to the node's own connection, made anew on
+    /// first use, and the next pop makes a new hold connection.
     pub async fn hold_pop(&self, key: &[u8], wait: Duration) -> Result<Option<Vec<u8>>> {
         let mut conn = self.held().await?;
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
         let cmd = redis::cmd("BLPOP").arg(key).arg(seconds).clone();
         let limit = wait + self.timeout.max(MIN_CONNECT_TIMEOUT);
         let popped = tokio::time::timeout(limit, cmd.query_async::<Value>(&mut conn)).await;
-        if !matches!(popped, Ok(Ok(_))) {
-            self.unhold();
-        }
         self.finish(popped).map(popped_element)
     }
 
@@ -498,8 +496,12 @@ impl Node {
     }
 
     fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
-        // A hold connection that timed out or broke is dropped: the next call reconnects.
-        if result.is_err() || matches!(&result, Ok(Err(e)) if dropped(e) || e.is_timeout()) {
+        // A hold connection whose call failed is dropped (timed out, broken, or now on a
+        // demoted master): the next call reconnects. Not for a command the user may not
+        // run (a pop without BLPOP): the connection is fine, and making it anew every
+        // renewal period would only churn.
+        let denied = matches!(&result, Ok(Err(e)) if e.code() == Some("NOPERM"));
+        if !denied && !matches!(&result, Ok(Ok(_))) {
             self.unhold();
         }
         if let Link::Sentinel(failover) = &self.link
