@@ -888,23 +888,43 @@ impl Lease {
         self.mode.order.wake_key(&self.keys, &self.token)
     }
 
-    /// Waits for a request to stop on this holder's own wake list (newest wins: a
-    /// newcomer with `--supersede running`, or `redlock preempt`, pushes it there), so
-    /// that the holder acts within a round trip rather than at its next renewal (which
-    /// finds the request too, should this miss it). Each pop blocks up to the ttl: one
-    /// `BLPOP` per ttl while nothing comes; a failed pop is tried again a second later.
-    pub async fn next_request(&self) -> Preempt {
-        let Some(primary) = self.nodes.primary() else {
-            return std::future::pending().await;
-        };
+    /// Waits until `until` for a request to stop on this holder's own wake list
+    /// (`redlock preempt`, or a newcomer with `--supersede running`, pushes it there),
+    /// so that the holder acts within a round trip rather than at its next renewal
+    /// (which finds the request too, should this miss it). The pop goes to the primary
+    /// node, on the holder's one connection there ([`crate::redis::Node::hold_pop`]);
+    /// through a Cluster, where calls route by slot, a newest-wins holder pops on a
+    /// blocking connection of its own, and any other only sleeps. `None` when `until`
+    /// came (a failed pop sleeps out the rest: a failing node is never polled).
+    pub async fn listen(&self, until: Point) -> Option<Preempt> {
         let own = self.keys.own_wake(&self.token);
-        loop {
-            match primary.blocking_pop(&own, self.ttl).await {
-                Ok(Some(element)) => return Preempt::parse(&element),
-                Ok(None) => {}
-                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
-            }
+        let wait = until.saturating_sub(crate::clock::now());
+        let popped = match self.nodes.primary() {
+            Some(primary) if primary.can_hold() => primary.hold_pop(&own, wait).await,
+            Some(primary) if self.mode.order.supersedes() => primary.blocking_pop(&own, wait).await,
+            _ => Ok(None),
+        };
+        if let Ok(Some(element)) = popped {
+            return Some(Preempt::parse(&element));
         }
+        if let Some(rest) = until.checked_sub(crate::clock::now()) {
+            tokio::time::sleep(rest).await;
+        }
+        None
+    }
+
+    /// Ends [`Lease::listen`]'s hold: the primary's calls (the release) go through its
+    /// own connection again, and a pop still blocked on the server ends with the hold
+    /// connection.
+    pub fn unhold(&self) {
+        self.nodes.iter().for_each(|n| n.unhold());
+    }
+
+    /// Whether `redlock preempt` can ask this holder to stop (not a semaphore's: the
+    /// preempt script refuses a name with no one holder), so it waits for the request
+    /// between renewals ([`Lease::listen`]).
+    pub fn can_be_asked(&self) -> bool {
+        matches!(self.mode.holders, crate::policy::Holders::Exclusive)
     }
 
     /// How the name's waiters are served.

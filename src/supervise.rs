@@ -47,8 +47,8 @@ pub struct Held<'a> {
     /// `--max-hold`: when the lock must be given up, whatever the renewals.
     pub give_up_at: Option<Point>,
     /// How the run stops when asked to for a newer run (`--uninterruptible`,
-    /// `--preempt-signal`), and whether it listens for the request (newest wins) rather
-    /// than find it at its next renewal.
+    /// `--preempt-signal`), and whether it listens for the request between renewals
+    /// (see [`Lease::listen`]) rather than find it at its next renewal only.
     pub stop: Stop,
     pub listens: bool,
     /// `--ready-file`: removed before the command is stopped.
@@ -71,7 +71,7 @@ pub struct Outcome {
 }
 
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = Renew> + 'a>>;
-type RequestFuture<'a> = Pin<Box<dyn Future<Output = Preempt> + 'a>>;
+type RequestFuture<'a> = Pin<Box<dyn Future<Output = Option<Preempt>> + 'a>>;
 
 /// The lease as the loop sees it.
 enum LeaseState<'a> {
@@ -105,9 +105,11 @@ struct Supervisor<'a> {
     group: ProcessGroup,
     report: &'a Reporter,
     stop: Stop,
-    /// The wait for a request to stop, while the run listens for one (the loop takes
-    /// it: one future per run, kept across turns).
-    listening: Option<RequestFuture<'a>>,
+    /// Whether the run waits for a request to stop between renewals (the loop keeps
+    /// the wait in flight: one per renewal period, see [`Supervisor::listen`]).
+    listens: bool,
+    /// Not before this point ([`crate::timing::LISTEN_AFTER`] after the start).
+    listen_from: Point,
     /// `--ready-file`, until it is removed.
     ready: Option<&'a std::path::Path>,
     /// The last ending signal forwarded to the command.
@@ -129,7 +131,7 @@ pub async fn supervise(
     guard: Option<&GroupGuard>,
 ) -> Outcome {
     let mut sup = Supervisor::new(held, started.group, report, guard);
-    let mut listening = sup.listening.take();
+    let mut listening: Option<RequestFuture<'_>> = None;
     // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
     let mut children = started
         .is_job()
@@ -137,19 +139,29 @@ pub async fn supervise(
         .flatten();
     let status = loop {
         let nap = clock::sleep_for(sup.tick(clock::now()));
+        if listening.is_none() {
+            listening = sup.listen(clock::now());
+        }
         tokio::select! {
             status = started.child.wait() => break status,
             Some(sig) = signals.recv() => sup.forward(sig),
             renew = sup.renewal(), if sup.is_renewing() => sup.renewed(renew),
             request = next_request(&mut listening), if listening.is_some() => {
                 listening = None;
-                sup.asked_to_stop(request);
+                if let Some(request) = request {
+                    sup.asked_to_stop(request);
+                }
             }
             Some(()) = next(&mut children) => sup.job_control(&started),
             _ = tokio::time::sleep(nap) => {}
         }
     };
     started.group.leader_exited();
+    // The release goes through the node's own connection, not behind a pending pop.
+    drop(listening);
+    if let Some((lease, _, _)) = sup.lease {
+        lease.unhold();
+    }
     sup.overdue(clock::now());
     sup.unready();
     started.restore_terminal();
@@ -169,8 +181,9 @@ pub async fn supervise(
     }
 }
 
-/// The request to stop that the run listens for, or never when it does not.
-async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Preempt {
+/// The wait for a request to stop in flight: the request, `None` when it ended without
+/// one; never without a wait.
+async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Option<Preempt> {
     match listening {
         Some(future) => future.await,
         None => std::future::pending().await,
@@ -205,10 +218,9 @@ impl<'a> Supervisor<'a> {
             .as_ref()
             .and_then(|h| h.give_up_at.map(|at| (at, at.saturating_sub(h.t_sent))));
         let stop = held.as_ref().map(|h| h.stop).unwrap_or_default();
-        let listening = held
+        let listens = held
             .as_ref()
-            .filter(|h| h.listens && !h.stop.uninterruptible)
-            .map(|h| Box::pin(h.lease.next_request()) as RequestFuture<'a>);
+            .is_some_and(|h| h.listens && !h.stop.uninterruptible);
         let ready = held.as_ref().and_then(|h| h.ready_file);
         // `--on-lost keep` runs on without the lock by choice: no deadline for the guard.
         let guard = guard.filter(|_| held.as_ref().is_some_and(|h| h.on_lost == OnLost::Kill));
@@ -223,10 +235,33 @@ impl<'a> Supervisor<'a> {
             group,
             report,
             stop,
-            listening,
+            listens,
+            listen_from: clock::now() + crate::timing::LISTEN_AFTER,
         };
         sup.tell_guard();
         sup
+    }
+
+    /// A wait for a request to stop, while the lease is held and no renewal is in
+    /// flight: until shortly before the next renewal is due, so the renewal never
+    /// queues behind it ([`crate::timing::listen_until`]). The wait is only an extra
+    /// branch of the loop: the renewals, the SIGTERM and SIGKILL points are the
+    /// clock's, whatever the wait does (a hung pop delays none of them).
+    fn listen(&self, now: Point) -> Option<RequestFuture<'a>> {
+        let (lease, budget, _) = self
+            .lease
+            .filter(|_| self.listens && now >= self.listen_from)?;
+        let LeaseState::Held {
+            t_sent,
+            last_attempt,
+            renewing: None,
+            ..
+        } = &self.state
+        else {
+            return None;
+        };
+        let until = crate::timing::listen_until(now, budget.next_renew(*t_sent, *last_attempt))?;
+        Some(Box::pin(lease.listen(until)))
     }
 
     /// Tells the guard the lease's SIGTERM and SIGKILL points as they now stand.

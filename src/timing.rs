@@ -109,6 +109,30 @@ impl Budget {
     }
 }
 
+/// How long before a renewal is due a holder's wait for a request to stop ends: the
+/// wait (a `BLPOP` on the connection the renewal goes through) must be over on the
+/// server before the renewal arrives there, and Redis ends a blocked wait at its next
+/// event-loop turn (up to 100 ms late at the default `hz 10`).
+pub const LISTEN_MARGIN: Duration = Duration::from_millis(250);
+
+/// The shortest wait for a request worth sending: closer to the renewal, the renewal
+/// finds the request itself.
+pub const LISTEN_MIN: Duration = Duration::from_millis(100);
+
+/// How long a holder runs before it first waits for a request to stop: the wait moves
+/// the holder's calls to a connection of their own and its release to a new one (see
+/// `Node::hold_pop`), which a command that ends sooner should not pay for. A request
+/// meanwhile waits in the list for the first pop.
+pub const LISTEN_AFTER: Duration = Duration::from_millis(250);
+
+/// Until when a holder waits for a request to stop at `now`, the next renewal due at
+/// `next_renew`: [`LISTEN_MARGIN`] before it; `None` when that leaves less than
+/// [`LISTEN_MIN`].
+pub fn listen_until(now: Point, next_renew: Point) -> Option<Point> {
+    let until = next_renew.checked_sub(LISTEN_MARGIN)?;
+    (until >= now + LISTEN_MIN).then_some(until)
+}
+
 /// `--elect --on-exit resign`: how long a leader whose command exited by itself waits
 /// before it contends again: two renewal intervals (a standby woken by the release takes
 /// the lock well within them), at least 100ms, at most 30s.
@@ -366,6 +390,21 @@ mod tests {
         let b = budget(2_000, 500, 200, 300);
         assert_eq!(b.term_at(ms(1_978)), ms(1_478));
         assert_eq!(b.kill_at(ms(1_978)), ms(1_778));
+    }
+
+    #[test]
+    fn a_wait_for_a_request_ends_before_the_renewal_is_due() {
+        assert_eq!(listen_until(ms(0), ms(10_000)), Some(ms(9_750)));
+        assert_eq!(listen_until(ms(9_650), ms(10_000)), Some(ms(9_750)));
+        assert_eq!(listen_until(ms(9_651), ms(10_000)), None);
+        assert_eq!(listen_until(ms(0), ms(200)), None);
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..10_000 {
+            let (now, next) = (ms(rng.u64(0..100_000)), ms(rng.u64(0..100_000)));
+            if let Some(until) = listen_until(now, next) {
+                assert!(until + LISTEN_MARGIN <= next && until > now);
+            }
+        }
     }
 
     #[test]

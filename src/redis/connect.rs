@@ -70,6 +70,17 @@ pub async fn manager(
     }
 }
 
+/// [`manager`] not yet connected: it connects on its first call (bounded by the
+/// caller's timeout, as every call is).
+pub fn lazy_manager(client: &redis::Client, timeouts: Timeouts) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
+        .set_number_of_retries(0);
+    ConnectionManager::new_lazy_with_config(client.clone(), config)
+        .map_err(|e| Error::new(Kind::Unreachable, e.to_string()))
+}
+
 /// Whether the server closed a new connection at once (what a full server does).
 fn closed_at_once(e: &redis::RedisError) -> bool {
     let text = e.to_string();

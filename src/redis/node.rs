@@ -66,6 +66,9 @@ pub struct Node {
 struct Blocking {
     source: BlockingSource,
     idle: Mutex<Option<Conn>>,
+    /// A holder's one connection while it holds (see [`Node::hold_pop`]): every call
+    /// goes through it, the node's own connection closed meanwhile.
+    hold: Mutex<Option<Conn>>,
 }
 
 /// What a blocking connection is made from.
@@ -80,6 +83,7 @@ enum BlockingSource {
 }
 
 /// One call's connection: what a [`Link`] hands out, so that every call is written once.
+#[derive(Clone)]
 enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
@@ -119,7 +123,9 @@ impl redis::aio::ConnectionLike for Conn {
 
 #[derive(Clone)]
 enum Link {
-    Single(ConnectionManager),
+    /// The connection, replaced by an unconnected one while a holder's calls go through
+    /// its hold connection (see [`Node::hold_pop`]).
+    Single(Arc<Mutex<ConnectionManager>>),
     Cluster(ClusterConnection),
     Sentinel(Arc<Failover>),
 }
@@ -216,6 +222,7 @@ impl Node {
             blocking: Arc::new(Blocking {
                 source,
                 idle: Mutex::new(None),
+                hold: Mutex::new(None),
             }),
             timeout,
             answered: Arc::new(AtomicBool::new(false)),
@@ -244,6 +251,7 @@ impl Node {
         let result = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
         match &result {
             Ok(Err(e)) if dropped(e) => {
+                self.unhold();
                 let mut conn = self.conn();
                 let again = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
                 self.settle(again).await
@@ -261,8 +269,11 @@ impl Node {
 
     /// The connection a call goes through (for Sentinel, the current master's).
     fn conn(&self) -> Conn {
+        if let Some(hold) = lock(&self.blocking.hold).as_ref() {
+            return hold.clone();
+        }
         match &self.link {
-            Link::Single(conn) => Conn::Single(conn.clone()),
+            Link::Single(conn) => Conn::Single(lock(conn).clone()),
             Link::Cluster(conn) => Conn::Cluster(conn.clone()),
             Link::Sentinel(failover) => Conn::Single(failover.current()),
         }
@@ -356,6 +367,70 @@ impl Node {
         }
     }
 
+    /// Whether a holder can keep to one connection here (see [`Node::hold_pop`]): a
+    /// server or a Sentinel master, not a Cluster (whose calls route by slot over
+    /// connections of their own).
+    pub fn can_hold(&self) -> bool {
+        !matches!(self.link, Link::Cluster(_))
+    }
+
+    /// `BLPOP key` for at most `wait` on the holder's one connection: made on first
+    /// use (the waiter's idle blocking connection, else a new one), after which the
+    /// node's own connection is closed and every call goes through this one, in order
+    /// behind the pop; so the caller ends each pop before a call is due (the renewal).
+    /// The element popped (a request to stop), `None` when the wait ran out. A call
+    /// that fails on it drops the hold connection ([`Node::unhold`], in
+    /// [`Node::finish`]): calls go back to the node's own connection, made anew on
+    /// first use, and the next pop makes a new hold connection.
+    pub async fn hold_pop(&self, key: &[u8], wait: Duration) -> Result<Option<Vec<u8>>> {
+        let mut conn = self.held().await?;
+        let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
+        let cmd = redis::cmd("BLPOP").arg(key).arg(seconds).clone();
+        let limit = wait + self.timeout.max(MIN_CONNECT_TIMEOUT);
+        let popped = tokio::time::timeout(limit, cmd.query_async::<Value>(&mut conn)).await;
+        self.finish(popped).map(popped_element)
+    }
+
+    /// The hold connection, made (and the node's own closed) if there is none yet.
+    async fn held(&self) -> Result<Conn> {
+        if let Some(conn) = lock(&self.blocking.hold).clone() {
+            return Ok(conn);
+        }
+        let idle = lock(&self.blocking.idle).take();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => self.open_blocking().await?,
+        };
+        *lock(&self.blocking.hold) = Some(conn.clone());
+        self.park();
+        Ok(conn)
+    }
+
+    /// Closes the node's own connection: one not yet connected takes its place, made on
+    /// its first call.
+    fn park(&self) {
+        let timeouts = timeouts_of(self.timeout);
+        match (&self.link, &self.blocking.source) {
+            (Link::Single(conn), BlockingSource::Server(client)) => {
+                if let Ok(lazy) = connect::lazy_manager(client, timeouts) {
+                    *lock(conn) = lazy;
+                }
+            }
+            (Link::Sentinel(failover), _) => {
+                if let Ok(lazy) = connect::lazy_manager(&failover.client(), timeouts) {
+                    *lock(&failover.conn) = lazy;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Drops the hold connection (the server ends a pop still blocked on it): calls go
+    /// through the node's own connection again. A call in flight on it ends first.
+    pub fn unhold(&self) {
+        drop(lock(&self.blocking.hold).take());
+    }
+
     /// Closes the idle blocking connection: a waiter that got the lock pops no more, and
     /// a holder keeps one connection to Redis, not two.
     pub fn close_blocking(&self) {
@@ -421,6 +496,14 @@ impl Node {
     }
 
     fn finish<T>(&self, result: std::result::Result<redis::RedisResult<T>, Elapsed>) -> Result<T> {
+        // A hold connection whose call failed is dropped (timed out, broken, or now on a
+        // demoted master): the next call reconnects. Not for a command the user may not
+        // run (a pop without BLPOP): the connection is fine, and making it anew every
+        // renewal period would only churn.
+        let denied = matches!(&result, Ok(Err(e)) if e.code() == Some("NOPERM"));
+        if !denied && !matches!(&result, Ok(Ok(_))) {
+            self.unhold();
+        }
         if let Link::Sentinel(failover) = &self.link
             && Failover::moved(&result)
         {
@@ -442,6 +525,11 @@ impl Node {
     }
 }
 
+/// A mutex's value, whoever panicked holding it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The link to the node behind `url`, and what a waiter's blocking connection is made
 /// from.
 async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSource)> {
@@ -449,7 +537,10 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSourc
         Topology::Single => {
             let client = connect::client(url, url.secret())?;
             let conn = connect::manager(url, &client, timeouts).await?;
-            Ok((Link::Single(conn), BlockingSource::Server(Box::new(client))))
+            Ok((
+                Link::Single(Arc::new(Mutex::new(conn))),
+                BlockingSource::Server(Box::new(client)),
+            ))
         }
         Topology::Cluster { seeds } => {
             let conn = connect::cluster(url, seeds, timeouts).await?;

@@ -83,7 +83,7 @@ pub(super) async fn command(
         t_sent,
         give_up_at: run.config.max_hold.map(|d| taken.t_sent + d),
         stop: run.config.policy.stop,
-        listens: lease.order().supersedes(),
+        listens: lease.can_be_asked(),
         ready_file: ready_file.as_deref(),
     };
     match command::run_command(run, Some(held), guard).await {

@@ -28,13 +28,9 @@ pub async fn run(config: PreemptConfig) -> Result<u8> {
     let Some(token) = token else {
         return say(&config, "free", holder.as_ref(), None);
     };
-    // A newest-wins holder listens on its own wake list: tell it now. Any other finds
-    // the request at its next renewal (a wake-up there would wait for nobody).
-    let listens = state::mode_of(&nodes, &config.keys)
-        .await
-        .order
-        .supersedes();
-    if let (true, Some(primary)) = (listens, nodes.primary()) {
+    // The holder waits for the request on its own wake list: tell it now (its next
+    // renewal finds the request too, should this push be lost).
+    if let Some(primary) = nodes.primary() {
         let _ = primary
             .run::<i64>(&newest::notify(&config.keys, &token, &request))
             .await;

@@ -22,6 +22,7 @@ mod metrics;
 mod nemesis;
 mod operators;
 mod paused;
+mod preempt_soon;
 mod quorum;
 mod review;
 mod scripts;

@@ -69,8 +69,9 @@ pub const USES: &[Use] = &[
             Script::Renew,
             Script::Release,
         ],
-        // GET: the re-entrancy check of a run started inside a holder.
-        direct: &[on("get", Key::Lock)],
+        // GET: the re-entrancy check of a run started inside a holder. BLPOP: a holder
+        // waits for a request to stop (`redlock preempt`) on its own wake list.
+        direct: &[on("get", Key::Lock), on("blpop", Key::OwnWake)],
         wrapper: true,
     },
     Use {
@@ -158,7 +159,7 @@ pub const USES: &[Use] = &[
             Script::Release,
         ],
         // A waiter blocks on its own wake list, and so does a holder for a request to
-        // stop.
+        // stop (as every holder does, see `run`).
         direct: &[on("blpop", Key::OwnWake)],
         wrapper: false,
     },
@@ -291,6 +292,14 @@ mod tests {
             .map(|u| u.name)
             .collect();
         assert_eq!(names, ["run --wait", "acquire", "wait"]);
+        // Every holder that can be asked to stop waits on its own wake list; a
+        // semaphore's cannot be (no one holder), so it does not.
+        let own = on("blpop", Key::OwnWake);
+        let names: Vec<_> = broken_by(own, false, false)
+            .iter()
+            .map(|u| u.name)
+            .collect();
+        assert_eq!(names, ["run", "run --fair", "run --supersede"]);
         let scan = bare("scan");
         assert!(!broken_by(scan, false, false).iter().any(|u| u.wrapper));
     }
