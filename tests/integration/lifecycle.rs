@@ -446,7 +446,7 @@ fn redlock_wait_outlasts_the_run_woken_to_take_the_lock() {
         wargs.extend(["--wait".into(), "60s".into()]);
         let waiter = start_run(&wargs, &format!("sleep 0.3; touch '{}'", ended.display()));
         assert!(
-            eventually(READY, || redis.blocked_pops() == 2),
+            eventually(READY, || redis.waiting_blocked(&name, 2)),
             "both never blocked"
         );
         let (status, err) = holder.finish();

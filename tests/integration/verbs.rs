@@ -488,7 +488,7 @@ fn wait_blocks_until_the_lock_is_free_without_taking_it() {
     wargs.extend(["--wait".into(), "60s".into()]);
     let waiter = start_run(&wargs, &format!("touch '{}'", ran.display()));
     assert!(
-        eventually(READY, || redis.blocked_pops() == 2),
+        eventually(READY, || redis.waiting_blocked("job", 2)),
         "both never blocked"
     );
     let (code_, err) = holder.finish();

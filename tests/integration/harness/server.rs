@@ -206,10 +206,13 @@ impl Redis {
         }
     }
 
-    /// How many clients are blocked in `BLPOP` (waiters, `redlock wait`).
-    pub fn blocked_pops(&self) -> usize {
+    /// Whether `n` runs (waiters, `redlock wait`) are in the waiters set of the lock
+    /// `name` and blocked in `BLPOP` (a holder blocks on its own wake list too,
+    /// listening for a request to stop: it is not in the waiters set).
+    pub fn waiting_blocked(&self, name: &str, n: usize) -> bool {
+        let waiters: usize = self.cmd(&["SCARD", &format!("redlock:{{{name}}}:waiters")]);
         let clients: String = self.cmd(&["CLIENT", "LIST"]);
-        clients.matches("cmd=blpop").count()
+        waiters == n && clients.matches("cmd=blpop").count() >= n
     }
 
     pub fn info_number(&self, section: &str, field: &str) -> u64 {
