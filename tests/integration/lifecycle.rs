@@ -368,8 +368,7 @@ fn a_vanished_run_reads_as_vanished_everywhere() {
 /// (`unfinished_run`). The nodes' state is written as the review wrote it.
 #[test]
 fn one_node_that_missed_a_release_never_vetoes_the_slot() {
-    let nodes: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
-    let now = nodes[0].now_ms();
+    let now = Redis::start().now_ms();
     let failed = format!(
         "{{\"token\":\"t1\",\"host\":\"h1\",\"pid\":1,\"user\":\"u\",\"fence\":1,\"once_per_ms\":86400000,\"duration_ms\":5,\"command_status\":1,\"status\":1,\"lost\":false,\"start_ms\":{now},\"end_ms\":{}}}",
         now + 5
@@ -377,16 +376,20 @@ fn one_node_that_missed_a_release_never_vetoes_the_slot() {
     let mark = format!(
         "{{\"token\":\"t1\",\"start_ms\":{now},\"running\":true,\"started\":true,\"attempt\":1}}"
     );
-    for (i, node) in nodes.iter().enumerate() {
-        let record = if i == 2 { &mark } else { &failed };
-        let _: i64 = node.cmd(&["LPUSH", "redlock:{rep}:history", record]);
-    }
-    let mut args = vec!["--key".to_string(), "rep".into()];
-    for node in &nodes {
-        args.extend(["--redis".to_string(), node.url()]);
-    }
-    args.extend(["--once-per", "1d"].map(String::from));
-    let out = output(redlock_run().args(&args).args(["--", "echo", "ran"]));
+    // Three fresh nodes, `marked` of them holding the start mark and the others the
+    // failed run's record; the next try's output.
+    let next_try = |marked: usize| {
+        let nodes: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
+        let mut args = vec!["--key".to_string(), "rep".into()];
+        for (i, node) in nodes.iter().enumerate() {
+            let record = if i < marked { &mark } else { &failed };
+            let _: i64 = node.cmd(&["LPUSH", "redlock:{rep}:history", record]);
+            args.extend(["--redis".to_string(), node.url()]);
+        }
+        args.extend(["--once-per", "1d"].map(String::from));
+        output(redlock_run().args(&args).args(["--", "echo", "ran"]))
+    };
+    let out = next_try(1);
     assert_eq!(
         (code(&out), stdout(&out).as_str()),
         (0, "ran\n"),
@@ -394,17 +397,7 @@ fn one_node_that_missed_a_release_never_vetoes_the_slot() {
         stderr(&out)
     );
     // With the mark on two nodes of three, the slot is closed (at most once).
-    let nodes2: Vec<Redis> = (0..3).map(|_| Redis::start()).collect();
-    for (i, node) in nodes2.iter().enumerate() {
-        let record = if i == 0 { &failed } else { &mark };
-        let _: i64 = node.cmd(&["LPUSH", "redlock:{rep}:history", record]);
-    }
-    let mut args = vec!["--key".to_string(), "rep".into()];
-    for node in &nodes2 {
-        args.extend(["--redis".to_string(), node.url()]);
-    }
-    args.extend(["--once-per", "1d"].map(String::from));
-    let out = output(redlock_run().args(&args).args(["--", "echo", "ran"]));
+    let out = next_try(2);
     assert_eq!(
         (code(&out), stdout(&out).as_str()),
         (codes::BUSY, ""),
