@@ -376,7 +376,8 @@ impl Watch {
     }
 }
 
-/// Removes the ready file and settles the metrics file of a wrapper that died.
+/// Removes the ready file and settles the metrics file of a wrapper that died, or whose
+/// lease ended while it was stopped (the guard killed the command).
 ///
 /// # Safety
 /// Only in the forked guard: async-signal-safe calls on memory prepared before the
@@ -460,6 +461,12 @@ fn guard_main(read_fd: std::os::fd::RawFd, prepared: &mut Prepared) -> ! {
             }
             if let Some(due) = due {
                 act(&watch, due);
+                // The lease's end passed without news: the command is dead, so its
+                // ready file and `running` sample must not say otherwise while the
+                // wrapper is stopped (it rewrites them when it runs again).
+                if matches!(due, Act::Kill) && watch.pgid > 1 {
+                    tidy(prepared);
+                }
             }
         }
     }

@@ -108,6 +108,8 @@ impl RunRecord {
     /// (`holds_lease`): a start mark whose run no longer holds its lease is vanished
     /// (no status), or no run at all when its command never started (`None`).
     pub fn judged(mut self, holds_lease: bool) -> Option<RunRecord> {
+        // A start mark writes `"rerun_of":""` for a first attempt: not a rerun.
+        self.rerun_of = self.rerun_of.filter(|of| !of.is_empty());
         match lifecycle::judge(self.running, self.started, holds_lease) {
             Life::Abandoned => None,
             Life::Vanished => {

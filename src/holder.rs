@@ -450,13 +450,15 @@ impl Meta {
     }
 
     /// Who runs the command, for its start mark (see `scripts::started`): a JSON
-    /// object with the host, pid, user, command line and ttl, so that a run that
-    /// vanishes still names where it ran and for how long its lease lasted.
-    pub fn started_json(&self) -> String {
+    /// object with the host, pid, user, command line, ttl and the run's `fence`, so that
+    /// a run that vanishes still names where it ran, under which fence, and for how
+    /// long its lease lasted.
+    pub fn started_json(&self, fence: u64) -> String {
         let mut who = serde_json::to_value(self.who()).unwrap_or_default();
         if let Some(fields) = who.as_object_mut() {
             fields.retain(|_, v| !v.is_null());
             fields.insert("ttl_ms".into(), self.ttl_ms.into());
+            fields.insert("fence".into(), fence.into());
         }
         who.to_string()
     }

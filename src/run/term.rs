@@ -356,7 +356,7 @@ async fn interrupted_before_start(
 /// with who runs it; a lock found gone, or a start that cannot be recorded, ends the
 /// run before the command starts (released, nothing run, no attempt used).
 async fn record_start(run: &Run<'_>, lease: &Lease, meta: &Meta, acquired_at: Point) -> Step<()> {
-    let failed = match lease.mark_started(&meta.started_json()).await {
+    let failed = match lease.mark_started(&meta.started_json(lease.fence())).await {
         Ok(true) => return Ok(()),
         Ok(false) => Error::new(
             Kind::Lost,

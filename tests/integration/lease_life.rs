@@ -533,8 +533,11 @@ fn paused_wrapper_has_its_command_stopped_by_its_guard() {
     let redis = Redis::start();
     let s = Scratch::new();
     let (ready, cpid) = (s.path("ready"), s.path("cpid"));
+    let (ready_file, metrics) = (s.path("ready-file"), s.path("frozen.prom"));
     let mut args = lock_args(&redis, "frozen");
     args.extend(["--ttl".into(), "1s".into()]);
+    args.extend(["--ready-file".into(), ready_file.display().to_string()]);
+    args.extend(["--metrics".into(), metrics.display().to_string()]);
     let run = start_run(
         &args,
         &format!(
@@ -556,6 +559,14 @@ fn paused_wrapper_has_its_command_stopped_by_its_guard() {
     assert!(
         !alive(child),
         "the command outlived its lease while its wrapper was stopped"
+    );
+    // And what operators read says so while the wrapper is still stopped: no ready
+    // file, not running.
+    assert!(!ready_file.exists(), "a ready file for a dead command");
+    let said = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        said.contains("redlock_running{name=\"frozen\"} 0"),
+        "{said}"
     );
     nix::sys::signal::kill(wrapper, nix::sys::signal::Signal::SIGCONT).unwrap();
     let (code, err) = finish(run, Duration::from_secs(30));
