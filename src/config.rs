@@ -558,6 +558,11 @@ fn tls_options(args: &ConnArgs) -> Result<Tls> {
 }
 
 impl RunConfig {
+    /// The kind of lock the run asked for (see `kinds`).
+    pub fn kind(&self) -> crate::kinds::LockKind {
+        crate::kinds::LockKind::of(self.policy.mode)
+    }
+
     /// The run's configuration, in named steps: the command, the connection and its
     /// timings, the flags that shape the policy ([`Asked`]), the wait, the policy
     /// ([`run_policy`]), then the flags that stand alone. A usage error names the

@@ -10,14 +10,16 @@
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
 //!   for a wrapper killed, stopped or starved; `signals`: the signal rule;
-//! - `lease`: acquire/renew/release of one lock (plain, a semaphore's slot, a fair
-//!   queue's turn); `history`: a run's record beside the lock and how it reads;
+//! - `lease`: a session with a kind of lock (one acquire round, the release);
+//!   `kinds/`: one file per kind of lock (plain, slots, fair, newest), each answering
+//!   everything its kind decides; `session`: what every kind shares (token, nodes,
+//!   vote and tally, renew, fence, release of the token); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
 //!   holder metadata; `gone`: positive proof that a holder is gone (`release
 //!   --if-dead`), a pure judgement over the metadata, this machine and a probe;
 //! - [`scripts`]: each Lua script's whole contract, one file per family (the text,
 //!   the typed call, the reply's decoder, the commands it calls); [`policy`]: what a
-//!   run asks for, decided once from its flags (the name's mode: holders and order;
+//!   run asks for, decided once from its flags (the kind of lock it asks for;
 //!   completion) and the one table of refused combinations; [`keys`]: key layout and
 //!   hash tags;
 //! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies);
@@ -49,6 +51,7 @@ mod guard;
 mod history;
 mod holder;
 pub mod keys;
+mod kinds;
 mod lease;
 mod lifecycle;
 mod metrics;
@@ -61,6 +64,7 @@ mod redis;
 mod report;
 mod run;
 pub mod scripts;
+mod session;
 mod signals;
 mod supervise;
 mod timing;

@@ -9,7 +9,7 @@ pub mod refused;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-pub use mode::{Holders, Mode, Order};
+pub use mode::Mode;
 use refused::Given;
 
 /// What a `--once-per` slot does with a run that vanished (started, then its wrapper
@@ -195,8 +195,10 @@ impl Policy {
             return Err(Error::usage(line));
         }
         let mode = match newest {
-            Some(newest) => Mode::newest(newest.order_key.is_some()),
-            None if given.fair => Mode::FAIR,
+            Some(newest) => Mode::Newest {
+                keyed: newest.order_key.is_some(),
+            },
+            None if given.fair => Mode::Fair,
             None => Mode::limit(given.limit),
         };
         Ok(Policy {

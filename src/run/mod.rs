@@ -117,14 +117,14 @@ impl<'r> Run<'r> {
     /// a head that does not progress). A wait that ran out there leaves one Redis try.
     async fn queue_locally(&mut self) -> Step<Option<Head>> {
         let (config, report) = (&self.config, self.report);
-        let uses = config.policy.mode.order.uses_local_queue();
+        let uses = config.kind().rules().uses_local_queue();
         if !self.patience.allows_waiting() || !uses || nested::is_nested(config) {
             return Ok(None);
         }
         let Some(dir) = wait::resolve_dir(&config.local, report)? else {
             return Ok(None);
         };
-        let slots = config.policy.mode.slots();
+        let slots = config.kind().rules().slots();
         let queue = LocalQueue::new(&dir, &config.keys, &config.conn.urls, slots);
         let name = config.keys.display_name();
         let mut progress = Progress::new(report, name.clone(), self.chatty());

@@ -18,7 +18,8 @@ pub(super) fn is_nested(config: &RunConfig) -> bool {
     let Some(key) = std::env::var_os(env::KEY) else {
         return false;
     };
-    (1..=config.policy.mode.slots()).any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
+    (1..=config.kind().rules().slots())
+        .any(|slot| config.keys.for_slot(slot).lock == key.as_bytes())
 }
 
 /// Runs the command at once when this process already holds the lock: the key and

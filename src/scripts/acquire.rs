@@ -35,14 +35,13 @@ use crate::redis::{Call, Lua};
 use super::taking::{taking_calls, text};
 use super::{Key, Need, bare, invocation, on};
 use crate::keys::LockKeys;
-use crate::policy::Mode;
 use crate::redis::reply::{Held, array, bytes, held, int, string};
 
-/// One try to take a lock.
+/// One try to take a lock; each kind of lock (`kinds/`) picks the call of its script
+/// ([`Request::plain`], [`Request::slots`], [`Request::fair`], [`Request::newest`]).
+#[derive(Clone, Copy)]
 pub struct Request<'a> {
     pub keys: &'a LockKeys,
-    /// The name's mode: which script, and what it is told.
-    pub mode: Mode,
     pub token: &'a str,
     pub ttl_ms: u64,
     /// A waiter's heartbeat (ms): it joins the waiters when the lock is busy, and they
@@ -77,36 +76,66 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The call of the acquire script of this request's kind of lock.
-    pub fn call(&self) -> Call {
-        if self.mode.order.supersedes() {
-            return self.newest_call();
-        }
-        let mut call = self.invocation();
-        call.arg(self.token)
-            .arg(self.ttl_ms)
-            .arg(self.heartbeat_ms)
-            .arg(self.known_holder)
-            .arg(self.once_per_ms)
-            .arg(self.retain_ms);
-        match self.mode.holders.slots() {
-            Some(limit) => call.arg(limit),
-            None => call
-                .arg(self.max_attempts)
-                .arg(self.rerun)
-                .arg(self.slot_pin_ms),
-        };
-        if self.mode.order.records_who_waits() {
-            call.arg(self.who);
-        }
-        for (field, value) in self.meta {
-            call.arg(*field).arg(value);
-        }
+    /// The call of [`PLAIN`]: a plain lock.
+    pub fn plain(&self) -> Call {
+        let k = self.keys;
+        let keys = [
+            &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+        ];
+        let keys: Vec<&[u8]> = keys
+            .iter()
+            .map(|k| k.as_slice())
+            .chain(self.once_key)
+            .collect();
+        let mut call = invocation(&PLAIN, &keys);
+        self.common(&mut call).completion(&mut call).meta(&mut call);
         call
     }
 
-    /// The call of the newest-wins script (see `newest::NEWEST`).
-    fn newest_call(&self) -> Call {
+    /// The call of `holders::SEMAPHORE`: one of `limit` slots.
+    pub fn slots(&self, limit: u32) -> Call {
+        let k = self.keys;
+        let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
+        let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
+        for slot in &slots {
+            keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
+        }
+        let mut call = invocation(&super::holders::SEMAPHORE, &keys);
+        self.common(&mut call);
+        call.arg(limit);
+        self.meta(&mut call);
+        call
+    }
+
+    /// The call of `queue::FAIR`: a fair queue's turn (who waits is recorded).
+    pub fn fair(&self) -> Call {
+        let k = self.keys;
+        let own = k.own_wake(self.token);
+        let keys = [
+            &k.lock,
+            &k.meta,
+            &k.queue,
+            &k.beats,
+            &k.fence,
+            &k.history,
+            &k.mode,
+            &k.queue_info,
+            &own,
+        ];
+        let keys: Vec<&[u8]> = keys
+            .iter()
+            .map(|k| k.as_slice())
+            .chain(self.once_key)
+            .collect();
+        let mut call = invocation(&super::queue::FAIR, &keys);
+        self.common(&mut call).completion(&mut call);
+        call.arg(self.who);
+        self.meta(&mut call);
+        call
+    }
+
+    /// The call of `newest::NEWEST` (`mode`: the mode key's text).
+    pub fn newest(&self, mode: &str) -> Call {
         let mut call = super::newest::invocation_of(self.keys, self.token);
         call.arg(self.token)
             .arg(self.ttl_ms)
@@ -114,53 +143,37 @@ impl Request<'_> {
             .arg(self.known_holder)
             .arg(self.retain_ms)
             .arg(self.who)
-            .arg(self.mode.key_text().unwrap_or_default())
+            .arg(mode)
             .arg(self.order_key.map(|k| k.to_string()).unwrap_or_default())
             .arg(self.preempt);
-        for (field, value) in self.meta {
-            call.arg(*field).arg(value);
-        }
+        self.meta(&mut call);
         call
     }
 
-    /// The script of this request's mode, on its keys (with `--once-id`, the ID's
-    /// record last).
-    fn invocation(&self) -> Call {
-        let k = self.keys;
-        let once = self.once_key;
-        let plain = || {
-            let keys = [
-                &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
-            ];
-            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
-            invocation(&PLAIN, &keys)
-        };
-        let slots = |limit: u32| {
-            let slots: Vec<LockKeys> = (1..=limit).map(|i| k.for_slot(i)).collect();
-            let mut keys: Vec<&[u8]> = vec![&k.mode, &k.waiters, &k.wake, &k.fence, &k.history];
-            for slot in &slots {
-                keys.extend([slot.lock.as_slice(), slot.meta.as_slice()]);
-            }
-            invocation(&super::holders::SEMAPHORE, &keys)
-        };
-        let queue = || {
-            let own = k.own_wake(self.token);
-            let keys = [
-                &k.lock,
-                &k.meta,
-                &k.queue,
-                &k.beats,
-                &k.fence,
-                &k.history,
-                &k.mode,
-                &k.queue_info,
-                &own,
-            ];
-            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).chain(once).collect();
-            invocation(&super::queue::FAIR, &keys)
-        };
-        let newest = || super::newest::invocation_of(k, self.token);
-        self.mode.choose(plain, slots, queue, newest)
+    /// The ARGV every script but newest's starts with.
+    fn common(&self, call: &mut Call) -> &Self {
+        call.arg(self.token)
+            .arg(self.ttl_ms)
+            .arg(self.heartbeat_ms)
+            .arg(self.known_holder)
+            .arg(self.once_per_ms)
+            .arg(self.retain_ms);
+        self
+    }
+
+    /// `--max-attempts`, `--if-vanished`, the pinned slot (one holder's scripts).
+    fn completion(&self, call: &mut Call) -> &Self {
+        call.arg(self.max_attempts)
+            .arg(self.rerun)
+            .arg(self.slot_pin_ms);
+        self
+    }
+
+    /// The holder metadata's pairs, last.
+    fn meta(&self, call: &mut Call) {
+        for (field, value) in self.meta {
+            call.arg(*field).arg(value);
+        }
     }
 }
 

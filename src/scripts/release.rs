@@ -9,7 +9,6 @@ use crate::redis::{Call, Lua};
 
 use super::{CLOCK, Key, Need, WAKE_TTL_MS, bare, invocation, on, splice};
 use crate::keys::LockKeys;
-use crate::policy::Mode;
 use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
@@ -220,7 +219,8 @@ pub struct Record<'a> {
 pub struct Request<'a> {
     /// The lock's keys (a semaphore's slot: the slot's keys).
     pub keys: &'a LockKeys,
-    pub mode: Mode,
+    /// The release wakes a queue's head itself (see `kinds`), not a waiter of the set.
+    pub wakes_head: bool,
     pub token: &'a str,
     /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
     pub keep_ms: u64,
@@ -245,11 +245,7 @@ impl Request<'_> {
             .chain(self.once_key)
             .collect();
         let mut call = invocation(&RELEASE, &keys);
-        let fair = if self.mode.order.release_wakes_head() {
-            "1"
-        } else {
-            "0"
-        };
+        let fair = if self.wakes_head { "1" } else { "0" };
         call.arg(self.token)
             .arg(self.keep_ms)
             .arg(if waking { WAKE_TTL_MS } else { 0 })
@@ -345,15 +341,14 @@ pub const SETTLE_CALLS: &[Need] = &[
     on("del", Key::Mode),
 ];
 
-/// The call settling the name `keys` of mode `mode` (`None` for a plain lock, which
-/// has no mode key).
-pub fn settle(keys: &LockKeys, mode: Mode) -> Option<Call> {
-    let in_use = mode.in_use_keys(keys)?;
+/// The call settling the name `keys` whose mode key reads `mode` while any of
+/// `in_use` exists.
+pub fn settle(keys: &LockKeys, mode: &str, in_use: &[Vec<u8>]) -> Call {
     let mut all: Vec<&[u8]> = vec![&keys.mode];
     all.extend(in_use.iter().map(Vec::as_slice));
     let mut call = invocation(&SETTLE, &all);
-    call.arg(mode.key_text());
-    Some(call)
+    call.arg(mode);
+    call
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@ use crate::redis::{Call, Lua};
 
 use super::{Key, Need, invocation, on};
 use crate::keys::LockKeys;
-use crate::policy::Mode;
 
 /// KEYS: lock, meta, and for a semaphore or fair queue the mode key. ARGV: token, ttl ms
 /// (always > 0: `PEXPIRE key 0` would delete the key), the mode. Returns 1 renewed, 0
@@ -47,10 +46,9 @@ pub const CALLS: &[Need] = &[
     on("pexpire", Key::Mode),
 ];
 
-/// The renewal of the lock `keys` (a semaphore's slot: the slot's keys) of mode `mode`
-/// held with `token`, to `ttl_ms`.
-pub fn call(keys: &LockKeys, mode: Mode, token: &str, ttl_ms: u64) -> Call {
-    let mode = mode.key_text();
+/// The renewal of the lock `keys` (a semaphore's slot: the slot's keys) held with
+/// `token`, to `ttl_ms`; `mode`: the mode key's text (`None`: a plain lock).
+pub fn call(keys: &LockKeys, mode: Option<&str>, token: &str, ttl_ms: u64) -> Call {
     let mut call = match &mode {
         Some(_) => invocation(&RENEW, &[&keys.lock, &keys.meta, &keys.mode]),
         None => invocation(&RENEW, &[&keys.lock, &keys.meta]),

@@ -4,8 +4,8 @@
 //! plain lock's script (`acquire`), the semaphore's (`holders`) and the fair queue's
 //! (`queue`) are built from it.
 
+use super::queue::FIFO_MAX_BEAT;
 use super::{CLOCK, splice};
-use crate::policy::mode::FIFO_MAX_BEAT;
 
 /// What the three acquire scripts share, as Lua at their top (after [`CLOCK`]):
 /// - `foreign(role, key)`: the refusal for a key of ours that holds another type;

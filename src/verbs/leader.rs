@@ -15,7 +15,7 @@ use crate::config::{DEFAULT_TTL, LeaderConfig};
 use crate::error::Result;
 use crate::exit::STATUS_FREE;
 use crate::holder::{Holder, Meta};
-use crate::policy::Mode;
+use crate::kinds::LockKind;
 use crate::quorum::Nodes;
 use crate::report::{Reporter, human, rfc3339};
 
@@ -70,9 +70,9 @@ enum NotElect {
 impl Read {
     /// The name's holder, judged as a leader or not: only a holder whose metadata says
     /// `--elect` leads (a run of a version before the mark reads as not one).
-    fn of(held: Option<Holder>, mode: &Mode) -> Read {
+    fn of(held: Option<Holder>, mode: &LockKind) -> Read {
         let kind = match &held {
-            _ if mode.holders.slots().is_some() => NotElect::Semaphore,
+            _ if mode.rules().slots() > 1 => NotElect::Semaphore,
             None => return Read::Free,
             Some(h) if !h.is_known() => NotElect::Foreign,
             Some(h) if h.stopping.elect => return Read::Led(h.clone()),

@@ -14,8 +14,8 @@ use crate::exit;
 use crate::gone::{Here, Verdict};
 use crate::holder::Holder;
 use crate::keys::LockKeys;
+use crate::kinds::LockKind;
 use crate::lease::{Lease, Release, wake_head};
-use crate::policy::Mode;
 use crate::quorum::Nodes;
 use crate::report::printable;
 use crate::report::rfc3339;
@@ -60,7 +60,7 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let mode = super::state::mode_of(&nodes, &config.keys).await;
     let target = Target {
         keys: &config.keys,
-        mode,
+        kind: mode,
         slot: config.slot,
     };
     let done = match config.whose {
@@ -90,14 +90,19 @@ pub async fn run(config: ReleaseConfig) -> Result<u8> {
 /// What a release is aimed at: the name, its kind, and a semaphore's slot if given.
 struct Target<'a> {
     keys: &'a LockKeys,
-    mode: Mode,
+    kind: LockKind,
     slot: Option<u32>,
 }
 
 impl Target<'_> {
+    /// A semaphore's slot count (`None`: one holder).
+    fn several(&self) -> Option<u32> {
+        Some(self.kind.rules().slots()).filter(|n| *n > 1)
+    }
+
     /// The slots to look at: the one given, every slot of a semaphore, or the lock.
     fn slots(&self) -> Vec<u32> {
-        match (self.slot, self.mode.holders.slots()) {
+        match (self.slot, self.several()) {
             (Some(slot), _) => vec![slot],
             (None, Some(limit)) => (1..=limit).collect(),
             (None, None) => vec![1],
@@ -106,7 +111,7 @@ impl Target<'_> {
 
     /// The keys of one slot, or a usage error when a semaphore's slot must be named.
     fn one_slot(&self) -> Result<LockKeys> {
-        match (self.slot, self.mode.holders.slots()) {
+        match (self.slot, self.several()) {
             (Some(slot), _) => Ok(self.keys.for_slot(slot)),
             (None, Some(limit)) => Err(Error::usage(format!(
                 "{} is a semaphore of {limit} slots; --force removes one holder: say which with --slot N (redlock status {} lists them)",
@@ -120,7 +125,7 @@ impl Target<'_> {
     /// A lease on one slot for `token`, of the name's kind (so that a fair queue's head
     /// is woken).
     fn lease(&self, nodes: Nodes, slot: u32, token: String) -> Lease {
-        Lease::new(nodes, self.keys.for_slot(slot), DEFAULT_TTL, token).mode(self.mode)
+        Lease::new(nodes, self.keys.for_slot(slot), DEFAULT_TTL, token).of_kind(self.kind)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::error::{Error, Kind, Result};
 use crate::history::RunRecord;
 use crate::holder::{Holder, Who};
 use crate::keys::LockKeys;
-use crate::policy::Mode;
+use crate::kinds::LockKind;
 use crate::quorum::Nodes;
 use crate::redis::command;
 use crate::report::{human, printable, rfc3339};
@@ -109,23 +109,18 @@ pub struct SlotState {
 /// mode key says `limit L` while one is in use; its first slot's holder stands for it
 /// where one holder is shown).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
-    let mode = self::mode(nodes, keys)
-        .await
-        .as_deref()
-        .and_then(Mode::parse)
-        .unwrap_or_default();
-    if mode.order.is_queue() {
+    let kind = mode_of(nodes, keys).await;
+    let rules = kind.rules();
+    if let Some(flag) = rules.queue_flag() {
         let mut state = read_one(nodes, keys).await?;
         state.queue = Some(queue(nodes, keys).await);
-        state.queue_flag = match mode.order.supersedes() {
-            true => "--supersede",
-            false => "--fair",
-        };
+        state.queue_flag = flag;
         return Ok(state);
     }
-    let Some(limit) = mode.holders.slots() else {
+    let limit = rules.slots();
+    if limit < 2 {
         return read_one(nodes, keys).await;
-    };
+    }
     let mut slots = Vec::new();
     let mut first: Option<LockState> = None;
     for slot in 1..=limit {
@@ -151,11 +146,11 @@ pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
 }
 
 /// What mode the name is in use as (plain when no mode key says otherwise).
-pub async fn mode_of(nodes: &Nodes, keys: &LockKeys) -> Mode {
+pub async fn mode_of(nodes: &Nodes, keys: &LockKeys) -> LockKind {
     mode(nodes, keys)
         .await
         .as_deref()
-        .and_then(Mode::parse)
+        .and_then(LockKind::parse)
         .unwrap_or_default()
 }
 

@@ -115,7 +115,7 @@ pub async fn acquire(
     // host's local queue (the host's last head has just taken the lock: it is busy).
     let waited_locally = how.head.is_some_and(|h| h.waited);
     let queue_now =
-        (lease.order().queues_at_arrival() || waited_locally) && patience.allows_waiting();
+        (lease.kind().queues_at_arrival() || waited_locally) && patience.allows_waiting();
     let (failure, joined) = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
@@ -154,7 +154,7 @@ async fn after_waiting(lease: &Lease, waited: &Result<Waited>) {
         // run finds the slot done, and so will the others; a plain run takes the lock).
         Ok(Waited::Skipped(_)) => lease.hand_on().await,
         _ => {
-            if lease.order().keeps_place_on_late_grant() {
+            if lease.kind().keeps_place_on_late_grant() {
                 // A late grant kept for the next try (see `Lease::acquire`) is given
                 // back: compare-and-delete, nothing when the lock is not ours.
                 let _ = lease.release_all(0, None).await;
@@ -271,7 +271,7 @@ impl<'a> Waiter<'a> {
                 .safety_net(failure.is_some() || self.soon)
                 .min(left)
                 .min(self.registered_nap());
-            if let Some(cap) = self.lease.order().nap_cap() {
+            if let Some(cap) = self.lease.kind().nap_cap() {
                 // A queued waiter comes back within its heartbeat, or loses its place.
                 nap = nap.min(cap);
             }
@@ -405,7 +405,7 @@ impl<'a> Waiter<'a> {
     /// How long this waiter promises to come back: the longest it blocks, plus the time
     /// a try may take.
     fn heartbeat(&self) -> Duration {
-        let order = self.lease.order();
+        let order = self.lease.kind();
         let longest = order.nap_cap().unwrap_or_else(|| {
             self.last
                 .ttl_left

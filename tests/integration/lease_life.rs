@@ -630,7 +630,7 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
         let head = format!(r#"{{"token":"{token}""#);
         let request = Request {
             keys: &keys,
-            mode: redlock::policy::Mode::PLAIN,
+            wakes_head: false,
             token,
             keep_ms: 0,
             retain_ms: 60_000,

@@ -1,0 +1,261 @@
+//! The kinds of lock: one file per kind, each answering everything its kind decides —
+//! its acquire call, what follows a try (who is woken), how a waiter waits and leaves,
+//! the mode key's text and the keys that keep it in use, and the words for messages —
+//! over the session every kind shares (`session.rs`).
+//!
+//! - [`plain`]: one holder, waiters in any order;
+//! - [`slots`]: up to N holders (`--limit N`), each in its own slot;
+//! - [`fair`]: one holder, waiters first come, first served (`--fair`);
+//! - [`newest`]: one holder, the newest waiter wins (`--supersede`).
+//!
+//! A kind is chosen once from what the run asked for ([`LockKind::of`]) or from the name's
+//! mode key ([`LockKind::parse`]). Every question is a method of [`Rules`] without a
+//! default, so a new kind is a compiler error until it answers each; nothing outside
+//! this module asks which kind it holds.
+
+pub mod fair;
+pub mod newest;
+pub mod plain;
+pub mod slots;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::keys::LockKeys;
+use crate::policy::Mode;
+use crate::redis::Call;
+use crate::scripts::{acquire, release};
+use crate::session::{Released, Session};
+
+/// A step a kind takes on the nodes (best effort: it reports nothing).
+pub type Step<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// What a kind of lock decides.
+pub trait Rules {
+    /// The mode key's value while the name is in use as this kind (`None`: a plain
+    /// lock has none).
+    fn key_text(&self) -> Option<String>;
+    /// How the kind reads in messages: what a run asks for to get it.
+    fn flags(&self) -> String;
+    /// How a run that asked for this kind is named in a refusal.
+    fn asked(&self) -> String;
+    /// The flag `status` names a queue's waiters by (`None`: the waiters are a set).
+    fn queue_flag(&self) -> Option<&'static str>;
+    /// How many runs may hold the name at once.
+    fn slots(&self) -> u32;
+    /// Whether `redlock preempt` can ask a holder to stop (it needs one holder).
+    fn can_be_asked(&self) -> bool;
+    /// The acquire script's call for `request`.
+    fn acquire_call(&self, request: &acquire::Request) -> Call;
+    /// The request that asks the holder to stop, from `who` asks ('' for none).
+    fn preempt_request(&self, who: &str) -> String;
+    /// Whether each waiter records who it is (a queue's members, for `status`).
+    fn records_who_waits(&self) -> bool;
+    /// Whether a waiter whose grant came too late keeps it for its next try (a queue's
+    /// head: taking it back would hand its turn to the next in line).
+    fn keeps_place_on_late_grant(&self) -> bool;
+    /// Wakes the runs an acquire said to (`request`: the preempt request, if any).
+    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a>;
+    /// Whether a run that may wait takes its place among the waiters at its first try
+    /// (its arrival is its place in a queue), not after a busy one.
+    fn queues_at_arrival(&self) -> bool;
+    /// Whether the runs of one host first queue among themselves (the host-local
+    /// queue) before Redis.
+    fn uses_local_queue(&self) -> bool;
+    /// The list a waiter blocks on.
+    fn wake_key(&self, keys: &LockKeys, token: &str) -> Vec<u8>;
+    /// A waiter comes back within this nap, or loses its place; `None`: a waiter's nap
+    /// follows the holder's ttl.
+    fn nap_cap(&self) -> Option<Duration>;
+    /// The longest heartbeat a waiter registers (`None`: no cap).
+    fn beat_cap(&self) -> Option<Duration>;
+    /// Leaves the waiters (a waiter that gives up).
+    fn leave<'a>(&'a self, s: &'a Session) -> Step<'a>;
+    /// Leaves the waiters, handing a wake-up on to whoever else waits.
+    fn hand_on<'a>(&'a self, s: &'a Session) -> Step<'a>;
+    /// Whether a holder listening for a preempt through a Cluster pops on a blocking
+    /// connection of its own (else it only sleeps between renewals).
+    fn listens_blocking(&self) -> bool;
+    /// Whether the release script wakes the next one itself (a queue's head, on its
+    /// own list); else a release that woke nobody on the primary hands a wake-up on.
+    fn release_wakes_head(&self) -> bool;
+    /// The keys whose presence keeps the mode key alive (`None`: no mode key).
+    fn in_use_keys(&self, keys: &LockKeys) -> Option<Vec<Vec<u8>>>;
+    /// The keys a holder of `slot` holds with `token` (a semaphore's slot: the slot's).
+    fn held_keys(&self, keys: &LockKeys, slot: u32, token: &str) -> LockKeys;
+    /// A holder's renewal of `keys` to `ttl_ms`.
+    fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call;
+    /// A holder's release (`waking`: on the node that wakes a waiter).
+    fn release_call(&self, request: &release::Request, waking: bool) -> Call;
+}
+
+/// The kind of lock a name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    Plain(plain::Plain),
+    Slots(slots::Slots),
+    Fair(fair::Fair),
+    Newest(newest::Newest),
+}
+
+impl Default for LockKind {
+    fn default() -> Self {
+        LockKind::Plain(plain::Plain)
+    }
+}
+
+impl LockKind {
+    /// The kind a run asked for.
+    pub fn of(mode: Mode) -> LockKind {
+        match mode {
+            Mode::Plain => LockKind::Plain(plain::Plain),
+            Mode::Slots(limit) => LockKind::Slots(slots::Slots { limit }),
+            Mode::Fair => LockKind::Fair(fair::Fair),
+            Mode::Newest { keyed } => LockKind::Newest(newest::Newest::new(keyed)),
+        }
+    }
+
+    /// The kind a mode key's value names (`plain`, which scripts answer for a plain
+    /// holder, too); `None` for anything else. The one parser of the mode key's text.
+    pub fn parse(text: &str) -> Option<LockKind> {
+        let kind = match text {
+            "plain" => LockKind::of(Mode::Plain),
+            "fair" => LockKind::of(Mode::Fair),
+            "newest" => LockKind::of(Mode::Newest { keyed: false }),
+            "newest by key" => LockKind::of(Mode::Newest { keyed: true }),
+            _ => {
+                let limit: u32 = text.strip_prefix("limit ")?.parse().ok()?;
+                return (limit > 1).then(|| LockKind::of(Mode::Slots(limit)));
+            }
+        };
+        Some(kind)
+    }
+
+    /// What this kind decides.
+    pub fn rules(&self) -> &dyn Rules {
+        match self {
+            LockKind::Plain(k) => k,
+            LockKind::Slots(k) => k,
+            LockKind::Fair(k) => k,
+            LockKind::Newest(k) => k,
+        }
+    }
+
+    /// Newest wins: this run's `--order-key`, and whether it asks the holder to stop
+    /// (`--supersede running`); other kinds have neither.
+    pub fn ordered(self, order_key: Option<u64>, preempts: bool) -> LockKind {
+        match self {
+            LockKind::Newest(k) => LockKind::Newest(k.ordered(order_key, preempts)),
+            other => other,
+        }
+    }
+
+    /// Removes the mode key once nothing keeps it in use (best effort: it expires a
+    /// ttl or a heartbeat after its last use anyway). Nothing for a kind without one.
+    pub async fn settle(&self, s: &Session) {
+        let rules = self.rules();
+        if let (Some(text), Some(in_use)) = (rules.key_text(), rules.in_use_keys(s.name_keys())) {
+            let call = release::settle(s.name_keys(), &text, &in_use);
+            let _ = s.nodes().each(|n| n.run::<i64>(&call)).await;
+        }
+    }
+
+    /// What follows a release round: the head it named is woken; over several nodes a
+    /// holder that did not hold the primary (where waiters wait) hands a wake-up on;
+    /// then the mode key is settled.
+    pub async fn after_release(&self, s: &Session, released: &Released) {
+        crate::session::wake_head(s.nodes(), s.name_keys(), released.head.as_deref()).await;
+        let deleted = released.outcome == crate::session::Release::Deleted;
+        if deleted && !released.woken && !self.rules().release_wakes_head() {
+            crate::session::hand_on(s.nodes(), s.name_keys(), s.token()).await;
+        }
+        self.settle(s).await;
+    }
+
+    /// The usage error of a run of this kind on a name in use as another (`mode`: the
+    /// mode key's value, or `plain`).
+    pub fn other_kind(&self, keys: &LockKeys, mode: &str) -> Error {
+        let name = keys.display_name();
+        let is = match LockKind::parse(mode) {
+            Some(kind) => kind.rules().flags(),
+            None => format!("a lock of another kind ({mode:?})"),
+        };
+        let asked = self.rules().asked();
+        Error::usage(format!(
+            "lock {name} is in use as {is}, and this run asked for {asked}; every run on a name must ask for the same kind (the name's kind is kept until a ttl after its last holder or waiter)"
+        ))
+    }
+}
+
+/// The renewal of one holder's lock key and metadata, keeping `rules`' mode key alive.
+fn renew_one(rules: &dyn Rules, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
+    crate::scripts::renew::call(keys, rules.key_text().as_deref(), token, ttl_ms)
+}
+
+/// A waiter of the name's set leaves it (see `session::leave_waiters`).
+fn leave_set(s: &Session) -> Step<'_> {
+    Box::pin(crate::session::leave_waiters(
+        s.nodes(),
+        s.name_keys(),
+        s.token(),
+    ))
+}
+
+/// A waiter of the name's set leaves it handing a wake-up on (`session::hand_on`).
+fn hand_on_set(s: &Session) -> Step<'_> {
+    Box::pin(crate::session::hand_on(s.nodes(), s.name_keys(), s.token()))
+}
+
+/// Wakes the head an acquire named (a queue's turn has come; nothing for a set).
+fn wake_first<'a>(s: &'a Session, tokens: &'a [String]) -> Step<'a> {
+    let head = tokens.first().map(String::as_str);
+    Box::pin(crate::session::wake_head(s.nodes(), s.name_keys(), head))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_key_text_round_trips() {
+        for mode in [
+            Mode::Plain,
+            Mode::Fair,
+            Mode::Slots(2),
+            Mode::Slots(100),
+            Mode::Newest { keyed: false },
+            Mode::Newest { keyed: true },
+        ] {
+            let kind = LockKind::of(mode);
+            let text = kind.rules().key_text().unwrap_or_else(|| "plain".into());
+            assert_eq!(LockKind::parse(&text), Some(kind), "{text}");
+        }
+        assert_eq!(Mode::limit(1), Mode::Plain);
+        for bad in [
+            "",
+            "limit",
+            "limit 1",
+            "limit x",
+            "FAIR",
+            "NEWEST",
+            "newest by",
+        ] {
+            assert_eq!(LockKind::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn texts_are_todays() {
+        let rules = |mode| LockKind::of(mode).rules().key_text();
+        assert_eq!(rules(Mode::Slots(3)).as_deref(), Some("limit 3"));
+        assert_eq!(rules(Mode::Fair).as_deref(), Some("fair"));
+        assert_eq!(rules(Mode::Plain), None);
+        assert_eq!(LockKind::of(Mode::Slots(3)).rules().asked(), "--limit 3");
+        assert_eq!(
+            LockKind::of(Mode::Fair).rules().flags(),
+            "a fair queue (--fair)"
+        );
+    }
+}
