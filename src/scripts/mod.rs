@@ -81,6 +81,10 @@ pub enum Key {
     /// Newest wins: the verdicts (who superseded whom), the largest order key started.
     Verdicts,
     Order,
+    /// Shared: the readers' leases, the waiting writers, a reader's own metadata.
+    Shares,
+    Writers,
+    ShareMeta,
 }
 
 impl Key {
@@ -100,6 +104,9 @@ impl Key {
             "once" => Key::Once,
             "verdicts" => Key::Verdicts,
             "order" => Key::Order,
+            "shares" => Key::Shares,
+            "writers" => Key::Writers,
+            "share meta" => Key::ShareMeta,
             _ => return None,
         })
     }
@@ -108,7 +115,7 @@ impl Key {
     pub fn what(self) -> &'static str {
         match self {
             Key::Lock | Key::Slot => "a lock",
-            Key::Meta => "redlock's metadata",
+            Key::Meta | Key::ShareMeta => "redlock's metadata",
             Key::Fence => "redlock's fence counter",
             Key::History => "redlock's run history",
             Key::Mode => "redlock's lock kind",
@@ -116,6 +123,7 @@ impl Key {
             Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
             Key::Once => "redlock's run-once record",
             Key::Verdicts | Key::Order => "redlock's newest-wins record",
+            Key::Shares | Key::Writers => "redlock's shared lock",
         }
     }
 }
