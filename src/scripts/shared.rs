@@ -66,6 +66,22 @@ local function hold(lock, shares, mode, left)
 end
 "#;
 
+/// `purge(set, now)` (the share and the release): drops the entries of a sorted set of
+/// deadlines that passed (false, nothing written, when the key holds another type).
+/// ZRANGEBYSCORE then ZREM, where ZREMRANGEBYSCORE would do: the documented
+/// least-privilege ACL grants those two and not it, and the cost is the same one
+/// command when nothing expired.
+const PURGE: &str = r#"
+local function purge(set, now)
+  local dead = redis.pcall('ZRANGEBYSCORE', set, '-inf', now)
+  if dead.err then return false end
+  for i = 1, #dead, 1000 do
+    redis.call('ZREM', set, unpack(dead, i, math.min(i + 999, #dead)))
+  end
+  return true
+end
+"#;
+
 /// A script's text: `body` with the clock, [`HOLD`] and the constants spliced in.
 fn shared_text(body: &str) -> String {
     splice(
@@ -73,6 +89,7 @@ fn shared_text(body: &str) -> String {
         &[
             ("CLOCK", CLOCK),
             ("HOLD", HOLD),
+            ("PURGE", PURGE),
             ("MARKER", &format!("'{MARKER}'")),
             ("MODE", &format!("'{MODE}'")),
             ("WAKE_TTL", &WAKE_TTL_MS.to_string()),
@@ -94,7 +111,7 @@ fn shared_text(body: &str) -> String {
 /// waits joins the waiters set, as the plain lock's does.
 ///
 /// Steps: GET (mode), GET (lock); a writer holding: PTTL (+ TYPE, HGETALL). Else TIME,
-/// ZREMRANGEBYSCORE on the shares and the writers (expired entries), ZSCORE (already
+/// ZRANGEBYSCORE on the shares and the writers (+ ZREM: expired entries), ZSCORE (already
 /// ours: ZADD, PEXPIRE, then the hold below, HGET); ZCARD (writers: busy, + ZRANGE,
 /// LPUSH, PEXPIRE with the lock free); taken: GET, HSET, PEXPIRE (own meta), SET
 /// (fence), ZADD, ZRANGE (latest deadline), SET (lock), PEXPIRE (shares), PTTL (+
@@ -107,6 +124,7 @@ pub static SHARE_TEXT: LazyLock<String> = LazyLock::new(|| {
 --CLOCK--
 --TAKING--
 --HOLD--
+--PURGE--
 local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
@@ -131,11 +149,8 @@ if holder and holder ~= --MARKER-- then
   return busy(holder, redis.call('PTTL', KEYS[1]), meta, false)
 end
 local now = now_ms()
-for _, set in ipairs({{KEYS[3], 'shares'}, {KEYS[4], 'writers'}}) do
-  if type(redis.pcall('ZREMRANGEBYSCORE', set[1], '-inf', now)) ~= 'number' then
-    return foreign(set[2], set[1])
-  end
-end
+if not purge(KEYS[3], now) then return foreign('shares', KEYS[3]) end
+if not purge(KEYS[4], now) then return foreign('writers', KEYS[4]) end
 if holder and redis.call('ZSCORE', KEYS[3], token) then
   redis.call('ZADD', KEYS[3], now + ttl, token)
   redis.call('PEXPIRE', KEYS[5], ttl)
@@ -171,7 +186,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("6ea7b99a55cb044d66aa047ff934682ac8a5f869", || {
+pub static SHARE: Lua = Lua::new("eaea7ce6f4df1d575fdf30dec85abfd53459c376", || {
     SHARE_TEXT.as_str()
 });
 
@@ -181,8 +196,10 @@ pub const SHARE_CALLS: &[Need] = taking_calls![
     on("pttl", Key::Lock),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
-    on("zremrangebyscore", Key::Shares),
-    on("zremrangebyscore", Key::Writers),
+    on("zrangebyscore", Key::Shares),
+    on("zrem", Key::Shares),
+    on("zrangebyscore", Key::Writers),
+    on("zrem", Key::Writers),
     on("zscore", Key::Shares),
     on("zadd", Key::Shares),
     on("pexpire", Key::ShareMeta),
@@ -301,7 +318,7 @@ pub fn renew(keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
 /// two or more waiters, as the plain release). Replies (`release::decode`): `{1, ''}`
 /// released, `{0, ''}` not ours, `{3, ''}` released by an earlier try.
 ///
-/// Cost: TIME, ZSCORE, GET, ZREM, DEL, ZREMRANGEBYSCORE, ZRANGE, then PEXPIRE ×2 (shares
+/// Cost: TIME, ZSCORE, GET, ZREM, DEL, ZRANGEBYSCORE (+ ZREM), ZRANGE, then PEXPIRE ×2 (shares
 /// left) or DEL, EXISTS, GET (+ DEL: mode), SCARD (+ LPUSH, PEXPIRE) (the last); + LPUSH,
 /// PEXPIRE (+ LTRIM) for the record.
 pub static RELEASE_TEXT: LazyLock<String> = LazyLock::new(|| {
@@ -309,6 +326,7 @@ pub static RELEASE_TEXT: LazyLock<String> = LazyLock::new(|| {
         r#"
 --CLOCK--
 --HOLD--
+--PURGE--
 local token = ARGV[1]
 local now = now_ms()
 local deadline = redis.pcall('ZSCORE', KEYS[2], token)
@@ -345,7 +363,7 @@ redis.call('ZREM', KEYS[2], token)
 redis.call('DEL', KEYS[3])
 local released = ours and 1 or 0
 if not marked then return {released, ''} end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+purge(KEYS[2], now)
 local left = latest_left(KEYS[2], now)
 if left then
   redis.call('PEXPIRE', KEYS[1], left)
@@ -370,7 +388,7 @@ return {released, ''}
 "#,
     )
 });
-pub static RELEASE: Lua = Lua::new("c73840f2e5435757002f2ab0222ec901f3691741", || {
+pub static RELEASE: Lua = Lua::new("d36e7a3c53ff45eccec654eb27ef0325a2934946", || {
     RELEASE_TEXT.as_str()
 });
 
@@ -390,7 +408,7 @@ pub const RELEASE_CALLS: &[Need] = &[
     on("pexpire", Key::History),
     on("zrem", Key::Shares),
     on("del", Key::ShareMeta),
-    on("zremrangebyscore", Key::Shares),
+    on("zrangebyscore", Key::Shares),
     on("pexpire", Key::Lock),
     on("del", Key::Lock),
     on("exists", Key::Writers),
@@ -448,6 +466,7 @@ mod tests {
             assert!(text.find("replicate_commands").unwrap() < text.find("'TIME'").unwrap());
             assert!(!text.contains("--MARKER--") && !text.contains("--MODE--"));
             assert!(!text.contains("--WAKE_TTL--") && !text.contains("--HOLD--"));
+            assert!(!text.contains("--PURGE--"));
         }
     }
 
