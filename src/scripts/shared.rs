@@ -12,7 +12,8 @@
 //! meanwhile (`{-6, 'shared'}`), as a share is refused on a name of another kind.
 //!
 //! Writer preference: a plain run that finds the name shared and waits registers in
-//! `P{N}:writers` (token → heartbeat deadline); while a live writer is registered, a new
+//! `P{N}:writers` (token → heartbeat deadline); while a live writer is registered (its
+//! deadline not passed, and still in the waiters set: one that gave up left it), a new
 //! share is refused, so the readers drain and the last one's release wakes the writer
 //! (one wake-up, not one per reader). A reader refused while the lock is free (the
 //! wake-up of a release reached it, not the writer) hands a wake-up on. Readers woken
@@ -112,8 +113,9 @@ fn shared_text(body: &str) -> String {
 ///
 /// Steps: GET (mode), GET (lock); a writer holding: PTTL (+ TYPE, HGETALL). Else TIME,
 /// ZRANGEBYSCORE on the shares and the writers (+ ZREM: expired entries), ZSCORE (already
-/// ours: ZADD, PEXPIRE, then the hold below, HGET); ZCARD (writers: busy, + ZRANGE,
-/// LPUSH, PEXPIRE with the lock free); taken: GET, HSET, PEXPIRE (own meta), SET
+/// ours: ZADD, PEXPIRE, then the hold below, HGET); ZRANGE (writers; for each,
+/// SISMEMBER: one no longer in the waiters gave up, ZREM; a writer left: busy, + LPUSH,
+/// PEXPIRE with the lock free); taken: GET, HSET, PEXPIRE (own meta), SET
 /// (fence), ZADD, ZRANGE (latest deadline), SET (lock), PEXPIRE (shares), PTTL (+
 /// SET or PEXPIRE: mode); a waiter leaves the waiters (SREM, EXISTS) and wakes the next
 /// (LPUSH, PEXPIRE) or clears the wake list (LTRIM). Expired entries are dropped before
@@ -157,10 +159,19 @@ if holder and redis.call('ZSCORE', KEYS[3], token) then
   hold(KEYS[1], KEYS[3], KEYS[7], latest_left(KEYS[3], now))
   return {2, tonumber(redis.pcall('HGET', KEYS[5], 'fence')) or 0, now, 1}
 end
-if redis.call('ZCARD', KEYS[4]) > 0 then
+-- A writer that gave up left the waiters (LEAVE) but not this set: it is dropped here.
+local first = nil
+local writers = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
+for i = 1, #writers, 2 do
+  if redis.pcall('SISMEMBER', KEYS[8], writers[i]) == 0 then
+    redis.call('ZREM', KEYS[4], writers[i])
+  elseif not first then
+    first = tonumber(writers[i + 1])
+  end
+end
+if first then
   if holder then return busy(holder, redis.call('PTTL', KEYS[1]), {}, false) end
-  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')[2]
-  return busy('', math.max(0, tonumber(first) - now), {}, true)
+  return busy('', math.max(0, first - now), {}, true)
 end
 local fence, refused = draw(KEYS[6])
 if refused then return refused end
@@ -186,7 +197,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("eaea7ce6f4df1d575fdf30dec85abfd53459c376", || {
+pub static SHARE: Lua = Lua::new("86136f2d09b9dd6e65b010d663f7d0075cd2e6b3", || {
     SHARE_TEXT.as_str()
 });
 
@@ -204,8 +215,8 @@ pub const SHARE_CALLS: &[Need] = taking_calls![
     on("zadd", Key::Shares),
     on("pexpire", Key::ShareMeta),
     on("hget", Key::ShareMeta),
-    on("zcard", Key::Writers),
     on("zrange", Key::Writers),
+    on("sismember", Key::Waiters),
     on("hset", Key::ShareMeta),
     on("zrange", Key::Shares),
     on("set", Key::Lock),

@@ -13,6 +13,7 @@ use redlock::scripts::acquire::{self, Acquired, Request};
 use redlock::scripts::release::{self, Outcome, Record};
 use redlock::scripts::renew::{self, Renewed};
 use redlock::scripts::shared::{self, MARKER, MODE};
+use redlock::scripts::waiters;
 
 use crate::harness::*;
 
@@ -222,7 +223,8 @@ fn writer_preference_and_hand_over() {
 
 /// A reader refused while the lock is free (the last reader's wake-up reached it, not
 /// the writer) hands a wake-up on; its busy reply names no holder and the time left of
-/// the writer's heartbeat. A reader admitted as a waiter wakes the next waiter.
+/// the writer's heartbeat. A writer that gave up (left the waiters) no longer holds
+/// readers back. A reader admitted as a waiter wakes the next waiter.
 #[test]
 fn a_reader_refused_with_the_lock_free_hands_the_wake_up_on() {
     let redis = Redis::start();
@@ -239,13 +241,17 @@ fn a_reader_refused_with_the_lock_free_hands_the_wake_up_on() {
         other => panic!("{other:?}"),
     }
     assert_eq!(llen(&redis, &k.wake), 1, "handed on to the writer");
-    // The writer gives up: its registration ends with its heartbeat (here: removed).
-    let _: i64 = redis.cmd(&["ZREM", &text(&k.writers), "w"]);
-    let _: i64 = redis.cmd(&["SREM", &text(&k.waiters), "w"]);
+    // The writer gives up: it leaves the waiters (LEAVE), and the next share try drops
+    // its registration. r2 and r3 wait (r3 refused earlier), r2 is admitted: it wakes r3.
+    run(&redis, waiters::leave(&k, "w").eval());
     let _: i64 = redis.cmd(&["DEL", &text(&k.wake)]);
-    // r2 and r3 wait (r3 refused behind a holding writer), r2 is admitted: it wakes r3.
     let _: i64 = redis.cmd(&["SADD", &text(&k.waiters), "r3"]);
     fence_of(&share(&redis, &k, "r2", TTL, BEAT));
+    assert_eq!(
+        zcard(&redis, &k.writers),
+        0,
+        "the writer that gave up is dropped"
+    );
     assert_eq!(llen(&redis, &k.wake), 1, "the next waiter is woken");
     fence_of(&share(&redis, &k, "r3", TTL, BEAT));
     assert!(!redis.exists(&text(&k.waiters)));
