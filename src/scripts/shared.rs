@@ -6,8 +6,9 @@
 //! with a PTTL reaching the latest share's deadline, so a plain run's `SET key token NX
 //! PX` — redlock's or a foreign client's — fails. Each reader's lease is its entry in
 //! `P{N}:shares` (token → deadline, server ms), its own metadata `P{N}:meta:<token>`;
-//! every script that reads the set first drops the entries whose deadline passed, so a
-//! SIGKILLed reader holds the name for at most its ttl. The mode key says [`MODE`]
+//! a share try and a release first drop the entries whose deadline passed (a renewal
+//! finds its own expired entry lost), and the lock key expires with the latest
+//! deadline, so a SIGKILLed reader holds the name for at most its ttl. The mode key says [`MODE`]
 //! at least as long as the lock key: a semaphore, a fair queue or newest-wins is refused
 //! meanwhile (`{-6, 'shared'}`), as a share is refused on a name of another kind.
 //!
