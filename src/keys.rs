@@ -27,7 +27,15 @@
 //!   hash: the token of each run superseded lately → who superseded it, kept two
 //!   minutes after the last), `<prefix>{N}:order` (the largest `--order-key` that
 //!   started, kept `--retain`); a holder's own wake list is where a preempt request
-//!   wakes it.
+//!   wakes it;
+//! - shared (`--shared`): while readers hold, the lock key holds the marker `shared`
+//!   (`scripts::shared::MARKER`) with a PTTL reaching the latest share's deadline, so a
+//!   foreign `SET key token NX PX` still fails, and the mode key says `shared`;
+//!   `<prefix>{N}:shares` (a sorted set: each reader's token → its lease deadline,
+//!   server ms), `<prefix>{N}:writers` (a sorted set: each waiting exclusive run's
+//!   token → its heartbeat deadline; new readers wait while it is not empty), and one
+//!   metadata hash per reader, `<prefix>{N}:meta:<token>` (the fields of `…:meta`, with
+//!   its share's ttl). Each expires with the latest deadline it holds.
 //!
 //! Every companion key is the lock key plus a suffix. The lock key ends in `}`, so the
 //! first `{…}` hash tag of each key is the same and all keys of a lock share one Redis
@@ -57,6 +65,8 @@ pub struct LockKeys {
     pub queue_info: Vec<u8>,
     pub verdicts: Vec<u8>,
     pub order: Vec<u8>,
+    pub shares: Vec<u8>,
+    pub writers: Vec<u8>,
 }
 
 /// The mode key's suffix after the name's lock key.
@@ -100,6 +110,8 @@ impl LockKeys {
             queue_info: with(b":queue:info"),
             verdicts: with(b":verdicts"),
             order: with(b":order"),
+            shares: with(b":shares"),
+            writers: with(b":writers"),
             lock,
         })
     }
@@ -130,6 +142,12 @@ impl LockKeys {
     /// holder).
     pub fn own_wake(&self, token: &str) -> Vec<u8> {
         [self.wake.as_slice(), b":", token.as_bytes()].concat()
+    }
+
+    /// A shared holder's own metadata (`P{N}:meta:<token>`, a hash with the fields of
+    /// the plain holder's `…:meta`, kept as long as its share).
+    pub fn share_meta(&self, token: &str) -> Vec<u8> {
+        [self.meta.as_slice(), b":", token.as_bytes()].concat()
     }
 
     /// Whether the hash tag is empty (name starts with `}`): the keys would then hash to
@@ -197,6 +215,9 @@ mod tests {
             b"redlock:{close-order}:slot:2"
         );
         assert_eq!(k.own_wake("t1"), b"redlock:{close-order}:wake:t1");
+        assert_eq!(k.shares, b"redlock:{close-order}:shares");
+        assert_eq!(k.writers, b"redlock:{close-order}:writers");
+        assert_eq!(k.share_meta("t1"), b"redlock:{close-order}:meta:t1");
     }
 
     #[test]
@@ -238,6 +259,9 @@ mod tests {
                 &seventh.lock,
                 &seventh.meta,
                 &k.own_wake("t"),
+                &k.shares,
+                &k.writers,
+                &k.share_meta("t"),
             ];
             for companion in companions {
                 assert_eq!(slot(&k.lock), slot(companion), "{}", printable(&name));

@@ -278,6 +278,9 @@ impl Lease {
             Key::Once => self.once_key.clone().unwrap_or_else(|| k.once("")),
             Key::Verdicts => k.verdicts.clone(),
             Key::Order => k.order.clone(),
+            Key::Shares => k.shares.clone(),
+            Key::Writers => k.writers.clone(),
+            Key::ShareMeta => k.share_meta(""),
         }
     }
 

@@ -80,7 +80,7 @@ impl Request<'_> {
     pub fn plain(&self) -> Call {
         let k = self.keys;
         let keys = [
-            &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode,
+            &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode, &k.writers,
         ];
         let keys: Vec<&[u8]> = keys
             .iter()
@@ -340,14 +340,19 @@ fn tokens(value: Option<Value>) -> Vec<String> {
     }
 }
 
-/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, and with
-/// `--once-id` its record. ARGV: token, ttl
+/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, writers (of a
+/// shared name), and with `--once-id` its record. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, max attempts, rerun (0-3),
 /// the `--once-per` slot this try is for (0: the slot of now), meta field/value pairs.
 ///
 /// The mode key is read first: a name in use as a semaphore or a fair queue refuses a
-/// plain run (`{-6, mode}`). The lock itself is taken with `SET key token NX PX ttl`,
-/// exactly as any other client would. Free: GET (mode), SET, GET (fence), TIME, HSET,
+/// plain run (`{-6, mode}`). A shared name (`shared`, see `shared`) does not: the plain
+/// run is its writer. Finding it busy, a writer that waits registers in the writers
+/// set (ZADD with its heartbeat deadline; the set and the mode key kept at least a
+/// heartbeat: TYPE, ZADD, PTTL ×2, + PEXPIRE), so that new shares wait behind it; taking
+/// it, it leaves the set (ZREM). A name never shared pays nothing for this (no command
+/// but the GET of the mode it always read). The lock itself is taken with `SET key
+/// token NX PX ttl`, exactly as any other client would. Free: GET (mode), SET, GET (fence), TIME, HSET,
 /// PEXPIRE, SET (fence) (and SREM, DEL for a waiter). Busy: GET (mode), SET, GET,
 /// PTTL (and TYPE, HGETALL when the holder is new to the caller), plus SADD, PTTL (and
 /// PEXPIRE) for a waiter's heartbeat. A waiter that takes the lock leaves the waiters
@@ -362,17 +367,19 @@ pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
-if KEYS[8] then
-  refused, attempt, after = once_id(KEYS[8], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
+if KEYS[9] then
+  refused, attempt, after = once_id(KEYS[9], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
 local mode = redis.pcall('GET', KEYS[7])
 if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
-if mode then return {-6, mode} end
+local shared = mode == 'shared'
+if mode and not shared then return {-6, mode} end
 if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 10)
   if refused then return refused end
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+  if shared then redis.pcall('ZREM', KEYS[8], token) end
   if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
   return {1, fence, now_ms(), 1, attempt or 0, after or ''}
 end
@@ -382,8 +389,18 @@ if holder == token then
   return {2, refresh(KEYS[1], KEYS[2], ttl), now_ms(), 1}
 end
 if heartbeat > 0 then
+  if shared then
+    local kind = redis.call('TYPE', KEYS[8])['ok']
+    if kind ~= 'zset' and kind ~= 'none' then return {-2, 'writers', kind} end
+  end
   local refused = join(KEYS[3], token, heartbeat)
   if refused then return refused end
+  if shared then
+    redis.call('ZADD', KEYS[8], now_ms() + heartbeat, token)
+    if redis.call('PTTL', KEYS[8]) < heartbeat then redis.call('PEXPIRE', KEYS[8], heartbeat) end
+    local kind_left = redis.call('PTTL', KEYS[7])
+    if kind_left >= 0 and kind_left < heartbeat then redis.call('PEXPIRE', KEYS[7], heartbeat) end
+  end
 end
 local meta = {}
 if holder ~= ARGV[4] and redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
@@ -393,7 +410,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("78ddb1c6066488591b7fd51a4111158d9e146c5c", || {
+pub static PLAIN: Lua = Lua::new("d1f353ebc9644c81058dac3b97c056cdf62ba116", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -402,6 +419,13 @@ pub const PLAIN_CALLS: &[Need] = taking_calls![
     on("type", Key::Meta),
     on("hgetall", Key::Meta),
     on("pttl", Key::Lock),
+    on("zrem", Key::Writers),
+    on("type", Key::Writers),
+    on("zadd", Key::Writers),
+    on("pttl", Key::Writers),
+    on("pexpire", Key::Writers),
+    on("pttl", Key::Mode),
+    on("pexpire", Key::Mode),
 ];
 
 #[cfg(test)]

@@ -13,7 +13,9 @@
 //! - `force`: remove a lock whoever holds it (`release --force`, `--if-dead`);
 //! - `waiters`: join and leave the waiters, hand a wake-up on, leave a fair queue;
 //! - `inspect`: read a lock;
-//! - `forget`: delete a free lock's history and fence counter.
+//! - `forget`: delete a free lock's history and fence counter;
+//! - `shared`: take, renew and release a share (`--shared`: readers beside readers,
+//!   never beside a plain holder, who is the writer).
 //!
 //! The rules every script keeps, so that it is safe on every server the tool accepts:
 //! - keys travel only in KEYS and values only in ARGV (no user data is ever spliced
@@ -48,6 +50,7 @@ pub mod newest;
 pub mod queue;
 pub mod release;
 pub mod renew;
+pub mod shared;
 pub mod started;
 mod taking;
 pub mod waiters;
@@ -81,6 +84,10 @@ pub enum Key {
     /// Newest wins: the verdicts (who superseded whom), the largest order key started.
     Verdicts,
     Order,
+    /// Shared: the readers' leases, the waiting writers, a reader's own metadata.
+    Shares,
+    Writers,
+    ShareMeta,
 }
 
 impl Key {
@@ -100,6 +107,9 @@ impl Key {
             "once" => Key::Once,
             "verdicts" => Key::Verdicts,
             "order" => Key::Order,
+            "shares" => Key::Shares,
+            "writers" => Key::Writers,
+            "share meta" => Key::ShareMeta,
             _ => return None,
         })
     }
@@ -108,7 +118,7 @@ impl Key {
     pub fn what(self) -> &'static str {
         match self {
             Key::Lock | Key::Slot => "a lock",
-            Key::Meta => "redlock's metadata",
+            Key::Meta | Key::ShareMeta => "redlock's metadata",
             Key::Fence => "redlock's fence counter",
             Key::History => "redlock's run history",
             Key::Mode => "redlock's lock kind",
@@ -116,6 +126,7 @@ impl Key {
             Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
             Key::Once => "redlock's run-once record",
             Key::Verdicts | Key::Order => "redlock's newest-wins record",
+            Key::Shares | Key::Writers => "redlock's shared lock",
         }
     }
 }
@@ -163,10 +174,13 @@ pub enum Which {
     NewestAcquire,
     Preempt,
     Notify,
+    Share,
+    ShareRenew,
+    ShareRelease,
 }
 
 impl Which {
-    pub const ALL: [Which; 20] = [
+    pub const ALL: [Which; 23] = [
         Which::Acquire,
         Which::SemAcquire,
         Which::FairAcquire,
@@ -187,6 +201,9 @@ impl Which {
         Which::NewestAcquire,
         Which::Preempt,
         Which::Notify,
+        Which::Share,
+        Which::ShareRenew,
+        Which::ShareRelease,
     ];
 
     /// Every command the script may call, on the key it calls it on.
@@ -212,6 +229,9 @@ impl Which {
             Which::NewestAcquire => newest::NEWEST_CALLS,
             Which::Preempt => newest::PREEMPT_CALLS,
             Which::Notify => newest::NOTIFY_CALLS,
+            Which::Share => shared::SHARE_CALLS,
+            Which::ShareRenew => shared::RENEW_CALLS,
+            Which::ShareRelease => shared::RELEASE_CALLS,
         }
     }
 
@@ -238,6 +258,9 @@ impl Which {
             Which::NewestAcquire => &newest::NEWEST,
             Which::Preempt => &newest::PREEMPT,
             Which::Notify => &newest::NOTIFY,
+            Which::Share => &shared::SHARE,
+            Which::ShareRenew => &shared::RENEW,
+            Which::ShareRelease => &shared::RELEASE,
         }
     }
 }

@@ -278,6 +278,9 @@ fn key_of(keys: &LockKeys, k: Key) -> Vec<u8> {
         Key::Once => keys.once("ID"),
         Key::Verdicts => keys.verdicts.clone(),
         Key::Order => keys.order.clone(),
+        Key::Shares => keys.shares.clone(),
+        Key::Writers => keys.writers.clone(),
+        Key::ShareMeta => keys.share_meta("TOKEN"),
     }
 }
 

@@ -26,6 +26,8 @@ mod preempt_soon;
 mod quorum;
 mod review;
 mod scripts;
+mod shared;
+mod shared_scripts;
 mod signals;
 mod source;
 mod splay;
