@@ -299,6 +299,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub limit: Option<String>,
 
+    /// Hold the name in shared mode: any number of --shared runs hold it at once, and a
+    /// run without --shared takes it exclusively, never beside any holder. Writers go
+    /// first: once an exclusive run waits, new shared runs wait behind it. Each shared
+    /// holder has its own token, lease and fence. One server, Cluster or Sentinel.
+    #[arg(long)]
+    pub shared: bool,
+
     /// The newest run wins (CI): when this run starts waiting, every older run waiting
     /// on the name exits 73 without running (superseded). running: the holder is also
     /// asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases
@@ -654,6 +661,10 @@ pub struct AcquireArgs {
     /// it, the caller shown is a guess from the process tree and --if-dead refuses.
     #[arg(long, value_name = "PID", allow_hyphen_values = true)]
     pub holder_pid: Option<String>,
+    /// Take a share of the name (see `redlock-run --shared`): release it with
+    /// `redlock release NAME --token T`, renew it with `redlock extend`.
+    #[arg(long)]
+    pub shared: bool,
 
     #[command(flatten)]
     pub conn: ConnArgs,

@@ -639,6 +639,7 @@ fn given(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Given {
         hold_min: asked.hold_min.is_some(),
         on_lost_keep: args.on_lost == OnLost::Keep,
         splay: args.splay.is_some(),
+        shared: args.shared,
     }
 }
 
@@ -1001,6 +1002,8 @@ impl ReleaseConfig {
 pub struct AcquireConfig {
     pub conn: Conn,
     pub keys: LockKeys,
+    /// `--shared`: a share of the name, not the name.
+    pub shared: bool,
     pub ttl: Duration,
     pub retain: Duration,
     pub wait: Wait,
@@ -1015,7 +1018,17 @@ impl AcquireConfig {
     pub fn from_args(args: AcquireArgs) -> Result<Self> {
         let conn = Conn::from_args(&args.conn)?;
         let keys = conn.keys(&args.key)?;
+        let given = Given {
+            shared: args.shared,
+            nodes: conn.urls.len(),
+            limit: 1,
+            ..Given::default()
+        };
+        if let Some(line) = crate::policy::refused::refusal(&given) {
+            return Err(Error::usage(line));
+        }
         Ok(AcquireConfig {
+            shared: args.shared,
             ttl: ttl(args.ttl.as_deref())?,
             retain: retain(args.retain.retain.as_deref(), None)?,
             wait: wait(args.waiting.wait.as_deref().unwrap_or("0"))?,

@@ -288,8 +288,16 @@ impl Holder {
 
     /// One-phrase description: `host pid 42 (./job.sh) for 3m 12s` or `an unknown holder`.
     pub fn describe(&self, now_ms: u64) -> String {
-        if !self.is_known() {
-            return "an unknown holder (no redlock metadata)".to_string();
+        match self.token.as_str() {
+            crate::keys::SHARED => return "its shared holders (--shared runs)".to_string(),
+            crate::keys::WRITER_WAITS => {
+                return "nobody, but a run without --shared waits for it first (writers go first)"
+                    .to_string();
+            }
+            _ if !self.is_known() => {
+                return "an unknown holder (no redlock metadata)".to_string();
+            }
+            _ => {}
         }
         let mut out = self.who.host_text();
         if let Some(pid) = self.who.pid {

@@ -46,6 +46,13 @@
 use crate::error::{Error, Result};
 use crate::report::printable;
 
+/// A shared name's lock key holds this while shares are held (`--shared`; no token is
+/// ever this word: tokens are UUIDs).
+pub const SHARED: &str = "shared";
+
+/// The holder a shared try is told of when it waits behind a waiting writer.
+pub const WRITER_WAITS: &str = "(a waiting writer)";
+
 /// The default namespace prefix.
 pub const DEFAULT_PREFIX: &str = "redlock:";
 
@@ -147,7 +154,7 @@ impl LockKeys {
     /// A shared holder's own metadata (`P{N}:meta:<token>`, a hash with the fields of
     /// the plain holder's `…:meta`, kept as long as its share).
     pub fn share_meta(&self, token: &str) -> Vec<u8> {
-        [self.meta.as_slice(), b":", token.as_bytes()].concat()
+        [self.lock.as_slice(), b":meta:", token.as_bytes()].concat()
     }
 
     /// Whether the hash tag is empty (name starts with `}`): the keys would then hash to

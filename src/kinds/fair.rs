@@ -120,6 +120,10 @@ impl Rules for Fair {
     fn release_call(&self, request: &release::Request, waking: bool) -> Call {
         request.call(waking)
     }
+
+    fn holders_set(&self, _keys: &LockKeys) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// Leaves a queue (see `scripts::waiters::FAIR_LEAVE`), waking the next head when this

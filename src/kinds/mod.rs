@@ -6,7 +6,9 @@
 //! - [`plain`]: one holder, waiters in any order;
 //! - [`slots`]: up to N holders (`--limit N`), each in its own slot;
 //! - [`fair`]: one holder, waiters first come, first served (`--fair`);
-//! - [`newest`]: one holder, the newest waiter wins (`--supersede`).
+//! - [`newest`]: one holder, the newest waiter wins (`--supersede`);
+//! - [`shared`]: any number of shared holders (`--shared`), the name's plain runs its
+//!   exclusive side.
 //!
 //! A kind is chosen once from what the run asked for ([`LockKind::of`]) or from the name's
 //! mode key ([`LockKind::parse`]). Every question is a method of [`Rules`] without a
@@ -16,6 +18,7 @@
 pub mod fair;
 pub mod newest;
 pub mod plain;
+pub mod shared;
 pub mod slots;
 
 use std::future::Future;
@@ -89,6 +92,9 @@ pub trait Rules {
     fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call;
     /// A holder's release (`waking`: on the node that wakes a waiter).
     fn release_call(&self, request: &release::Request, waking: bool) -> Call;
+    /// Where the kind lists holders that share one lock key (a shared name's shares;
+    /// `None`: the lock key's value is its one holder).
+    fn holders_set(&self, keys: &LockKeys) -> Option<Vec<u8>>;
 }
 
 /// The kind of lock a name is.
@@ -98,6 +104,7 @@ pub enum LockKind {
     Slots(slots::Slots),
     Fair(fair::Fair),
     Newest(newest::Newest),
+    Shared(shared::Shared),
 }
 
 impl Default for LockKind {
@@ -114,6 +121,7 @@ impl LockKind {
             Mode::Slots(limit) => LockKind::Slots(slots::Slots { limit }),
             Mode::Fair => LockKind::Fair(fair::Fair),
             Mode::Newest { keyed } => LockKind::Newest(newest::Newest::new(keyed)),
+            Mode::Shared => LockKind::Shared(shared::Shared),
         }
     }
 
@@ -125,6 +133,7 @@ impl LockKind {
             "fair" => LockKind::of(Mode::Fair),
             "newest" => LockKind::of(Mode::Newest { keyed: false }),
             "newest by key" => LockKind::of(Mode::Newest { keyed: true }),
+            crate::scripts::shared::MODE => LockKind::of(Mode::Shared),
             _ => {
                 let limit: u32 = text.strip_prefix("limit ")?.parse().ok()?;
                 return (limit > 1).then(|| LockKind::of(Mode::Slots(limit)));
@@ -140,6 +149,7 @@ impl LockKind {
             LockKind::Slots(k) => k,
             LockKind::Fair(k) => k,
             LockKind::Newest(k) => k,
+            LockKind::Shared(k) => k,
         }
     }
 
@@ -227,6 +237,7 @@ mod tests {
             Mode::Slots(100),
             Mode::Newest { keyed: false },
             Mode::Newest { keyed: true },
+            Mode::Shared,
         ] {
             let kind = LockKind::of(mode);
             let text = kind.rules().key_text().unwrap_or_else(|| "plain".into());

@@ -116,4 +116,8 @@ impl Rules for Slots {
     fn release_call(&self, request: &release::Request, waking: bool) -> Call {
         request.call(waking)
     }
+
+    fn holders_set(&self, _keys: &LockKeys) -> Option<Vec<u8>> {
+        None
+    }
 }

@@ -199,6 +199,7 @@ impl Policy {
                 keyed: newest.order_key.is_some(),
             },
             None if given.fair => Mode::Fair,
+            None if given.shared => Mode::Shared,
             None => Mode::limit(given.limit),
         };
         Ok(Policy {

@@ -15,6 +15,9 @@ pub enum Mode {
     /// One holder, the newest waiter wins (`--supersede`; by `--order-key` when
     /// `keyed`).
     Newest { keyed: bool },
+    /// Any number of shared holders (`--shared`); the name's plain runs are its
+    /// exclusive side.
+    Shared,
 }
 
 impl Mode {

@@ -45,6 +45,8 @@ pub enum Flag {
     OnLostKeep,
     /// `--splay D`.
     Splay,
+    /// `--shared`.
+    Shared,
 }
 
 impl Flag {
@@ -70,6 +72,7 @@ impl Flag {
             Flag::HoldMin => "`--hold-min`",
             Flag::OnLostKeep => "`--on-lost keep`",
             Flag::Splay => "`--splay D`",
+            Flag::Shared => "`--shared`",
         }
     }
 }
@@ -107,6 +110,8 @@ pub struct Given {
     pub on_lost_keep: bool,
     /// `--splay` given.
     pub splay: bool,
+    /// `--shared` given.
+    pub shared: bool,
 }
 
 impl Given {
@@ -131,6 +136,7 @@ impl Given {
             Flag::HoldMin => self.hold_min,
             Flag::OnLostKeep => self.on_lost_keep,
             Flag::Splay => self.splay,
+            Flag::Shared => self.shared,
         }
     }
 
@@ -225,6 +231,38 @@ pub const RULES: &[Rule] = &[
         line: "--elect keeps one copy of a service running for as long as it runs, and --once-per runs a job once per period; use one or the other",
     },
     Rule {
+        both: [Flag::Shared, Flag::Fair],
+        line: "--shared and --fair do not combine: a first-come, first-served queue of shared and exclusive runs is not built; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::Limit],
+        line: "--shared lets any number of runs share the name, and --limit {limit} counts its holders; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::Redlock],
+        line: "--shared works on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes: the shares would have to be counted by a majority of them",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::OncePer],
+        line: "--once-per runs a job at most once per slot, and --shared lets many runs start at once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::OnceId],
+        line: "--once-id runs a job once, and --shared lets many runs start at once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::Supersede],
+        line: "--supersede replaces the holder with the newest run, and --shared lets many hold at once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::Elect],
+        line: "--elect elects one leader, and --shared lets many runs hold the name at once; use one or the other",
+    },
+    Rule {
+        both: [Flag::Shared, Flag::HoldMin],
+        line: "--hold-min keeps the name from other runs after a run ends, and a share keeps out only exclusive runs; --hold-min works without --shared",
+    },
+    Rule {
         both: [Flag::Elect, Flag::OnceId],
         line: "--elect keeps one copy of a service running for as long as it runs, and --once-id runs a job once; use one or the other",
     },
@@ -298,6 +336,7 @@ mod tests {
             Flag::HoldMin => g.hold_min = true,
             Flag::OnLostKeep => g.on_lost_keep = true,
             Flag::Splay => g.splay = true,
+            Flag::Shared => g.shared = true,
         }
         g
     }
@@ -334,6 +373,7 @@ mod tests {
             set(plain, Flag::WaitGiven),
             set(plain, Flag::HoldMin),
             set(plain, Flag::OnLostKeep),
+            set(plain, Flag::Shared),
         ] {
             assert_eq!(refusal(&alone), None, "{alone:?}");
         }

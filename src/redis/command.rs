@@ -34,6 +34,16 @@ pub fn hmget(key: &[u8], fields: &[Vec<u8>]) -> Cmd {
     redis::cmd("HMGET").arg(key).arg(fields).clone()
 }
 
+/// `HGETALL key`.
+pub fn hgetall(key: &[u8]) -> Cmd {
+    redis::cmd("HGETALL").arg(key).clone()
+}
+
+/// `PTTL key`.
+pub fn pttl(key: &[u8]) -> Cmd {
+    redis::cmd("PTTL").arg(key).clone()
+}
+
 /// `PING`.
 pub fn ping() -> Cmd {
     redis::cmd("PING")

@@ -39,7 +39,10 @@ use crate::keys::LockKeys;
 
 /// The lock key's value while shares are held (no token is ever this word: tokens are
 /// UUIDs).
-pub const MARKER: &str = "shared";
+pub const MARKER: &str = crate::keys::SHARED;
+
+/// The holder a share try that waits behind a writer is told of while the lock is free.
+pub const WRITER_WAITS: &str = crate::keys::WRITER_WAITS;
 
 /// The mode key's value while the name is shared (or a writer waits for its readers).
 pub const MODE: &str = "shared";
@@ -93,6 +96,7 @@ fn shared_text(body: &str) -> String {
             ("HOLD", HOLD),
             ("PURGE", PURGE),
             ("MARKER", &format!("'{MARKER}'")),
+            ("WRITER_WAITS", &format!("'{WRITER_WAITS}'")),
             ("MODE", &format!("'{MODE}'")),
             ("WAKE_TTL", &WAKE_TTL_MS.to_string()),
         ],
@@ -172,7 +176,7 @@ for i = 1, #writers, 2 do
 end
 if first then
   if holder then return busy(holder, redis.call('PTTL', KEYS[1]), {}, false) end
-  return busy('', math.max(0, first - now), {}, true)
+  return busy(--WRITER_WAITS--, math.max(0, first - now), {}, true)
 end
 local fence, refused = draw(KEYS[6])
 if refused then return refused end
@@ -198,7 +202,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("86136f2d09b9dd6e65b010d663f7d0075cd2e6b3", || {
+pub static SHARE: Lua = Lua::new("1e786f25c9ec0f181db3a5da30e11e5572fec2fe", || {
     SHARE_TEXT.as_str()
 });
 

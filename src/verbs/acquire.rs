@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::holder::{Meta, PidFrom};
 use crate::lease::{Lease, new_token};
+use crate::policy::Mode;
 use crate::report::Reporter;
 use crate::wait::{self, Connected, Patience, Waited, busy_note};
 
@@ -25,8 +26,13 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
             Connected::Up(nodes) => nodes,
             Connected::Interrupted(sig) => return Ok(exit::from_signal(sig as i32)),
         };
-    let lease =
-        Lease::new(nodes, config.keys.clone(), config.ttl, new_token()).retain(config.retain);
+    let mode = match config.shared {
+        true => Mode::Shared,
+        false => Mode::Plain,
+    };
+    let lease = Lease::new(nodes, config.keys.clone(), config.ttl, new_token())
+        .retain(config.retain)
+        .mode(mode);
     let meta = callers_meta(&config, &lease);
     let chatty = config.busy_code != 0;
     match wait::acquire(

@@ -8,7 +8,9 @@ use crate::lease::{Lease, Renew};
 
 pub async fn run(config: ExtendConfig) -> Result<u8> {
     let nodes = open(&config.conn, config.ttl).await?;
-    let lease = Lease::new(nodes, config.keys, config.ttl, config.token);
+    // The name's kind renews the token its way (a share renews its entry).
+    let kind = super::state::kind_of_token(&nodes, &config.keys).await;
+    let lease = Lease::new(nodes, config.keys, config.ttl, config.token).of_kind(kind);
     match lease.renew().await {
         Renew::Renewed { .. } | Renew::Preempt { .. } if config.json => {
             print_json(&HeldJson::of(&lease))?;

@@ -105,25 +105,8 @@ pub(super) async fn names_by(
 
 /// `name<TAB>holder<TAB>ttl …[<TAB>on N of M nodes]`.
 fn line(state: &LockState, now_ms: u64) -> String {
-    let Some(h) = &state.holder else {
+    let (Some(h), Some(holders)) = (&state.holder, state.holders_text(now_ms)) else {
         return format!("{}\tfree", state.name);
-    };
-    let holders = match (state.limit, state.held) {
-        (Some(limit), Some(held)) => {
-            let each: Vec<String> = state
-                .slots
-                .iter()
-                .filter_map(|s| {
-                    Some(format!(
-                        "slot {}: {}",
-                        s.slot,
-                        s.holder.as_ref()?.describe(now_ms)
-                    ))
-                })
-                .collect();
-            format!("{held} of {limit} slots held: {}", each.join("; "))
-        }
-        _ => h.describe(now_ms),
     };
     let mut line = format!(
         "{}\t{}\tttl {}",

@@ -57,7 +57,7 @@ struct Released {
 
 pub async fn run(config: ReleaseConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    let mode = super::state::mode_of(&nodes, &config.keys).await;
+    let mode = super::state::kind_of_token(&nodes, &config.keys).await;
     let target = Target {
         keys: &config.keys,
         kind: mode,

@@ -58,6 +58,12 @@ pub struct LockState {
     /// A semaphore: every slot, in order (`holder` null when free).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<SlotState>,
+    /// A shared name held by shares (`--shared`): how many hold it, and each of them
+    /// (oldest first; `holder` is the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_by: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<Holder>,
     /// A fair queue (`--fair`): its waiters, first in line first; where newest wins
     /// (`--supersede`), the one waiting run; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,6 +117,19 @@ pub struct SlotState {
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     let kind = mode_of(nodes, keys).await;
     let rules = kind.rules();
+    if let Some(set) = rules.holders_set(keys) {
+        let mut state = read_one(nodes, keys).await?;
+        if state
+            .holder
+            .as_ref()
+            .is_some_and(|h| h.token == crate::keys::SHARED)
+        {
+            state.shares = shares(nodes, keys, &set).await;
+            state.shared_by = Some(state.shares.len() as u32);
+            state.holder = state.shares.first().cloned().or(state.holder);
+        }
+        return Ok(state);
+    }
     if let Some(flag) = rules.queue_flag() {
         let mut state = read_one(nodes, keys).await?;
         state.queue = Some(queue(nodes, keys).await);
@@ -154,6 +173,23 @@ pub async fn mode_of(nodes: &Nodes, keys: &LockKeys) -> LockKind {
         .unwrap_or_default()
 }
 
+/// The kind a holder's token holds the name as, for a verb given the token (`extend`,
+/// `release --token`): the name's kind, but on a shared name a token holds a share only
+/// while its readers hold the lock key; else it is the name's exclusive (plain) holder.
+pub async fn kind_of_token(nodes: &Nodes, keys: &LockKeys) -> LockKind {
+    let kind = mode_of(nodes, keys).await;
+    if kind != LockKind::of(crate::policy::Mode::Shared) {
+        return kind;
+    }
+    let cmd = command::get(&keys.lock);
+    let results = nodes.each(|n| n.query::<Option<String>>(&cmd)).await;
+    let value = results.into_iter().flatten().flatten().next();
+    match value.as_deref() {
+        Some(crate::keys::SHARED) => kind,
+        _ => LockKind::default(),
+    }
+}
+
 /// Who holds one lock key (a plain lock, or one slot of a semaphore), if anyone.
 pub async fn holder(nodes: &Nodes, keys: &LockKeys) -> Result<Option<Holder>> {
     Ok(read_one(nodes, keys).await?.holder)
@@ -174,6 +210,36 @@ pub async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
     };
     let cmd = command::scard(&keys.waiters);
     node.query::<u64>(&cmd).await.unwrap_or(0)
+}
+
+/// A shared name's holders, oldest first: each share's metadata and time left, read on
+/// the primary node (`--shared` is refused over several nodes; empty when it cannot be
+/// read: the lock's state is the answer, its holders a detail).
+async fn shares(nodes: &Nodes, keys: &LockKeys, set: &[u8]) -> Vec<Holder> {
+    let Some(node) = nodes.primary() else {
+        return Vec::new();
+    };
+    let Ok(tokens) = node.query::<Vec<Vec<u8>>>(&command::zrange_all(set)).await else {
+        return Vec::new();
+    };
+    let mut holders = Vec::new();
+    for token in tokens {
+        let meta = keys.share_meta(&String::from_utf8_lossy(&token));
+        let pairs = node
+            .query(&command::hgetall(&meta))
+            .await
+            .unwrap_or_default();
+        let pttl_ms = node.query(&command::pttl(&meta)).await.unwrap_or(-2);
+        if pttl_ms >= 0 {
+            let held = crate::redis::reply::Held {
+                token,
+                pttl_ms,
+                meta: pairs,
+            };
+            holders.push(Holder::from_held(&held));
+        }
+    }
+    holders
 }
 
 /// A fair queue's waiters in order (what the primary node holds; empty when it cannot
@@ -297,6 +363,8 @@ impl LockState {
             limit: None,
             held: None,
             slots: Vec::new(),
+            shared_by: None,
+            shares: Vec::new(),
             queue: None,
             queue_flag: "",
             local: None,
@@ -367,6 +435,9 @@ impl LockState {
         if let (Some(limit), Some(held)) = (self.limit, self.held) {
             return self.describe_slots(limit, held, now_ms);
         }
+        if let Some(n) = self.shared_by {
+            return self.describe_shares(n, now_ms);
+        }
         let Some(h) = &self.holder else {
             return format!("{}: free", self.name);
         };
@@ -425,20 +496,58 @@ impl LockState {
         for slot in &self.slots {
             out.push_str(&format!("\n  slot {}: ", slot.slot));
             match &slot.holder {
-                Some(h) => {
-                    out.push_str(&h.describe(now_ms));
-                    if let Some(ttl) = h.ttl_left {
-                        out.push_str(&format!(", ttl {}", human(ttl)));
-                    }
-                    if let Some(fence) = h.fence {
-                        out.push_str(&format!(", fence {fence}"));
-                    }
-                }
+                Some(h) => out.push_str(&one_of_many(h, now_ms)),
                 None => out.push_str("free"),
             }
         }
         out
     }
+
+    /// A shared name's holders, one line each (`--shared`).
+    fn describe_shares(&self, n: u32, now_ms: u64) -> String {
+        let runs = if n == 1 { "run" } else { "runs" };
+        let mut out = format!("{}: shared by {n} {runs} (--shared)", self.name);
+        for (i, h) in self.shares.iter().enumerate() {
+            out.push_str(&format!("\n  #{}: {}", i + 1, one_of_many(h, now_ms)));
+        }
+        out
+    }
+
+    /// What `list` and `top` say of who holds the name: every slot's or share's holder,
+    /// else the one holder (`None`: free).
+    pub fn holders_text(&self, now_ms: u64) -> Option<String> {
+        let h = self.holder.as_ref()?;
+        let each = |holders: Vec<String>| holders.join("; ");
+        Some(match (self.limit, self.held, self.shared_by) {
+            (Some(limit), Some(held), _) => {
+                let slots = self.slots.iter().filter_map(|s| {
+                    Some(format!(
+                        "slot {}: {}",
+                        s.slot,
+                        s.holder.as_ref()?.describe(now_ms)
+                    ))
+                });
+                format!("{held} of {limit} slots held: {}", each(slots.collect()))
+            }
+            (_, _, Some(n)) => {
+                let shares = self.shares.iter().map(|h| h.describe(now_ms));
+                format!("shared by {n}: {}", each(shares.collect()))
+            }
+            _ => h.describe(now_ms),
+        })
+    }
+}
+
+/// One of a semaphore's or a shared name's holders: who, ttl and fence.
+fn one_of_many(h: &Holder, now_ms: u64) -> String {
+    let mut out = h.describe(now_ms);
+    if let Some(ttl) = h.ttl_left {
+        out.push_str(&format!(", ttl {}", human(ttl)));
+    }
+    if let Some(fence) = h.fence {
+        out.push_str(&format!(", fence {fence}"));
+    }
+    out
 }
 
 /// What `status` says of a holder where newest wins (or that may be preempted), and

@@ -108,6 +108,7 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         .map(|d| d.as_millis() as u64);
     let state_text = match (state.limit, state.held) {
         (Some(limit), Some(held)) => format!("{held} of {limit} slots"),
+        _ if state.shared_by.is_some() => format!("shared by {}", state.shares.len()),
         _ if holder.is_some_and(|h| h.stopping.preempt.is_some()) => "stopping".to_string(),
         // --hold-min: the run ended; the lock is kept on purpose (newcomer-4 P10).
         _ if holder.is_some_and(|h| h.kept.is_some()) => "kept".to_string(),

@@ -148,7 +148,6 @@ fn the_journal_judge_counts_overlaps() {
 /// 0–50 ms; an exclusive run pauses 100–300 ms between its runs (a maintenance job
 /// does not loop back to back), so that the readers can gather.
 #[test]
-#[ignore = "wired by the --shared kind"]
 fn readers_share_writers_run_alone_4_hosts() {
     let redis = Redis::start();
     let fleet = Arc::new(Fleet::new(&redis));
@@ -215,7 +214,6 @@ fn readers_share_writers_run_alone_4_hosts() {
 /// the trials overlap): each starts within the longest shared hold + 1 s of its
 /// arrival, 50 of 50, and never beside a shared run.
 #[test]
-#[ignore = "wired by the --shared kind"]
 fn a_writer_is_not_starved_by_overlapping_readers() {
     let redis = Redis::start();
     let fleet = Arc::new(Fleet::new(&redis));
@@ -291,7 +289,6 @@ fn a_writer_is_not_starved_by_overlapping_readers() {
 /// A shared holder whose wrapper is SIGKILLed delays a waiting exclusive run by at
 /// most its ttl + 1 s.
 #[test]
-#[ignore = "wired by the --shared kind"]
 fn a_killed_shared_holder_delays_a_writer_by_at_most_its_ttl() {
     let redis = Redis::start();
     let s = Scratch::new();
@@ -339,7 +336,6 @@ fn kill_wrapper(pid: u32) {
 /// wait behind it, every key has an expiry; once they end and the killed one's ttl
 /// passes, nothing is left but the fence counter and the history (kept `--retain`).
 #[test]
-#[ignore = "wired by the --shared kind"]
 fn every_key_expires_after_shared_runs() {
     let redis = Redis::start();
     let mut args = lock_args(&redis, "tidy");

@@ -248,7 +248,7 @@ fn a_reader_refused_with_the_lock_free_hands_the_wake_up_on() {
     let _: Option<String> = redis.cmd(&["LPOP", &text(&k.wake)]);
     match share(&redis, &k, "r2", TTL, BEAT) {
         Acquired::Busy { held, .. } => {
-            assert!(held.token.is_empty());
+            assert_eq!(held.token, shared::WRITER_WAITS.as_bytes());
             assert!(held.pttl_ms > 0 && held.pttl_ms <= BEAT as i64, "{held:?}");
         }
         other => panic!("{other:?}"),
