@@ -1,6 +1,6 @@
 //! The generated nemesis family (issue 17): where the fixed rows of `nemesis.rs` try one
 //! flag set against one fault, each trial here draws, from a printed seed, a lock kind
-//! (plain, `--limit N`, `--fair`), a topology (one server, three Redlock masters),
+//! (plain, `--limit N`, `--fair`, `--shared` readers beside exclusive runs), a topology (one server, three Redlock masters),
 //! options (`--hold-min`, `--max-hold`, `--once-per`, a bounded `--wait`), side actors
 //! (`redlock release --if-dead`, `redlock wait`) and a set of faults the nemesis fires
 //! at random while the contenders run; then it checks every invariant the README
@@ -28,12 +28,12 @@ use crate::nemesis::{
 };
 
 /// The seeds Tier A runs, in two tests that run side by side: picked from the first 80
-/// (and three of the first 60, for `--supersede`) so that together they draw every
+/// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`) so that together they draw every
 /// kind, both topologies, a refusal, every option,
 /// both side actors and every fault (held by `tier_a_covers_every_draw`).
 const TIER_A: [&[u64]; 2] = [
-    &[7, 5, 41, 56, 32, 67, 13, 53],
-    &[55, 51, 57, 37, 10, 28, 40, 26],
+    &[7, 5, 41, 56, 32, 67, 13, 53, 2],
+    &[55, 51, 57, 37, 10, 28, 40, 26, 68],
 ];
 /// Contenders of a trial.
 const K: usize = 6;
@@ -48,6 +48,8 @@ enum Kind {
     Plain,
     Limit(usize),
     Fair,
+    /// Half the contenders `--shared`, the others the name's exclusive side.
+    Shared,
 }
 
 /// What one seed drew.
@@ -137,6 +139,13 @@ fn draw(seed: u64) -> Draw {
         faults,
         supersede: draw_supersede(seed).filter(|_| kind == Kind::Plain),
     }
+    .sharing(draw_shared(seed))
+}
+
+/// Whether a plain draw's contenders share the name (half of them `--shared`; its own
+/// stream, so that the draws of earlier seeds stay what they were).
+fn draw_shared(seed: u64) -> bool {
+    fastrand::Rng::with_seed(seed ^ 0x54a6ed).f64() < 0.3
 }
 
 /// Whether the contenders give `--supersede`, and which (its own stream; a plain draw
@@ -185,6 +194,16 @@ fn draw_local(seed: u64) -> Local {
 }
 
 impl Draw {
+    /// A plain draw on one server without `--supersede` turned into a shared one
+    /// (Redlock draws stay what they were: `--shared` over several nodes is a refusal
+    /// the refusal table's tests hold).
+    fn sharing(mut self, shared: bool) -> Draw {
+        if shared && self.kind == Kind::Plain && self.supersede.is_none() && !self.redlock {
+            self.kind = Kind::Shared;
+        }
+        self
+    }
+
     fn fault_names(&self) -> Vec<&'static str> {
         let list: &[&'static str] = if self.redlock {
             &REDLOCK_FAULTS
@@ -198,7 +217,7 @@ impl Draw {
     fn flags(&self) -> Vec<String> {
         let mut f: Vec<&str> = Vec::new();
         match self.kind {
-            Kind::Plain => {}
+            Kind::Plain | Kind::Shared => {}
             Kind::Limit(2) => f.extend(["--limit", "2"]),
             Kind::Limit(_) => f.extend(["--limit", "3"]),
             Kind::Fair => f.push("--fair"),
@@ -234,6 +253,8 @@ impl Draw {
             max_attempts: self.once_per && self.rerun,
             once_id: false,
             supersede: self.supersede.is_some(),
+            shared: self.kind == Kind::Shared,
+            hold_min: self.hold_min,
             order_key: false,
             may_wait: true,
             // The family draws no --elect (tests/integration/elect.rs attacks it).
@@ -364,6 +385,9 @@ fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
     ));
     w.limit = d.limit();
     w.arrivals = d.kind == Kind::Fair;
+    if d.kind == Kind::Shared {
+        w.readers = K / 2;
+    }
     w.allowed.push(codes::REDIS);
     if d.max_hold {
         w.allowed.push(codes::MAX_HOLD);
@@ -398,6 +422,11 @@ fn refused(d: &Draw, name: &str) -> Checked {
         redlock_run()
             .args(args_for(&urls, name, TTL_MS))
             .args(d.flags())
+            .args(if d.kind == Kind::Shared {
+                &["--shared"][..]
+            } else {
+                &[]
+            })
             .args(["--", "true"]),
     );
     let mut c = Checked::default();
@@ -474,6 +503,15 @@ fn run_trial(
     c.hold("never more than N inside", v.overlaps == 0, || {
         format!("{} overlaps", v.overlaps)
     });
+    if d.kind == Kind::Shared {
+        // The overlaps above count an exclusive section beside any other (the
+        // witness): shares among themselves are no overlap.
+        c.hold(
+            "never an exclusive holder beside any other holder",
+            v.overlaps == 0,
+            || format!("{} overlaps", v.overlaps),
+        );
+    }
     c.hold(
         "no lost or phantom update",
         report.lost_updates + report.phantom_updates == 0,
@@ -492,7 +530,8 @@ fn run_trial(
         report.unexpected.is_empty(),
         || report.unexpected.join(" | "),
     );
-    if d.limit() == 1 {
+    // Shares draw fences in the order they took them, not the order they logged.
+    if d.limit() == 1 && d.kind != Kind::Shared {
         c.hold(
             "fences strictly increase in log order",
             v.fences_not_increasing == 0,
@@ -797,7 +836,13 @@ fn tier_a_covers_every_draw() {
     );
     assert!(any(&|d| d.redlock && d.kind == Kind::Plain), "Redlock");
     let runs = |d: &Draw| !d.is_refused();
-    for kind in [Kind::Plain, Kind::Limit(2), Kind::Limit(3), Kind::Fair] {
+    for kind in [
+        Kind::Plain,
+        Kind::Limit(2),
+        Kind::Limit(3),
+        Kind::Fair,
+        Kind::Shared,
+    ] {
         assert!(
             any(&|d| runs(d) && !d.redlock && d.kind == kind),
             "{kind:?}"

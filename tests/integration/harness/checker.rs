@@ -15,14 +15,20 @@
 //!
 //! With a limit N (1 for a plain lock, N for a semaphore), a BEGIN is an overlap when
 //! N sections are open at that point of the log, or when the child found no free slot.
+//! A shared section (`--shared`) logs the slot `S`: it does not count against the
+//! limit (shares exclude only the exclusive side, which the witness file's `flock -s`
+//! and `flock -x` judge: a section that could not take it logs `-`, an overlap).
 
 use std::collections::{HashMap, HashSet};
 
 /// What the checker found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    /// Sections that wrote END.
+    /// Exclusive sections that wrote END.
     pub sections: usize,
+    /// Shared sections (`--shared`) that wrote END, and the most open at once.
+    pub shared_sections: usize,
+    pub most_shared: usize,
     /// Sections that began and never ended (their child was killed).
     pub unfinished: usize,
     /// BEGINs while `limit` sections were open, or without a free witness slot.
@@ -45,6 +51,12 @@ struct Open<'a> {
     slot: &'a str,
 }
 
+impl Open<'_> {
+    fn shared(&self) -> bool {
+        self.slot == "S"
+    }
+}
+
 /// Judges a log against a limit of `limit` holders at once.
 pub fn check(log: &str, limit: usize) -> Verdict {
     assert!(limit >= 1, "a limit of at least one holder");
@@ -63,7 +75,7 @@ pub fn check(log: &str, limit: usize) -> Verdict {
                         .next()
                         .unwrap_or_else(|| panic!("garbled log line {line:?}"))
                 });
-                if slot != "-" {
+                if slot != "-" && slot != "S" {
                     // The witness: whoever had this slot is dead; if it never wrote
                     // END, its section ends here.
                     if let Some(i) = open.iter().position(|o| o.slot == slot) {
@@ -71,10 +83,15 @@ pub fn check(log: &str, limit: usize) -> Verdict {
                         v.unfinished += 1;
                     }
                 }
-                if open.len() >= limit || slot == "-" {
+                let exclusive = open.iter().filter(|o| !o.shared()).count();
+                if slot == "-" || (slot != "S" && exclusive >= limit) {
                     v.overlaps += 1;
                 }
-                v.max_holders = v.max_holders.max(open.len() + 1);
+                v.max_holders = v.max_holders.max(exclusive + 1);
+                if slot == "S" {
+                    let shared = open.iter().filter(|o| o.shared()).count();
+                    v.most_shared = v.most_shared.max(shared + 1);
+                }
                 if !tokens.insert(token) {
                     v.duplicate_tokens += 1;
                 }
@@ -98,6 +115,10 @@ pub fn check(log: &str, limit: usize) -> Verdict {
                     .iter()
                     .position(|o| Some(o.run) == run && Some(o.token) == token)
                 {
+                    Some(i) if open[i].shared() => {
+                        open.remove(i);
+                        v.shared_sections += 1;
+                    }
                     Some(i) => {
                         open.remove(i);
                         v.sections += 1;
@@ -115,7 +136,7 @@ pub fn check(log: &str, limit: usize) -> Verdict {
             _ => panic!("garbled log line {line:?}"),
         }
     }
-    v.unfinished += open.len();
+    v.unfinished += open.iter().filter(|o| !o.shared()).count();
     v
 }
 
@@ -160,6 +181,28 @@ mod tests {
         );
         assert_eq!(lost_updates(&v, 2), 0);
         assert_eq!(phantom_updates(&v, 2), 0);
+    }
+
+    #[test]
+    fn checker_shared_sections_overlap_each_other_never_an_exclusive_one() {
+        let v = check(
+            &log(&[
+                "BEGIN r1 t1 1 S",
+                "BEGIN r2 t2 2 S",
+                "END r1 t1",
+                "END r2 t2",
+                "BEGIN w1 t3 3 0",
+                "END w1 t3",
+                "BEGIN r3 t4 4 S",
+                "BEGIN w2 t5 5 -",
+                "END w2 t5",
+                "END r3 t4",
+            ]),
+            1,
+        );
+        assert_eq!((v.shared_sections, v.most_shared, v.sections), (3, 2, 2));
+        assert_eq!(v.overlaps, 1, "w2 found the witness held: {v:?}");
+        assert_eq!(lost_updates(&v, 2), 0);
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct Workload {
     pub allowed: Vec<i32>,
     /// Write `ARRIVE <run>` before each run starts (for FIFO checks of `--fair`).
     pub arrivals: bool,
+    /// The first this many contenders run with `--shared` (the others are the name's
+    /// exclusive side): their sections take the witness file shared (`flock -s`) and
+    /// touch no counter; an exclusive section takes it exclusively too.
+    pub readers: usize,
 }
 
 impl Workload {
@@ -67,6 +71,7 @@ impl Workload {
             rounds: None,
             allowed: Vec::new(),
             arrivals: false,
+            readers: 0,
         }
     }
 
@@ -108,26 +113,55 @@ impl Workload {
     }
 }
 
-/// The section (see the module header). `$RUN` and `$PAUSE` come from the contender.
+/// The section (see the module header). `$RUN` and `$PAUSE` come from the contender;
+/// `$SHARE` is 1 for a `--shared` contender (see [`shared_witness`]).
 fn section_script(w: &Workload, scratch: &Scratch) -> String {
     format!(
-        "{trap}slot=-; i=0\n\
+        "{trap}{share}slot=-; i=0\n\
          while [ $i -lt {limit} ]; do\n\
            exec 9>>'{slots}'$i\n\
            if flock -n 9; then slot=$i; break; fi\n\
            exec 9>&-; i=$((i + 1))\n\
          done\n\
-         echo \"BEGIN $RUN $REDLOCK_TOKEN ${{REDLOCK_FENCE:--}} $slot\" >> '{log}'\n\
+         {exclusive}echo \"BEGIN $RUN $REDLOCK_TOKEN ${{REDLOCK_FENCE:--}} $slot\" >> '{log}'\n\
          read n < '{counter}'\n\
          [ \"$PAUSE\" = 0 ] || sleep \"$PAUSE\"\n\
          echo $((n + 1)) > '{counter}'.$$ && mv '{counter}'.$$ '{counter}'\n\
          echo \"END $RUN $REDLOCK_TOKEN\" >> '{log}'",
         trap = if w.ignore_term { "trap '' TERM\n" } else { "" },
+        share = shared_witness(w, scratch).0,
+        exclusive = shared_witness(w, scratch).1,
         limit = w.limit,
         slots = scratch.path("slot").display(),
         log = scratch.path("log").display(),
         counter = scratch.path("counter").display(),
     )
+}
+
+/// With readers: a shared section takes the witness file with `flock -n -s` (slot `S`,
+/// or `-` when an exclusive section that is alive holds it), logs BEGIN, pauses and
+/// logs END, touching no counter; an exclusive section also takes the witness with
+/// `flock -n -x` (its slot `-` when any section that is alive holds it). The kernel
+/// releases a dead section's lock, so the witness judges killed sections too.
+fn shared_witness(w: &Workload, scratch: &Scratch) -> (String, String) {
+    if w.readers == 0 {
+        return (String::new(), String::new());
+    }
+    let witness = scratch.path("witness");
+    let log = scratch.path("log");
+    let reader = format!(
+        "if [ \"$SHARE\" = 1 ]; then\n\
+           exec 8>>'{w}'; if flock -n -s 8; then slot=S; else slot=-; fi\n\
+           echo \"BEGIN $RUN $REDLOCK_TOKEN ${{REDLOCK_FENCE:--}} $slot\" >> '{l}'\n\
+           [ \"$PAUSE\" = 0 ] || sleep \"$PAUSE\"\n\
+           echo \"END $RUN $REDLOCK_TOKEN\" >> '{l}'\n\
+           exit 0\n\
+         fi\n",
+        w = witness.display(),
+        l = log.display()
+    );
+    let writer = format!("exec 8>>'{}'; flock -n -x 8 || slot=-\n", witness.display());
+    (reader, writer)
 }
 
 #[derive(Default)]
@@ -154,7 +188,11 @@ fn contender(
     log: &std::path::Path,
     shared: &Shared,
 ) -> Vec<Outcome> {
-    let args = (w.args)(i);
+    let mut args = (w.args)(i);
+    let share = i < w.readers;
+    if share {
+        args.push("--shared".into());
+    }
     let mut outcomes = Vec::new();
     let mut round = 0;
     while !shared.stop.load(Ordering::SeqCst) && w.rounds.is_none_or(|r| round < r) {
@@ -179,6 +217,7 @@ fn contender(
             .arg(section)
             .env("RUN", &run)
             .env("PAUSE", if pause_ms == 0 { "0" } else { &pause })
+            .env("SHARE", if share { "1" } else { "0" })
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
