@@ -4,9 +4,8 @@
 //! writer preference under an endless stream of overlapping shared runs; a SIGKILLed
 //! shared holder; every key expiring. The journal is one file every section appends
 //! its enter and leave lines to (O_APPEND: the file's order is the order of events).
-//!
-//! Ignored until the `--shared` kind is wired into the CLI; the scripts themselves are
-//! tested in `shared_scripts`.
+//! The same on a 3-master Redis Cluster (the name's slot on a master other than the
+//! first seed). The scripts themselves are tested in `shared_scripts`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -376,4 +375,59 @@ fn every_key_expires_after_shared_runs() {
     let gone = eventually(Duration::from_secs(5), || redis.keys().is_empty());
     assert!(gone, "left: {:?}", redis.all_keys());
     killed.let_go();
+}
+
+/// On a 3-master Cluster, the name's slot on a master other than the first seed: 3
+/// shared and 3 exclusive contenders, 15 runs each; the witness file (`flock -s` and
+/// `-x`) and the log order find no exclusive section beside any other; `status` says
+/// "shared by N" while shares hold; every key goes.
+#[test]
+fn shared_on_a_cluster() {
+    let cluster = Cluster::start(3);
+    let url = cluster.url();
+    let name = (0..)
+        .map(|i| format!("s{i}"))
+        .find(|n| cluster.owner(&format!("redlock:{{{n}}}")) != 0)
+        .unwrap();
+    let args: Vec<String> = ["--key", &name, "--redis", &url, "--ttl", "5s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut w = Workload::new(args.clone(), 6);
+    w.readers = 3;
+    w.rounds = Some(15);
+    w.wait = "60s".into();
+    let report = w.start().finish();
+    report.assert_safe();
+    let v = &report.verdict;
+    eprintln!(
+        "shared on a cluster: {} shared and {} exclusive sections, at most {} shared at once",
+        v.shared_sections, v.sections, v.most_shared
+    );
+    assert_eq!((v.sections, v.shared_sections), (45, 45), "{report:#?}");
+    let share = |ttl: &str| {
+        let out =
+            output(redlock().args(["acquire", &name, "--shared", "--ttl", ttl, "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    let (one, two) = (share("1m"), share("1m"));
+    let out = output(redlock().args(["status", &name, "--redis", &url]));
+    assert!(
+        stdout(&out).contains("shared by 2 runs"),
+        "{}",
+        stdout(&out)
+    );
+    for token in [one, two] {
+        let out = output(redlock().args(["release", &name, "--token", &token, "--redis", &url]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let history = format!("redlock:{{{name}}}:history");
+    let fence = format!("redlock:{{{name}}}:fence");
+    let left: Vec<String> = cluster
+        .keys()
+        .into_iter()
+        .filter(|k| *k != history && *k != fence)
+        .collect();
+    assert!(left.is_empty(), "left: {left:?}");
 }
