@@ -127,7 +127,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-w -E -q -h --ttl --wait --busy-exit-code --retain --holder-pid --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --quiet --help"
+            opts="-w -E -q -h --ttl --wait --busy-exit-code --retain --holder-pid --shared --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -827,7 +827,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --splay --max-attempts --fair --limit --supersede --order-key --uninterruptible --preempt-signal --elect --on-exit --elect-max-terms --announce --ready-file --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
+            opts="-k -w -E -q -v -h --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --splay --max-attempts --fair --limit --shared --supersede --order-key --uninterruptible --preempt-signal --elect --on-exit --elect-max-terms --announce --ready-file --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -249,6 +249,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock-run --key deploy-production --supersede running --order-key \"$CI_PIPELINE_IID\" --preempt-signal INT --kill-after 2m --ttl 5m --wait 1h -- ./deploy.sh",
             ),
             (
+                "Shared and exclusive: every job of the fleet shares the name; maintenance, without --shared, waits for the jobs in progress while new ones wait behind it.",
+                "redlock-run --key fleet --shared --wait 10m -- ./job.sh; redlock-run --key fleet --wait 1h -- ./upgrade.sh",
+            ),
+            (
                 "Redlock over three independent masters.",
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),

@@ -431,3 +431,62 @@ fn shared_on_a_cluster() {
         .collect();
     assert!(left.is_empty(), "left: {left:?}");
 }
+
+/// The CI guide's fleet-wide pause (`shared-pause`), its two lines as written: three
+/// jobs share the name; the maintenance line waits for them, and a job that comes
+/// while it waits starts only after it. Nothing runs beside the maintenance.
+#[test]
+fn the_guides_fleet_pause_runs_as_written() {
+    let redis = Redis::start();
+    let dir = Scratch::new();
+    let journal = dir.path("journal");
+    let lines: Vec<String> = example("shared-pause")
+        .lines()
+        .filter(|l| l.starts_with("redlock-run"))
+        .map(|l| l.replacen("redlock-run", RUN, 1))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (script, hold) in [("job.sh", "1"), ("upgrade.sh", "0.5")] {
+        let tag = script.trim_end_matches(".sh");
+        let body = format!(
+            "#!/bin/sh\necho \"+{tag} $$\" >> '{j}'\nsleep {hold}\necho \"-{tag} $$\" >> '{j}'\n",
+            j = journal.display()
+        );
+        let path = dir.path(script);
+        std::fs::write(&path, body).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let line = |i: usize| {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &lines[i]])
+            .current_dir(dir.path(""))
+            .env("REDLOCK_REDIS_URL", redis.url())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd.spawn().expect("spawn")
+    };
+    let jobs: Vec<Child> = (0..3).map(|_| line(0)).collect();
+    let shared = eventually(Duration::from_secs(10), || {
+        redis.cmd::<i64>(&["ZCARD", "redlock:{fleet}:shares"]) == 3
+    });
+    assert!(shared, "the three jobs never shared the name");
+    let upgrade = line(1);
+    let waits = eventually(Duration::from_secs(10), || {
+        redis.cmd::<i64>(&["ZCARD", "redlock:{fleet}:writers"]) == 1
+    });
+    assert!(waits, "the maintenance never waited");
+    let late = line(0);
+    for child in jobs.into_iter().chain([upgrade, late]) {
+        let (code, err) = finish(child, Duration::from_secs(30));
+        assert_eq!(code, 0, "{err}");
+    }
+    let text = read_trimmed(&journal);
+    let order: Vec<&str> = text.lines().map(|l| &l[..2]).collect();
+    // Three jobs in and out, then the upgrade alone, then the late job.
+    assert_eq!(
+        order,
+        ["+j", "+j", "+j", "-j", "-j", "-j", "+u", "-u", "+j", "-j"],
+        "{text}"
+    );
+}
