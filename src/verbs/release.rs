@@ -166,16 +166,13 @@ async fn by_token(nodes: Nodes, target: &Target<'_>, token: String) -> Result<(R
 /// touched) only on positive proof that its holder is gone ([`crate::gone`]: this
 /// machine, this boot, this PID namespace, the recorded process gone or its pid
 /// reused); anything it cannot prove is a refusal (75) saying what. On a semaphore
-/// without `--slot`, every slot whose holder is proved gone; the others stay.
+/// without `--slot`, every slot whose holder is proved gone; on a shared name, every
+/// share whose holder is; the others stay.
 async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)>> {
     let many = target.slots().len() > 1 || target.slot.is_some();
     let mut removed = Vec::new();
     let mut live = None;
-    for slot in target.slots() {
-        let keys = target.keys.for_slot(slot);
-        let Some(holder) = super::state::holder(&nodes, &keys).await? else {
-            continue;
-        };
+    for (slot, holder) in held(&nodes, target).await? {
         if let Some(why) = alive(&holder) {
             live.get_or_insert((slot, holder, why));
             continue;
@@ -202,6 +199,23 @@ async fn if_dead(nodes: Nodes, target: &Target<'_>) -> Result<Vec<(Released, u8)
         }
         (true, None) => Ok(vec![(Released::new(Outcome::Free), exit::STATUS_FREE)]),
     }
+}
+
+/// Who holds the name: each slot's holder (one for a name with one holder), or on a
+/// shared name each share's.
+async fn held(nodes: &Nodes, target: &Target<'_>) -> Result<Vec<(u32, Holder)>> {
+    if let Some(set) = target.kind.rules().holders_set(target.keys) {
+        let shares = super::state::shares(nodes, target.keys, &set).await;
+        return Ok(shares.into_iter().map(|h| (1, h)).collect());
+    }
+    let mut held = Vec::new();
+    for slot in target.slots() {
+        let keys = target.keys.for_slot(slot);
+        if let Some(holder) = super::state::holder(nodes, &keys).await? {
+            held.push((slot, holder));
+        }
+    }
+    Ok(held)
 }
 
 /// The refusal of `--if-dead` for the holder it could not prove gone (of slot `slot`

@@ -215,7 +215,7 @@ pub async fn waiters(nodes: &Nodes, keys: &LockKeys) -> u64 {
 /// A shared name's holders, oldest first: each share's metadata and time left, read on
 /// the primary node (`--shared` is refused over several nodes; empty when it cannot be
 /// read: the lock's state is the answer, its holders a detail).
-async fn shares(nodes: &Nodes, keys: &LockKeys, set: &[u8]) -> Vec<Holder> {
+pub async fn shares(nodes: &Nodes, keys: &LockKeys, set: &[u8]) -> Vec<Holder> {
     let Some(node) = nodes.primary() else {
         return Vec::new();
     };

@@ -490,3 +490,46 @@ fn the_guides_fleet_pause_runs_as_written() {
         "{text}"
     );
 }
+
+/// `release --if-dead` judges each share: of two shares taken by `redlock acquire
+/// --shared --holder-pid`, the one whose process is gone is removed and the live one
+/// stays (a second --if-dead is refused, 75, naming it).
+#[test]
+fn release_if_dead_removes_only_the_dead_share() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut gone = Command::new("sleep").arg("60").spawn().unwrap();
+    let gone_pid = gone.id();
+    let mut live = Command::new("sleep").arg("60").spawn().unwrap();
+    let share = |pid: u32| {
+        let out = output(redlock().args([
+            "acquire",
+            "pause",
+            "--shared",
+            "--ttl",
+            "1m",
+            "--holder-pid",
+            &pid.to_string(),
+            "--redis",
+            &url,
+        ]));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    let (_dead, alive) = (share(gone_pid), share(live.id()));
+    gone.kill().unwrap();
+    gone.wait().unwrap();
+    let out = output(redlock().args(["release", "pause", "--if-dead", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = output(redlock().args(["status", "pause", "--json", "--redis", &url]));
+    let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(doc["shared_by"], 1, "{doc}");
+    assert_eq!(doc["shares"][0]["token"], alive.as_str(), "{doc}");
+    let out = output(redlock().args(["release", "pause", "--if-dead", "--redis", &url]));
+    assert_eq!(code(&out), 75, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    let out = output(redlock().args(["release", "pause", "--token", &alive, "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    live.kill().unwrap();
+    live.wait().unwrap();
+}
