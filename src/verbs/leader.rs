@@ -65,6 +65,8 @@ enum NotElect {
     Semaphore,
     /// Another client's key (no redlock metadata).
     Foreign,
+    /// Shared runs hold it (`--shared`): many holders, no leader.
+    Shared,
 }
 
 impl Read {
@@ -74,6 +76,7 @@ impl Read {
         let kind = match &held {
             _ if mode.rules().slots() > 1 => NotElect::Semaphore,
             None => return Read::Free,
+            Some(h) if h.token == crate::keys::SHARED => NotElect::Shared,
             Some(h) if !h.is_known() => NotElect::Foreign,
             Some(h) if h.stopping.elect => return Read::Led(h.clone()),
             Some(_) => NotElect::Plain,
@@ -196,6 +199,7 @@ fn say(config: &LeaderConfig, me: &Me, read: &Read) -> Result<()> {
                 (NotElect::Semaphore, Some(h)) => format!("a semaphore (slot 1: {})", by(h)),
                 (NotElect::Semaphore, None) => "a semaphore (slot 1 free)".to_string(),
                 (NotElect::Foreign, _) => "another client holds it (no redlock metadata)".into(),
+                (NotElect::Shared, _) => "shared runs hold it (--shared)".into(),
                 (NotElect::Plain, h) => format!(
                     "a run without --elect holds it ({})",
                     h.as_ref().map_or(String::new(), by)

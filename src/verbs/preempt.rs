@@ -95,6 +95,11 @@ async fn ask(
                     format!("{name} is held by {by}; wait for it to end"),
                 ));
             }
+            Some(Asked::Foreign(held)) if held == crate::keys::SHARED => {
+                return Err(Error::usage(format!(
+                    "{name} is held by shared runs (--shared): there is no one holder to preempt; a run without --shared waits for them, and new shared runs wait behind it"
+                )));
+            }
             Some(Asked::Foreign(_)) => {
                 return Err(Error::new(
                     Kind::HeldByLive,

@@ -533,3 +533,23 @@ fn release_if_dead_removes_only_the_dead_share() {
     live.kill().unwrap();
     live.wait().unwrap();
 }
+
+/// The verbs that speak of one holder say what a shared name is: `preempt` is refused
+/// (64, one line: no one holder), `leader` says shared runs hold it.
+#[test]
+fn preempt_and_leader_say_a_shared_name_has_many_holders() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let out = output(redlock().args(["acquire", "many", "--shared", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["preempt", "many", "--redis", &url]));
+    assert_eq!(code(&out), 64, "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("no one holder"), "{}", stderr(&out));
+    let out = output(redlock().args(["leader", "many", "--redis", &url]));
+    assert!(
+        stdout(&out).contains("shared runs hold it (--shared)"),
+        "{}",
+        stdout(&out)
+    );
+}
