@@ -1,5 +1,6 @@
 //! The unit tests of `config`: the run's flags as clap parses them, checked.
 
+use super::run::local_dir_from;
 use super::*;
 use clap::Parser;
 
