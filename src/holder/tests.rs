@@ -1,5 +1,6 @@
 //! The unit tests of `holder`: metadata read back, the recorded command line.
 
+use super::command_line::shell_spans;
 use super::*;
 
 fn held(token: &str, pttl_ms: i64, items: &[(&str, &str)]) -> Held {
