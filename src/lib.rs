@@ -15,7 +15,8 @@
 //!   everything its kind decides; `session`: what every kind shares (token, nodes,
 //!   vote and tally, renew, fence, release of the token); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
-//!   holder metadata; `gone`: positive proof that a holder is gone (`release
+//!   holder metadata and the command line it records (`holder/command_line`, secrets
+//!   masked); `gone`: positive proof that a holder is gone (`release
 //!   --if-dead`), a pure judgement over the metadata, this machine and a probe;
 //! - [`scripts`]: each Lua script's whole contract, one file per family (the text,
 //!   the typed call, the reply's decoder, the commands it calls); [`policy`]: what a
@@ -23,7 +24,8 @@
 //!   completion) and the one table of refused combinations; [`keys`]: key layout and
 //!   hash tags;
 //! - `redis/`: the Redis layer (URLs, connecting, one node, errors, replies);
-//! - [`config`]: raw arguments to checked configuration; [`cli`]: clap definitions;
+//! - [`config`]: raw arguments to checked configuration (`config/run`: the run's,
+//!   `config/verbs`: each verb's); [`cli`]: clap definitions;
 //! - the floor: [`exit`]: THE exit-code table; `outcome`: THE outcome table (how
 //!   each way a run ends reads in events, metrics, history and the timeline);
 //!   `lifecycle`: a run's life (granted, started, ended, vanished) and THE judge of a
