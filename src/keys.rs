@@ -74,6 +74,9 @@ pub struct LockKeys {
     pub order: Vec<u8>,
     pub shares: Vec<u8>,
     pub writers: Vec<u8>,
+    /// How many wake-ups shares refused behind a writer handed on lately (see
+    /// `scripts::shared::SHARE`).
+    pub handed: Vec<u8>,
 }
 
 /// The mode key's suffix after the name's lock key.
@@ -119,6 +122,7 @@ impl LockKeys {
             order: with(b":order"),
             shares: with(b":shares"),
             writers: with(b":writers"),
+            handed: with(b":handed"),
             lock,
         })
     }
@@ -268,6 +272,7 @@ mod tests {
                 &k.own_wake("t"),
                 &k.shares,
                 &k.writers,
+                &k.handed,
                 &k.share_meta("t"),
             ];
             for companion in companions {

@@ -280,6 +280,7 @@ impl Lease {
             Key::Order => k.order.clone(),
             Key::Shares => k.shares.clone(),
             Key::Writers => k.writers.clone(),
+            Key::Handed => k.handed.clone(),
             Key::ShareMeta => k.share_meta(""),
         }
     }

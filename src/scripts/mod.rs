@@ -88,6 +88,8 @@ pub enum Key {
     Shares,
     Writers,
     ShareMeta,
+    /// Shared: the wake-ups handed on behind a waiting writer lately.
+    Handed,
 }
 
 impl Key {
@@ -110,6 +112,7 @@ impl Key {
             "shares" => Key::Shares,
             "writers" => Key::Writers,
             "share meta" => Key::ShareMeta,
+            "handed" => Key::Handed,
             _ => return None,
         })
     }
@@ -126,7 +129,7 @@ impl Key {
             Key::Queue | Key::Beats | Key::QueueInfo => "redlock's fair queue",
             Key::Once => "redlock's run-once record",
             Key::Verdicts | Key::Order => "redlock's newest-wins record",
-            Key::Shares | Key::Writers => "redlock's shared lock",
+            Key::Shares | Key::Writers | Key::Handed => "redlock's shared lock",
         }
     }
 }

@@ -104,7 +104,7 @@ fn shared_text(body: &str) -> String {
 }
 
 /// Take a share. KEYS: lock, meta (the plain holder's: who a writer is), shares,
-/// writers, own share meta, fence, mode, waiters, wake. ARGV: token, ttl ms, heartbeat
+/// writers, own share meta, fence, mode, waiters, wake, handed (the hand-ons of the last second). ARGV: token, ttl ms, heartbeat
 /// ms (0: a try that does not wait), known holder ('' none), retain ms, then the meta
 /// field/value pairs.
 ///
@@ -143,8 +143,18 @@ local function busy(who, pttl, meta, hand_on)
     local refused = join(KEYS[8], token, heartbeat)
     if refused then return refused end
   end
-  if hand_on and type(redis.pcall('LPUSH', KEYS[9], '1')) == 'number' then
-    redis.call('PEXPIRE', KEYS[9], --WAKE_TTL--)
+  -- A wake-up handed on behind a waiting writer goes round the blocked waiters to the
+  -- writer within one round; a writer killed while it waits is still registered (its
+  -- heartbeat), and the round would go on and on: at most one round (a push per
+  -- waiter, and one) a second.
+  if hand_on then
+    local handed = redis.pcall('INCR', KEYS[10])
+    if type(handed) == 'number' then
+      redis.call('PEXPIRE', KEYS[10], 1000)
+      if handed <= redis.call('SCARD', KEYS[8]) + 1 and type(redis.pcall('LPUSH', KEYS[9], '1')) == 'number' then
+        redis.call('PEXPIRE', KEYS[9], --WAKE_TTL--)
+      end
+    end
   end
   return {0, who, pttl, meta}
 end
@@ -202,7 +212,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("1e786f25c9ec0f181db3a5da30e11e5572fec2fe", || {
+pub static SHARE: Lua = Lua::new("9b6e1f6ca6c7eadbb8337c8f6d74b6f7ac4c046b", || {
     SHARE_TEXT.as_str()
 });
 
@@ -212,6 +222,9 @@ pub const SHARE_CALLS: &[Need] = taking_calls![
     on("pttl", Key::Lock),
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
+    on("incr", Key::Handed),
+    on("pexpire", Key::Handed),
+    on("scard", Key::Waiters),
     on("zrangebyscore", Key::Shares),
     on("zrem", Key::Shares),
     on("zrangebyscore", Key::Writers),
@@ -256,6 +269,7 @@ pub fn share(
             &keys.mode,
             &keys.waiters,
             &keys.wake,
+            &keys.handed,
         ],
     );
     call.arg(token)

@@ -280,6 +280,7 @@ fn key_of(keys: &LockKeys, k: Key) -> Vec<u8> {
         Key::Order => keys.order.clone(),
         Key::Shares => keys.shares.clone(),
         Key::Writers => keys.writers.clone(),
+        Key::Handed => keys.handed.clone(),
         Key::ShareMeta => keys.share_meta("TOKEN"),
     }
 }

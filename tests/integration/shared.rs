@@ -553,3 +553,59 @@ fn preempt_and_leader_say_a_shared_name_has_many_holders() {
         stdout(&out)
     );
 }
+
+/// An exclusive run killed (SIGKILL) while it waits behind a share stays registered
+/// until its heartbeat ends; the shares waiting behind it, woken while the lock is
+/// free, hand the wake-up on at most one round a second (not in a loop as fast as
+/// Redis answers), and run once the dead writer's registration is gone.
+#[test]
+fn a_killed_waiting_writer_costs_little_and_holds_shares_back_only_its_heartbeat() {
+    let redis = Redis::start();
+    let url = redis.url();
+    // The writer promises to come back within the shares' time to live (3 s) and a
+    // little: that long its registration outlives it.
+    let out = output(redlock().args(["acquire", "dw", "--shared", "--ttl", "3s", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let first = stdout(&out).trim().to_string();
+    let base = |shared: bool| {
+        let mut a = lock_args(&redis, "dw");
+        a.extend(["--ttl".into(), "2s".into(), "--wait".into(), "60s".into()]);
+        if shared {
+            a.push("--shared".into());
+        }
+        a
+    };
+    let writer = start_run(&base(false), "true");
+    let registered = eventually(Duration::from_secs(10), || {
+        redis.cmd::<i64>(&["ZCARD", "redlock:{dw}:writers"]) == 1
+    });
+    assert!(registered, "the writer never waited");
+    let readers: Vec<Child> = (0..3).map(|_| start_run(&base(true), "true")).collect();
+    let waiting = eventually(Duration::from_secs(10), || {
+        redis.cmd::<i64>(&["SCARD", "redlock:{dw}:waiters"]) == 4
+    });
+    assert!(waiting, "the shares never waited behind the writer");
+    kill_wrapper(writer.id());
+    let killed = Instant::now();
+    let out = output(redlock().args(["release", "dw", "--token", &first, "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let _: String = redis.cmd(&["CONFIG", "RESETSTAT"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let stats: String = redis.cmd(&["INFO", "commandstats"]);
+    let pushes: u64 = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_lpush:"))
+        .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+        .unwrap_or(0);
+    eprintln!("shared: wake-ups handed on in 2 s behind a killed writer: {pushes}");
+    assert!(pushes <= 12, "{pushes} wake-ups in 2 s:\n{stats}");
+    for reader in readers {
+        let (code, err) = finish(reader, Duration::from_secs(30));
+        assert_eq!(code, 0, "{err}");
+    }
+    let held_back = killed.elapsed();
+    eprintln!("shared: a killed waiting writer held the shares back {held_back:?}");
+    assert!(held_back < Duration::from_secs(12), "{held_back:?}");
+    let mut writer = writer;
+    writer.wait().unwrap();
+}
