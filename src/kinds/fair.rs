@@ -10,7 +10,7 @@ use redis::Value;
 use super::{LockKind, Rules, Step, renew_one, wake_first};
 use crate::keys::LockKeys;
 use crate::redis::Call;
-use crate::scripts::queue::FIFO_MAX_BEAT;
+use crate::scripts::FIFO_MAX_BEAT;
 use crate::scripts::{acquire, release, waiters};
 use crate::session::Session;
 

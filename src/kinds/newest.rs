@@ -10,7 +10,7 @@ use super::fair::{FIFO_NAP, leave_queue};
 use super::{LockKind, Rules, Step, renew_one};
 use crate::keys::LockKeys;
 use crate::redis::Call;
-use crate::scripts::queue::FIFO_MAX_BEAT;
+use crate::scripts::FIFO_MAX_BEAT;
 use crate::scripts::{acquire, newest, release};
 use crate::session::Session;
 

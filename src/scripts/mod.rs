@@ -62,6 +62,10 @@ use crate::redis::{Call, Lua};
 /// waiter that died does not linger.
 pub const WAKE_TTL_MS: u64 = 10_000;
 
+/// The longest heartbeat a queued waiter may claim: the acquire script caps what it is
+/// given, and drops an entry whose deadline lies further than this from now.
+pub const FIFO_MAX_BEAT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Which of a lock's keys a command touches (doctor checks key permissions too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {

@@ -17,7 +17,7 @@ use crate::redis::reply::{array, int, string};
 /// How long a verdict ("superseded by …") is kept after the last one: two of the
 /// longest heartbeats, so that a superseded waiter finds it however late it comes back
 /// (a waiter comes back within its heartbeat, or has left the queue).
-pub const VERDICT_KEEP_MS: u64 = 2 * super::queue::FIFO_MAX_BEAT.as_millis() as u64;
+pub const VERDICT_KEEP_MS: u64 = 2 * super::FIFO_MAX_BEAT.as_millis() as u64;
 
 /// A newest-wins lock (`--supersede`). KEYS: lock, meta, queue, beats, fence, mode,
 /// queue info, this run's wake list, verdicts, order. ARGV: token, ttl ms, heartbeat ms

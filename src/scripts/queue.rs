@@ -9,10 +9,6 @@ use crate::redis::Lua;
 use super::taking::{taking_calls, text};
 use super::{Key, Need, bare, on};
 
-/// The longest heartbeat a queued waiter may claim: the acquire script caps what it is
-/// given, and drops an entry whose deadline lies further than this from now.
-pub const FIFO_MAX_BEAT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// A fair queue's lock (`--fair`): first come, first served. KEYS: lock, meta, queue,
 /// beats, fence, history, mode, queue info, this waiter's wake list, and with `--once-id`
 /// its record. ARGV: token, ttl

@@ -4,7 +4,7 @@
 //! plain lock's script (`acquire`), the semaphore's (`holders`) and the fair queue's
 //! (`queue`) are built from it.
 
-use super::queue::FIFO_MAX_BEAT;
+use super::FIFO_MAX_BEAT;
 use super::{CLOCK, splice};
 
 /// What the three acquire scripts share, as Lua at their top (after [`CLOCK`]):

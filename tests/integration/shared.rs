@@ -609,3 +609,20 @@ fn a_killed_waiting_writer_costs_little_and_holds_shares_back_only_its_heartbeat
     let mut writer = writer;
     writer.wait().unwrap();
 }
+
+/// A share whose entry is gone (Redis restarted empty: here FLUSHALL) is a lost lock:
+/// its next renewal finds it, the command is stopped and the run exits 79; the other
+/// share finds the same.
+#[test]
+fn a_share_that_is_gone_is_a_lost_lock() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "gone");
+    args.extend(["--shared".into(), "--ttl".into(), "1s".into()]);
+    let (one, two) = (Holding::start(&args), Holding::start(&args));
+    let _: String = redis.cmd(&["FLUSHALL"]);
+    for holder in [one, two] {
+        let (code, err) = holder.finish();
+        assert_eq!(code, 79, "{err}");
+        assert!(err.contains("lost"), "{err}");
+    }
+}
