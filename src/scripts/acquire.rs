@@ -81,6 +81,7 @@ impl Request<'_> {
         let k = self.keys;
         let keys = [
             &k.lock, &k.meta, &k.waiters, &k.fence, &k.wake, &k.history, &k.mode, &k.writers,
+            &k.handed,
         ];
         let keys: Vec<&[u8]> = keys
             .iter()
@@ -340,8 +341,8 @@ fn tokens(value: Option<Value>) -> Vec<String> {
     }
 }
 
-/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, writers (of a
-/// shared name), and with `--once-id` its record. ARGV: token, ttl
+/// A plain lock. KEYS: lock, meta, waiters, fence, wake, history, mode, writers and
+/// handed (of a shared name), and with `--once-id` its record. ARGV: token, ttl
 /// ms, heartbeat ms, known holder, once-per ms, retain ms, max attempts, rerun (0-3),
 /// the `--once-per` slot this try is for (0: the slot of now), meta field/value pairs.
 ///
@@ -350,7 +351,8 @@ fn tokens(value: Option<Value>) -> Vec<String> {
 /// run is its writer. Finding it busy, a writer that waits registers in the writers
 /// set (ZADD with its heartbeat deadline; the set and the mode key kept at least a
 /// heartbeat: TYPE, ZADD, PTTL ×2, + PEXPIRE), so that new shares wait behind it; taking
-/// it, it leaves the set (ZREM). A name never shared pays nothing for this (no command
+/// it, it leaves the set (ZREM) and gives the waiting shares their hand-ons again (DEL
+/// handed: see `shared::SHARE`). A name never shared pays nothing for this (no command
 /// but the GET of the mode it always read). The lock itself is taken with `SET key
 /// token NX PX ttl`, exactly as any other client would. Free: GET (mode), SET, GET (fence), TIME, HSET,
 /// PEXPIRE, SET (fence) (and SREM, DEL for a waiter). Busy: GET (mode), SET, GET,
@@ -359,29 +361,67 @@ fn tokens(value: Option<Value>) -> Vec<String> {
 /// set and clears the wake list (a wake-up left there, pushed for it while it took the
 /// lock by its own try or by a second release it never popped, would only wake a
 /// waiter to find the lock held).
+///
+/// A try without `--once-per` or `--once-id` (most runs) first goes through the lines
+/// before the shared functions: the same commands, in the same order, as the general
+/// path below, but without defining those functions nor building their arguments
+/// (a fifth of the script's cost to Redis, which runs each EVALSHA with cold caches:
+/// see docs/benchmarks.md). Whatever it does not take there (a name of another kind,
+/// a key of another type: the `SET` undone) goes on to the general path, which
+/// answers as it always did; a busy lock goes on to it without asking again.
 pub static PLAIN_TEXT: LazyLock<String> = LazyLock::new(|| {
     text(
         r#"
 --CLOCK--
+local tried = false
+if ARGV[5] == '0' and not KEYS[10] then
+  if redis.pcall('GET', KEYS[7]) == false then
+    if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+      local last = redis.pcall('GET', KEYS[4])
+      local n = last == false and 0 or tonumber(last)
+      if n and n >= 0 and n < 9007199254740991 then
+        local fence = math.max(n + 1, now_us())
+        local f = int(fence)
+        if type(redis.pcall('HSET', KEYS[2], 'fence', f, unpack(ARGV, 10))) == 'number' then
+          redis.call('PEXPIRE', KEYS[2], ARGV[2])
+          redis.call('SET', KEYS[4], f, 'PX', ARGV[6])
+          if ARGV[3] ~= '0' and redis.pcall('SREM', KEYS[3], ARGV[1]) == 1 then
+            redis.pcall('LTRIM', KEYS[5], 1, 0)
+          end
+          return {1, fence, now_ms(), 1, 0, ''}
+        end
+      end
+      redis.call('DEL', KEYS[1])
+    else
+      tried = true
+    end
+  end
+end
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
-if KEYS[9] then
-  refused, attempt, after = once_id(KEYS[9], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
+if KEYS[10] then
+  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
-local mode = redis.pcall('GET', KEYS[7])
-if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
-local shared = mode == 'shared'
-if mode and not shared then return {-6, mode} end
-if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 10)
-  if refused then return refused end
-  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
-  if shared then redis.pcall('ZREM', KEYS[8], token) end
-  if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
-  return {1, fence, now_ms(), 1, attempt or 0, after or ''}
+local shared = false
+if not tried then
+  local mode = redis.pcall('GET', KEYS[7])
+  if type(mode) == 'table' then return foreign('mode', KEYS[7]) end
+  shared = mode == 'shared'
+  if mode and not shared then return {-6, mode} end
+  if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
+    local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 10)
+    if refused then return refused end
+    mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+    if shared then
+      redis.pcall('ZREM', KEYS[8], token)
+      redis.pcall('DEL', KEYS[9])
+    end
+    if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
+    return {1, fence, now_ms(), 1, attempt or 0, after or ''}
+  end
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then return foreign('lock', KEYS[1]) end
@@ -410,7 +450,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("d1f353ebc9644c81058dac3b97c056cdf62ba116", || {
+pub static PLAIN: Lua = Lua::new("84557e11bfe50dd1724f50266d193ed4cedbb2d0", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -420,6 +460,7 @@ pub const PLAIN_CALLS: &[Need] = taking_calls![
     on("hgetall", Key::Meta),
     on("pttl", Key::Lock),
     on("zrem", Key::Writers),
+    on("del", Key::Handed),
     on("type", Key::Writers),
     on("zadd", Key::Writers),
     on("pttl", Key::Writers),

@@ -146,7 +146,8 @@ local function busy(who, pttl, meta, hand_on)
   -- A wake-up handed on behind a waiting writer goes round the blocked waiters to the
   -- writer within one round; a writer killed while it waits is still registered (its
   -- heartbeat), and the round would go on and on: at most one round (a push per
-  -- waiter, and one) a second.
+  -- waiter, and one) a second, counted afresh whenever a writer or a waiting share
+  -- takes the name.
   if hand_on then
     local handed = redis.pcall('INCR', KEYS[10])
     if type(handed) == 'number' then
@@ -200,6 +201,7 @@ redis.call('SET', KEYS[6], int(fence), 'PX', ARGV[5])
 redis.call('ZADD', KEYS[3], now + ttl, token)
 hold(KEYS[1], KEYS[3], KEYS[7], latest_left(KEYS[3], now))
 if heartbeat > 0 and redis.pcall('SREM', KEYS[8], token) == 1 then
+  redis.pcall('DEL', KEYS[10])
   if redis.call('EXISTS', KEYS[8]) == 1 then
     if type(redis.pcall('LPUSH', KEYS[9], '1')) == 'number' then
       redis.call('PEXPIRE', KEYS[9], --WAKE_TTL--)
@@ -212,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("9b6e1f6ca6c7eadbb8337c8f6d74b6f7ac4c046b", || {
+pub static SHARE: Lua = Lua::new("7ce22f512a7341fed2a402ed0480f9c80d56ae1c", || {
     SHARE_TEXT.as_str()
 });
 
@@ -223,6 +225,7 @@ pub const SHARE_CALLS: &[Need] = taking_calls![
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
     on("incr", Key::Handed),
+    on("del", Key::Handed),
     on("pexpire", Key::Handed),
     on("scard", Key::Waiters),
     on("zrangebyscore", Key::Shares),

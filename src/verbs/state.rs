@@ -178,7 +178,7 @@ pub async fn mode_of(nodes: &Nodes, keys: &LockKeys) -> LockKind {
 /// while its readers hold the lock key; else it is the name's exclusive (plain) holder.
 pub async fn kind_of_token(nodes: &Nodes, keys: &LockKeys) -> LockKind {
     let kind = mode_of(nodes, keys).await;
-    if kind != LockKind::of(crate::policy::Mode::Shared) {
+    if kind.rules().holders_set(keys).is_none() {
         return kind;
     }
     let cmd = command::get(&keys.lock);

@@ -160,7 +160,12 @@ fn readers_share_writers_run_alone_4_hosts() {
             std::thread::spawn(move || {
                 let shared = i < 12;
                 while done.load(Ordering::SeqCst) < target && start.elapsed() < limit {
-                    let hold = fastrand::u64(0..=50);
+                    // Shared holds long enough to overlap (the concurrency this test
+                    // shows), exclusive ones short.
+                    let hold = match shared {
+                        true => fastrand::u64(100..=300),
+                        false => fastrand::u64(0..=50),
+                    };
                     let kind = if shared { 'S' } else { 'E' };
                     let script = section(&fleet.journal(), kind, hold, false);
                     let mut cmd =
@@ -175,7 +180,7 @@ fn readers_share_writers_run_alone_4_hosts() {
                             .push(format!("{}: {}", code(&out), stderr(&out)));
                     }
                     if !shared {
-                        std::thread::sleep(Duration::from_millis(fastrand::u64(100..=300)));
+                        std::thread::sleep(Duration::from_millis(fastrand::u64(400..=900)));
                     }
                 }
             })
