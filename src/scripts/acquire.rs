@@ -417,7 +417,8 @@ if not tried then
     mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
     if shared then
       redis.pcall('ZREM', KEYS[8], token)
-      redis.pcall('DEL', KEYS[9])
+      -- The hand-on count is a string of ours; a key of another type there is not.
+      if redis.call('TYPE', KEYS[9])['ok'] == 'string' then redis.call('DEL', KEYS[9]) end
     end
     if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
     return {1, fence, now_ms(), 1, attempt or 0, after or ''}
@@ -450,7 +451,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("84557e11bfe50dd1724f50266d193ed4cedbb2d0", || {
+pub static PLAIN: Lua = Lua::new("cd6396d129d91c4393189e2cd54f82edd601a10a", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -460,6 +461,7 @@ pub const PLAIN_CALLS: &[Need] = taking_calls![
     on("hgetall", Key::Meta),
     on("pttl", Key::Lock),
     on("zrem", Key::Writers),
+    on("type", Key::Handed),
     on("del", Key::Handed),
     on("type", Key::Writers),
     on("zadd", Key::Writers),

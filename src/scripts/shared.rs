@@ -201,7 +201,7 @@ redis.call('SET', KEYS[6], int(fence), 'PX', ARGV[5])
 redis.call('ZADD', KEYS[3], now + ttl, token)
 hold(KEYS[1], KEYS[3], KEYS[7], latest_left(KEYS[3], now))
 if heartbeat > 0 and redis.pcall('SREM', KEYS[8], token) == 1 then
-  redis.pcall('DEL', KEYS[10])
+  if redis.call('TYPE', KEYS[10])['ok'] == 'string' then redis.call('DEL', KEYS[10]) end
   if redis.call('EXISTS', KEYS[8]) == 1 then
     if type(redis.pcall('LPUSH', KEYS[9], '1')) == 'number' then
       redis.call('PEXPIRE', KEYS[9], --WAKE_TTL--)
@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("7ce22f512a7341fed2a402ed0480f9c80d56ae1c", || {
+pub static SHARE: Lua = Lua::new("74309145e82bc8127791d2d10314950265588171", || {
     SHARE_TEXT.as_str()
 });
 
@@ -225,6 +225,7 @@ pub const SHARE_CALLS: &[Need] = taking_calls![
     on("lpush", Key::Wake),
     on("pexpire", Key::Wake),
     on("incr", Key::Handed),
+    on("type", Key::Handed),
     on("del", Key::Handed),
     on("pexpire", Key::Handed),
     on("scard", Key::Waiters),
