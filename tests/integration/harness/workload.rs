@@ -116,6 +116,7 @@ impl Workload {
 /// The section (see the module header). `$RUN` and `$PAUSE` come from the contender;
 /// `$SHARE` is 1 for a `--shared` contender (see [`shared_witness`]).
 fn section_script(w: &Workload, scratch: &Scratch) -> String {
+    let (share, exclusive) = shared_witness(w, scratch);
     format!(
         "{trap}{share}slot=-; i=0\n\
          while [ $i -lt {limit} ]; do\n\
@@ -129,8 +130,6 @@ fn section_script(w: &Workload, scratch: &Scratch) -> String {
          echo $((n + 1)) > '{counter}'.$$ && mv '{counter}'.$$ '{counter}'\n\
          echo \"END $RUN $REDLOCK_TOKEN\" >> '{log}'",
         trap = if w.ignore_term { "trap '' TERM\n" } else { "" },
-        share = shared_witness(w, scratch).0,
-        exclusive = shared_witness(w, scratch).1,
         limit = w.limit,
         slots = scratch.path("slot").display(),
         log = scratch.path("log").display(),
