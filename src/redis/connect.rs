@@ -22,7 +22,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, IntoConnectionInfo, RedisResult};
 
-use super::errors::{bad_url, connect_error};
+use super::errors::{bad_url, connect_error, node_timed_out};
 use super::reply;
 use super::url::{RedisUrl, SentinelTarget, Tls};
 use crate::error::{Error, Kind, Result, most_telling};
@@ -336,12 +336,7 @@ pub async fn first_failure(
     // (A TLS handshake that gets no answer says what it most likely is instead: a
     // plain-text port; see `connect_error`.)
     if err.is_timeout() && !url.is_tls() {
-        // The server may be fine and the node timeout too short (a short --ttl makes
-        // it ttl/15): say which timeout ran out, not only that it did.
-        return Error::unreachable(format!(
-            "{url}: no answer within the node timeout of {} (--node-timeout, else ttl/15); the server may be overloaded or unreachable, or the timeout too short for this host: give a longer --ttl or --node-timeout",
-            crate::report::human(timeouts.response)
-        ));
+        return node_timed_out(url, timeouts.response);
     }
     connect_error(url, err)
 }

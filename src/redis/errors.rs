@@ -15,6 +15,17 @@ pub fn from_redis(url: &RedisUrl, err: &RedisError) -> Error {
         .unwrap_or_else(|| by_code(url, err))
 }
 
+/// A node that did not answer within the node timeout, at connect or on a call (one
+/// text for both: which one a slow server hits first is a matter of timing). The
+/// server may be fine and the node timeout too short (a short --ttl makes it ttl/15):
+/// say which timeout ran out and what to give, not only that it did.
+pub fn node_timed_out(url: &RedisUrl, timeout: std::time::Duration) -> Error {
+    Error::unreachable(format!(
+        "{url}: no answer within the node timeout of {} (--node-timeout, else ttl/15); the server may be overloaded or unreachable, or the timeout too short for this host: give a longer --ttl or --node-timeout",
+        crate::report::human(timeout)
+    ))
+}
+
 /// [`from_redis`] for a failed connect (or a first call, see
 /// `connect::first_failure`): a plain-text client whose connection the server closed
 /// at once has most likely met a TLS-only port, and a TLS client one that wants a

@@ -28,7 +28,7 @@ use redis::{FromRedisValue, Value};
 use tokio::time::error::Elapsed;
 
 use super::connect::{self, Timeouts};
-use super::errors::{bad_reply, from_redis};
+use super::errors::{bad_reply, from_redis, node_timed_out};
 use super::script::Call;
 use super::url::{RedisUrl, Topology};
 use crate::error::{Error, Result};
@@ -517,11 +517,7 @@ impl Node {
     }
 
     fn timed_out(&self) -> Error {
-        Error::unreachable(format!(
-            "{}: no answer within the node timeout ({}); is the server overloaded or unreachable?",
-            self.url,
-            human(self.timeout)
-        ))
+        node_timed_out(&self.url, self.timeout)
     }
 }
 
