@@ -45,6 +45,21 @@ pub mod env {
     /// `--once-per`, `--once-id`: this run's attempt in its slot or for its ID (1 for the
     /// first start).
     pub const ATTEMPT: &str = "REDLOCK_ATTEMPT";
+
+    /// A run of several names: the variable that holds `name`'s fencing number
+    /// (`REDLOCK_FENCE_<NAME>`), or a pool's slot (`REDLOCK_SLOT_<NAME>`): `base`, `_`,
+    /// and the name in upper case with every character other than A-Z and 0-9 as `_`
+    /// (the name `deploy-slots` gives `FENCE` the suffix `_DEPLOY_SLOTS`).
+    pub fn of_name(base: &str, name: &[u8]) -> String {
+        let upper: String = name
+            .iter()
+            .map(|b| match b.to_ascii_uppercase() {
+                c @ (b'A'..=b'Z' | b'0'..=b'9') => c as char,
+                _ => '_',
+            })
+            .collect();
+        format!("{base}_{upper}")
+    }
 }
 
 /// Finds the program before any lock is taken, like the shell: a name with a slash is a

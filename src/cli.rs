@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::exit::Page;
 
@@ -82,6 +82,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "REDLOCK_ATTEMPT",
         "given to the command with --once-per or --once-id: its start in the slot or for the ID (1 first)",
+    ),
+    (
+        "REDLOCK_FENCE_<NAME>",
+        "given to the command with several --key names: each name's fencing number (NAME in upper case, other than A-Z and 0-9 as _)",
+    ),
+    (
+        "REDLOCK_SLOT_<NAME>",
+        "given to the command with several --key names: the slot held of each --limit NAME=N pool",
     ),
 ];
 
@@ -195,9 +203,11 @@ pub struct WaitArgs {
 /// Options of `redlock-run` and `redlock run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Name of the lock (any non-empty string).
-    #[arg(long, short = 'k', value_name = "NAME")]
-    pub key: OsString,
+    /// Name of the lock (any non-empty string). Give it several times to hold several
+    /// names at once (up to 16): the command runs only while the run holds every one,
+    /// and a run that cannot have them all holds none while it waits.
+    #[arg(long, short = 'k', value_name = "NAME", required = true, action = ArgAction::Append)]
+    pub key: Vec<OsString>,
 
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -295,16 +305,18 @@ pub struct RunArgs {
 
     /// Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one
     /// slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every
-    /// run on the name must give the same N. One server, Cluster or Sentinel.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub limit: Option<String>,
+    /// run on the name must give the same N. One server, Cluster or Sentinel. With
+    /// several --key names, say which: --limit NAME=N (that name is a pool of N).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, action = ArgAction::Append)]
+    pub limit: Vec<String>,
 
     /// Hold the name in shared mode: any number of --shared runs hold it at once, and a
     /// run without --shared takes it exclusively, never beside any holder. Writers go
     /// first: once an exclusive run waits, new shared runs wait behind it. Each shared
-    /// holder has its own token, lease and fence. One server, Cluster or Sentinel.
-    #[arg(long)]
-    pub shared: bool,
+    /// holder has its own token, lease and fence. One server, Cluster or Sentinel. With
+    /// several --key names, say which: --shared NAME.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "", action = ArgAction::Append)]
+    pub shared: Vec<String>,
 
     /// The newest run wins (CI): when this run starts waiting, every older run waiting
     /// on the name exits 73 without running (superseded). running: the holder is also

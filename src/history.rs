@@ -77,6 +77,9 @@ pub struct RunRecord {
     /// characters; `--if-vanished rerun`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
+    /// The other names a run of several names held with this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 impl RunRecord {
@@ -252,6 +255,9 @@ struct Head<'a> {
     rerun_of: Option<&'a str>,
     duration_ms: u64,
     command_status: u8,
+    /// The other names of a run that held several.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    with: &'a [String],
 }
 
 /// Who ran what, for an [`Ending`].
@@ -279,6 +285,7 @@ impl Ending {
             rerun_of: run.attempt.map(|(_, of)| of).filter(|of| !of.is_empty()),
             duration_ms: held_ms,
             command_status,
+            with: &run.meta.with,
         };
         let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{".to_string());
         head.pop();
@@ -355,6 +362,7 @@ mod tests {
             order_key: None,
             machine: None,
             announce: None,
+            with: Vec::new(),
         };
         let run = Run {
             meta: &meta,

@@ -125,6 +125,9 @@ pub struct Stopping {
     /// Waiting runs that newer ones superseded while it held (`--supersede`).
     #[serde(skip_serializing_if = "is_zero")]
     pub superseded: u64,
+    /// The other names a run of several names holds with this one (`--key A --key B`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -222,6 +225,9 @@ impl Holder {
                 superseded: field("superseded")
                     .and_then(|p| p.parse().ok())
                     .unwrap_or(0),
+                with: field("with")
+                    .and_then(|p| serde_json::from_str(&p).ok())
+                    .unwrap_or_default(),
             });
             holder.kept = field("kept_until_ms")
                 .and_then(|p| p.parse().ok())
@@ -317,8 +323,17 @@ impl Holder {
             out.push_str(&format!(" for {}", human(held)));
         }
         out.push_str(&self.kept_note());
+        out.push_str(&self.with_note());
         out.push_str(&self.stop_note());
         out
+    }
+
+    /// `, held with B, C` for a run that holds several names.
+    pub fn with_note(&self) -> String {
+        match self.stopping.with.as_slice() {
+            [] => String::new(),
+            names => format!(", held with {}", names.join(", ")),
+        }
     }
 
     /// `, asked to stop by HOST pid N` for a holder preempted and still stopping;
@@ -363,6 +378,8 @@ pub struct Meta {
     pub machine: Option<String>,
     /// `--announce`.
     pub announce: Option<String>,
+    /// The other names of a run that holds several.
+    pub with: Vec<String>,
 }
 
 impl Meta {
@@ -417,7 +434,14 @@ impl Meta {
             order_key: None,
             machine,
             announce: None,
+            with: Vec::new(),
         }
+    }
+
+    /// The metadata of one name of a run that holds several: the others it holds with.
+    pub fn holding_with(mut self, with: Vec<String>) -> Self {
+        self.with = with;
+        self
     }
 
     /// This machine's own host name (`host` unless `REDLOCK_HOST` shows another).
@@ -525,6 +549,9 @@ impl Meta {
         }
         if let Some(value) = &self.announce {
             fields.push(("announce", value.clone()));
+        }
+        if !self.with.is_empty() {
+            fields.push(("with", serde_json::json!(self.with).to_string()));
         }
         fields
     }

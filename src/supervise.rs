@@ -40,6 +40,9 @@ use crate::timing::{Budget, Point};
 /// A lease the supervisor keeps alive.
 pub struct Held<'a> {
     pub lease: &'a Lease,
+    /// The other names of a run that holds several: renewed with `lease`, each its own
+    /// lease; losing any one is losing the lock.
+    pub also: &'a [Lease],
     pub budget: Budget,
     pub on_lost: OnLost,
     /// When the last successful acquire/renew request was sent.
@@ -70,7 +73,9 @@ pub struct Outcome {
     pub signalled: Option<Signal>,
 }
 
-type RenewFuture<'a> = Pin<Box<dyn Future<Output = Renew> + 'a>>;
+/// A renewal round of every held name: its answer, and the name it is about (the one
+/// lost or failed, else the first).
+type RenewFuture<'a> = Pin<Box<dyn Future<Output = (Renew, String)> + 'a>>;
 type RequestFuture<'a> = Pin<Box<dyn Future<Output = Option<Preempt>> + 'a>>;
 
 /// The lease as the loop sees it.
@@ -99,6 +104,8 @@ enum LeaseState<'a> {
 /// The loop's state besides the child and the signals.
 struct Supervisor<'a> {
     lease: Option<(&'a Lease, Budget, OnLost)>,
+    /// The other names of a run that holds several.
+    also: &'a [Lease],
     /// `--max-hold`: when to give the lock up, and the limit (for the message).
     give_up: Option<(Point, Duration)>,
     state: LeaseState<'a>,
@@ -161,6 +168,7 @@ pub async fn supervise(
     drop(listening);
     if let Some((lease, _, _)) = sup.lease {
         lease.unhold();
+        sup.also.iter().for_each(|l| l.unhold());
     }
     sup.overdue(clock::now());
     sup.unready();
@@ -178,6 +186,44 @@ pub async fn supervise(
         renewed_at: sup.renewed_at(),
         signalled: sup.signalled,
         lost: sup.into_lost(),
+    }
+}
+
+/// One renewal round of `lease` and of the other names held with it, sent together:
+/// the first name lost decides, then a request to stop, then a failure (the lock may
+/// still be ours until the lease end); when all renewed, the earliest send (the set's
+/// lease ends with its earliest member's). The answer names the name it is about.
+async fn renew_all(lease: &Lease, also: &[Lease]) -> (Renew, String) {
+    let name = |l: &Lease| l.keys().display_name();
+    if also.is_empty() {
+        return (lease.renew().await, name(lease));
+    }
+    let all = std::iter::once(lease).chain(also);
+    let answers = futures_util::future::join_all(all.map(|l| async move { (l.renew().await, l) }));
+    let mut answers = answers.await;
+    let rank = |r: &Renew| match r {
+        Renew::Lost(_) => 0,
+        Renew::Preempt { .. } => 1,
+        Renew::Unknown(_) => 2,
+        Renew::Renewed { .. } => 3,
+    };
+    let earliest = answers
+        .iter()
+        .filter_map(|answer| match &answer.0 {
+            Renew::Renewed { t_sent } => Some(*t_sent),
+            _ => None,
+        })
+        .min();
+    answers.sort_by_key(|(r, _)| rank(r));
+    let (first, l) = answers.swap_remove(0);
+    match first {
+        Renew::Renewed { .. } => (
+            Renew::Renewed {
+                t_sent: earliest.unwrap_or_else(clock::now),
+            },
+            name(lease),
+        ),
+        other => (other, name(l)),
     }
 }
 
@@ -224,7 +270,9 @@ impl<'a> Supervisor<'a> {
         let ready = held.as_ref().and_then(|h| h.ready_file);
         // `--on-lost keep` runs on without the lock by choice: no deadline for the guard.
         let guard = guard.filter(|_| held.as_ref().is_some_and(|h| h.on_lost == OnLost::Kill));
+        let also = held.as_ref().map_or(&[][..], |h| h.also);
         let sup = Supervisor {
+            also,
             ready,
             signalled: None,
             guard,
@@ -355,7 +403,7 @@ impl<'a> Supervisor<'a> {
                 let next = budget.next_renew(*t_sent, *last_attempt);
                 if renewing.is_none() && now >= next {
                     *last_attempt = Some(now);
-                    *renewing = Some(Box::pin(lease.renew()));
+                    *renewing = Some(Box::pin(renew_all(lease, self.also)));
                 }
                 let wake = wake.min(budget.term_at(budget.lease_end(*t_sent)));
                 let wake = self.give_up.map_or(wake, |(at, _)| wake.min(at));
@@ -467,7 +515,7 @@ impl<'a> Supervisor<'a> {
     }
 
     /// The renewal in flight (guarded by [`Self::is_renewing`]).
-    async fn renewal(&mut self) -> Renew {
+    async fn renewal(&mut self) -> (Renew, String) {
         match &mut self.state {
             LeaseState::Held {
                 renewing: Some(renewing),
@@ -499,8 +547,8 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Applies a renewal's answer.
-    fn renewed(&mut self, renew: Renew) {
+    /// Applies a renewal's answer about the name `about`.
+    fn renewed(&mut self, (renew, about): (Renew, String)) {
         let LeaseState::Held {
             t_sent,
             last_failure,
@@ -542,11 +590,8 @@ impl<'a> Supervisor<'a> {
             }
             Renew::Unknown(why) => {
                 self.report.verbose(|| format!("renewal failed: {why}"));
-                if let Some((lease, _, _)) = self.lease {
-                    let name = lease.keys().display_name();
-                    let error = serde_json::json!({ "error": why.to_string() });
-                    self.report.event(Event::RenewFailed, &name, error);
-                }
+                let error = serde_json::json!({ "error": why.to_string() });
+                self.report.event(Event::RenewFailed, &about, error);
                 *last_failure = Some(why);
             }
             Renew::Lost(why) => {
@@ -554,18 +599,25 @@ impl<'a> Supervisor<'a> {
                     return;
                 };
                 let end = budget.lease_end(*t_sent);
-                self.lose(why, clock::now(), end);
+                self.lose_name(why, clock::now(), end, about);
             }
         }
     }
 
     /// The lock is lost: applies the `--on-lost` policy.
     fn lose(&mut self, why: Lost, now: Point, lease_end: Point) {
-        let Some((lease, budget, on_lost)) = self.lease else {
+        let Some((lease, _, _)) = self.lease else {
+            return;
+        };
+        self.lose_name(why, now, lease_end, lease.keys().display_name());
+    }
+
+    /// The lock `name` (one of the names held) is lost: applies the `--on-lost` policy.
+    fn lose_name(&mut self, why: Lost, now: Point, lease_end: Point, name: String) {
+        let Some((_, budget, on_lost)) = self.lease else {
             return;
         };
         self.unready();
-        let name = lease.keys().display_name();
         // Preempted: stopped whatever --on-lost says (it is asked to stop, not lost).
         let (on_lost, sig) = match &why {
             Lost::Preempted(request) => (OnLost::Kill, self.signal_for(request)),

@@ -25,7 +25,12 @@ use crate::timing::{self, Budget};
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub conn: Conn,
+    /// The first `--key` name: the one `REDLOCK_KEY`, `REDLOCK_FENCE`, the metrics and
+    /// the local queue go by.
     pub keys: LockKeys,
+    /// The names after the first of a run that holds several (`--key A --key B`), each
+    /// with the kind it is held as (`--limit NAME=N`, `--shared NAME`).
+    pub also: Vec<Member>,
     pub budget: Budget,
     pub wait: Wait,
     pub busy_code: u8,
@@ -53,6 +58,109 @@ pub struct RunConfig {
     /// `--ready-file`: present while the command runs under the lock.
     pub ready_file: Option<std::path::PathBuf>,
     pub command: Vec<OsString>,
+}
+
+/// A name of a run that holds several, after the first: its keys and the kind of lock
+/// it is held as.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub keys: LockKeys,
+    pub mode: crate::policy::Mode,
+}
+
+/// The most names one run may hold at once.
+pub const MAX_NAMES: usize = 16;
+
+/// One `--key` name as the run asks for it: `--limit NAME=N` (1: not a pool) and
+/// `--shared NAME`.
+#[derive(Debug, Clone)]
+struct Name {
+    raw: OsString,
+    limit: u32,
+    shared: bool,
+}
+
+/// The `--key` names with their `--limit` and `--shared`, in the order given: each name
+/// once, at most [`MAX_NAMES`]; a bare `--limit N` or `--shared` belongs to a lone
+/// name; `--limit NAME=N` and `--shared NAME` name one of the names.
+fn names(args: &RunArgs) -> Result<Vec<Name>> {
+    let keys = &args.key;
+    if keys.len() > MAX_NAMES {
+        return Err(Error::usage(format!(
+            "{} --key names given; one run holds at most {MAX_NAMES}",
+            keys.len()
+        )));
+    }
+    let mut out: Vec<Name> = Vec::with_capacity(keys.len());
+    for raw in keys {
+        if out.iter().any(|n| n.raw == *raw) {
+            return Err(Error::usage(format!(
+                "--key {} is given twice; give each name once",
+                crate::report::printable(raw.as_encoded_bytes())
+            )));
+        }
+        out.push(Name {
+            raw: raw.clone(),
+            limit: 1,
+            shared: false,
+        });
+    }
+    let find = |out: &[Name], flag: &str, name: &str, example: &str| -> Result<usize> {
+        out.iter()
+            .position(|n| n.raw.as_encoded_bytes() == name.as_bytes())
+            .ok_or_else(|| {
+                let listed: Vec<String> = out
+                    .iter()
+                    .map(|n| crate::report::printable(n.raw.as_encoded_bytes()))
+                    .collect();
+                Error::usage(format!(
+                    "{flag} {example}: {name:?} is not one of the --key names ({}); give --key {name} too, or fix the name",
+                    listed.join(", ")
+                ))
+            })
+    };
+    let mut limited = vec![false; out.len()];
+    for raw in &args.limit {
+        let (at, n) = match raw.rsplit_once('=') {
+            Some((name, n)) => (find(&out, "--limit", name, raw)?, n),
+            None if out.len() == 1 => (0, raw.as_str()),
+            None => {
+                return Err(Error::usage(format!(
+                    "--limit {raw} with several --key names: say which name is the pool, e.g. --limit NAME={raw}"
+                )));
+            }
+        };
+        if std::mem::replace(&mut limited[at], true) {
+            return Err(Error::usage(format!(
+                "--limit is given twice for {}; give it once",
+                crate::report::printable(out[at].raw.as_encoded_bytes())
+            )));
+        }
+        out[at].limit = limit(Some(n))?;
+    }
+    for raw in &args.shared {
+        let at = match raw.as_str() {
+            "" if out.len() == 1 => 0,
+            "" => {
+                return Err(Error::usage(
+                    "--shared with several --key names: say which name is shared, e.g. --shared NAME",
+                ));
+            }
+            name => find(&out, "--shared", name, name)?,
+        };
+        out[at].shared = true;
+    }
+    let mut vars: Vec<String> = Vec::new();
+    for n in out.iter().filter(|_| keys.len() > 1) {
+        let var = crate::child::env::of_name(crate::child::env::FENCE, n.raw.as_encoded_bytes());
+        if vars.contains(&var) {
+            return Err(Error::usage(format!(
+                "two --key names give the command the same {var}; give names that differ in more than case or punctuation"
+            )));
+        }
+        vars.push(var);
+    }
+    Ok(out)
 }
 
 /// A run's `--wait`: as given, else forever for a `--once-id` run (it waits for the
@@ -194,14 +302,20 @@ impl RunConfig {
     pub fn from_args(args: RunArgs) -> Result<RunConfig> {
         check_command(&args.command)?;
         let conn = Conn::from_args(&args.conn)?;
-        let keys = conn.keys(&args.key)?;
+        let names = names(&args)?;
+        let keys = conn.keys(&names[0].raw)?;
         let budget = run_budget(&args, &conn)?;
         let asked = Asked::from_args(&args)?;
         let wait = run_wait(&args)?;
-        let policy = run_policy(&args, &asked, conn.urls.len(), wait)?;
+        let (policy, also) = run_policy(&args, &asked, &names, conn.urls.len(), wait)?;
+        let also = also
+            .into_iter()
+            .map(|(raw, mode)| Ok(Member { keys: conn.keys(raw)?, mode }))
+            .collect::<Result<Vec<_>>>()?;
         Ok(RunConfig {
             conn,
             keys,
+            also,
             budget,
             wait,
             busy_code: busy_code(args.waiting.busy_exit_code.as_deref())?,
@@ -229,7 +343,6 @@ struct Asked {
     history: u32,
     once_per: Option<Duration>,
     max_attempts: Option<u32>,
-    limit: u32,
 }
 
 impl Asked {
@@ -239,16 +352,16 @@ impl Asked {
             history: history_size(args.history.as_deref())?,
             once_per: bounded_opt(ONCE_PER, args.once_per.as_deref())?,
             max_attempts: max_attempts(args.max_attempts.as_deref())?,
-            limit: limit(args.limit.as_deref())?,
         })
     }
 }
 
-/// Which flags the run gave, as the table of refused combinations reads them.
-fn given(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Given {
+/// Which flags the run gave for `name`, as the table of refused combinations reads
+/// them (each name of a set is judged with its own `--limit` and `--shared`).
+fn given(args: &RunArgs, asked: &Asked, name: &Name, nodes: usize, wait: Wait) -> Given {
     Given {
         fair: args.fair,
-        limit: asked.limit,
+        limit: name.limit,
         nodes,
         once_per: asked.once_per.is_some(),
         history: asked.history,
@@ -263,14 +376,22 @@ fn given(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Given {
         hold_min: asked.hold_min.is_some(),
         on_lost_keep: args.on_lost == OnLost::Keep,
         splay: args.splay.is_some(),
-        shared: args.shared,
+        shared: name.shared,
+        names: args.key.len(),
     }
 }
 
 /// What the run asks for, decided once: completion (`--once-per`, `--once-id`,
 /// `--hold-min`), newest wins, how it may be stopped, `--elect`; a combination the
-/// table refuses is a usage error.
-fn run_policy(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Result<Policy> {
+/// table refuses is a usage error. The policy is the first name's; each further name
+/// of a set comes with the kind it is held as, its flags judged by the same table.
+fn run_policy<'n>(
+    args: &RunArgs,
+    asked: &Asked,
+    names: &'n [Name],
+    nodes: usize,
+    wait: Wait,
+) -> Result<(Policy, Vec<(&'n OsString, crate::policy::Mode)>)> {
     let completion = Completion {
         hold_min: asked.hold_min,
         once_per: asked.once_per,
@@ -296,7 +417,14 @@ fn run_policy(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Result
             .as_deref()
             .map_or(Ok(Signal::SIGTERM), |raw| signal("--preempt-signal", raw))?,
     };
-    let policy = Policy::from_flags(given(args, asked, nodes, wait), completion, newest, stop)?;
+    let mut also = Vec::new();
+    for name in &names[1..] {
+        let given = given(args, asked, name, nodes, wait);
+        let policy = Policy::from_flags(given, completion.clone(), newest, stop)?;
+        also.push((&name.raw, policy.mode));
+    }
+    let given = given(args, asked, &names[0], nodes, wait);
+    let policy = Policy::from_flags(given, completion, newest, stop)?;
     let elect = args
         .elect
         .then(|| {
@@ -306,7 +434,7 @@ fn run_policy(args: &RunArgs, asked: &Asked, nodes: usize, wait: Wait) -> Result
             })
         })
         .transpose()?;
-    Ok(policy.electing(elect))
+    Ok((policy.electing(elect), also))
 }
 
 /// `--metrics FILE`: a file name in a directory that exists.

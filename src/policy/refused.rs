@@ -47,6 +47,8 @@ pub enum Flag {
     Splay,
     /// `--shared`.
     Shared,
+    /// Several `--key` names (a set).
+    Names,
 }
 
 impl Flag {
@@ -73,6 +75,7 @@ impl Flag {
             Flag::OnLostKeep => "`--on-lost keep`",
             Flag::Splay => "`--splay D`",
             Flag::Shared => "`--shared`",
+            Flag::Names => "several `--key` names",
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct Given {
     pub splay: bool,
     /// `--shared` given.
     pub shared: bool,
+    /// How many `--key` names (0 and 1: one).
+    pub names: usize,
 }
 
 impl Given {
@@ -137,6 +142,7 @@ impl Given {
             Flag::OnLostKeep => self.on_lost_keep,
             Flag::Splay => self.splay,
             Flag::Shared => self.shared,
+            Flag::Names => self.names > 1,
         }
     }
 
@@ -286,6 +292,34 @@ pub const RULES: &[Rule] = &[
         both: [Flag::Elect, Flag::OnLostKeep],
         line: "--on-lost keep lets the command run on without the lock, and --elect contends again when it loses it: two copies would run; drop --on-lost keep",
     },
+    Rule {
+        both: [Flag::Names, Flag::Fair],
+        line: "several --key names and --fair do not combine: a first-come, first-served order across names is not built; give one name, or drop --fair",
+    },
+    Rule {
+        both: [Flag::Names, Flag::Redlock],
+        line: "several --key names work on one server, a Cluster or a Sentinel, not over {nodes} independent --redis nodes; give one name, or one server",
+    },
+    Rule {
+        both: [Flag::Names, Flag::OncePer],
+        line: "--once-per closes a slot of one name, and this run holds several; give one --key",
+    },
+    Rule {
+        both: [Flag::Names, Flag::OnceId],
+        line: "--once-id records the run of one name, and this run holds several; give one --key",
+    },
+    Rule {
+        both: [Flag::Names, Flag::Supersede],
+        line: "--supersede orders the runs of one name, and this run holds several; give one --key",
+    },
+    Rule {
+        both: [Flag::Names, Flag::Elect],
+        line: "--elect elects a leader of one name, and this run holds several; give one --key",
+    },
+    Rule {
+        both: [Flag::Names, Flag::HoldMin],
+        line: "--hold-min keeps one name after a run ends, and this run holds several; give one --key, or drop --hold-min",
+    },
 ];
 
 /// The line of the first rule `given` breaks, if any.
@@ -337,6 +371,7 @@ mod tests {
             Flag::OnLostKeep => g.on_lost_keep = true,
             Flag::Splay => g.splay = true,
             Flag::Shared => g.shared = true,
+            Flag::Names => g.names = 3,
         }
         g
     }
@@ -374,6 +409,9 @@ mod tests {
             set(plain, Flag::HoldMin),
             set(plain, Flag::OnLostKeep),
             set(plain, Flag::Shared),
+            set(plain, Flag::Names),
+            set(set(plain, Flag::Names), Flag::Limit),
+            set(set(plain, Flag::Names), Flag::Shared),
         ] {
             assert_eq!(refusal(&alone), None, "{alone:?}");
         }

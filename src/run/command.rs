@@ -20,7 +20,10 @@ pub(super) async fn run_command(
     guard: Option<GroupGuard>,
 ) -> Result<supervise::Outcome> {
     let envs = held.as_ref().map(lock_env).unwrap_or_default();
-    let envs: Vec<(&str, &OsStr)> = envs.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let envs: Vec<(&str, &OsStr)> = envs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_os_str()))
+        .collect();
     let mut guard = guard.or_else(|| GroupGuard::fork(&obituary(run)));
     let argv = &run.config.command;
     let defaults = crate::signals::for_the_command(run.config.policy.stop.signal);
@@ -47,24 +50,38 @@ pub(super) fn obituary(run: &Run<'_>) -> Obituary {
 
 /// The lock's environment for the command: key, name, token, ttl and fencing number;
 /// the slot of a semaphore; the slot's start of a `--once-per` run; the attempt of a
-/// `--once-per` or `--once-id` run.
-fn lock_env(held: &Held<'_>) -> Vec<(&'static str, OsString)> {
+/// `--once-per` or `--once-id` run. A run of several names gives the first name's as
+/// these, and each name's fencing number as `REDLOCK_FENCE_<NAME>` (a pool's slot as
+/// `REDLOCK_SLOT_<NAME>`; see [`env::of_name`]).
+fn lock_env(held: &Held<'_>) -> Vec<(String, OsString)> {
     let lease = held.lease;
-    let mut envs = vec![
-        (env::KEY, OsStr::from_bytes(&lease.keys().lock).to_owned()),
-        (env::NAME, OsStr::from_bytes(&lease.keys().name).to_owned()),
-        (env::TOKEN, lease.token().into()),
-        (env::TTL_MS, held.budget.ttl.as_millis().to_string().into()),
-        (env::FENCE, lease.fence().to_string().into()),
+    let mut envs: Vec<(String, OsString)> = vec![
+        (env::KEY.into(), OsStr::from_bytes(&lease.keys().lock).to_owned()),
+        (env::NAME.into(), OsStr::from_bytes(&lease.keys().name).to_owned()),
+        (env::TOKEN.into(), lease.token().into()),
+        (
+            env::TTL_MS.into(),
+            held.budget.ttl.as_millis().to_string().into(),
+        ),
+        (env::FENCE.into(), lease.fence().to_string().into()),
     ];
     if lease.is_semaphore() {
-        envs.push((env::SLOT, lease.slot().to_string().into()));
+        envs.push((env::SLOT.into(), lease.slot().to_string().into()));
     }
     if let Some(start) = lease.slot_start_ms() {
-        envs.push((env::SLOT_START, start.to_string().into()));
+        envs.push((env::SLOT_START.into(), start.to_string().into()));
     }
     if let Some((attempt, _)) = lease.attempt() {
-        envs.push((env::ATTEMPT, attempt.to_string().into()));
+        envs.push((env::ATTEMPT.into(), attempt.to_string().into()));
+    }
+    for member in std::iter::once(lease).chain(held.also).filter(|_| !held.also.is_empty()) {
+        let name = &member.keys().name;
+        let fence = member.fence().to_string().into();
+        envs.push((env::of_name(env::FENCE, name), fence));
+        if member.is_semaphore() {
+            let slot = member.slot().to_string().into();
+            envs.push((env::of_name(env::SLOT, name), slot));
+        }
     }
     envs
 }

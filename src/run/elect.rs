@@ -138,7 +138,7 @@ async fn one_term(
     let mut restarts = 0u32;
     let (outcome, deposed) = loop {
         let started = clock::now();
-        let outcome = term::command(run, lease, &taken, t_sent, guard.take()).await?;
+        let outcome = term::command(run, (lease, &[]), &taken, t_sent, guard.take()).await?;
         let deposed = Deposed::of(&outcome);
         let (Deposed::Exited, OnExit::Restart, Some(renewed_at)) =
             (deposed, on_exit, outcome.renewed_at)

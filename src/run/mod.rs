@@ -15,6 +15,7 @@ mod command;
 mod elect;
 mod nested;
 mod release;
+mod set;
 mod splay;
 mod term;
 
@@ -28,6 +29,7 @@ use crate::config::{RunConfig, Wait};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::lease::{Lease, new_token};
+use crate::policy::Mode;
 use crate::report::Reporter;
 use crate::wait::{self, Connected, Entered, Head, LocalQueue, Patience, Progress};
 
@@ -75,6 +77,9 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let head = run.queue_locally().await?;
     let slot = splay::splay(&mut run).await?;
     let lease = run.connect().await?;
+    if !run.config.also.is_empty() {
+        return set::term(&mut run, lease).await;
+    }
     if let Some(slot) = slot {
         lease.pin_slot(slot);
     }
@@ -117,7 +122,7 @@ impl<'r> Run<'r> {
     /// a head that does not progress). A wait that ran out there leaves one Redis try.
     async fn queue_locally(&mut self) -> Step<Option<Head>> {
         let (config, report) = (&self.config, self.report);
-        let uses = config.kind().rules().uses_local_queue();
+        let uses = config.kind().rules().uses_local_queue() && config.also.is_empty();
         if !self.patience.allows_waiting() || !uses || nested::is_nested(config) {
             return Ok(None);
         }
@@ -157,6 +162,13 @@ impl<'r> Run<'r> {
 
     /// Connects to the nodes (retried within `--wait`) and builds the lease over them.
     async fn connect(&mut self) -> Step<Lease> {
+        let (keys, mode) = (self.config.keys.clone(), self.config.policy.mode);
+        self.connect_as(keys, mode).await
+    }
+
+    /// Connects to the nodes and builds the lease of `keys`, a lock of `mode`, with a
+    /// token of its own.
+    async fn connect_as(&mut self, keys: crate::keys::LockKeys, mode: Mode) -> Step<Lease> {
         let config = &self.config;
         let timeout = config.budget.node_timeout;
         let urls = &config.conn.urls;
@@ -170,10 +182,10 @@ impl<'r> Run<'r> {
         match connected.await? {
             Connected::Up(nodes) => {
                 Ok(
-                    Lease::new(nodes, config.keys.clone(), config.budget.ttl, new_token())
+                    Lease::new(nodes, keys, config.budget.ttl, new_token())
                         .completion(config.policy.completion.clone())
                         .retain(config.retain)
-                        .mode(config.policy.mode)
+                        .mode(mode)
                         .newest(
                             config.policy.newest.and_then(|n| n.order_key),
                             config.policy.newest.is_some_and(|n| n.preempts()),

@@ -21,7 +21,7 @@ use serde::Deserialize;
 pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<u8> {
     let mut taken = begin(run, lease, head).await?;
     let guard = taken.guard.take();
-    let outcome = command(run, lease, &taken, taken.t_sent, guard).await?;
+    let outcome = command(run, (lease, &[]), &taken, taken.t_sent, guard).await?;
     Ok(finish(run, lease, &taken.meta, outcome, taken.acquired_at).await)
 }
 
@@ -41,8 +41,8 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
     let meta = holder_meta(run, lease);
     let (t_sent, guard) = take(run, lease, &meta, head).await?;
     let acquired_at = crate::clock::now();
-    announce(run, lease);
-    interrupted_before_start(run, lease, acquired_at).await?;
+    announce(run, lease, &[]);
+    interrupted_before_start(run, (lease, &[]), acquired_at).await?;
     if lease.records_start() {
         record_start(run, lease, &meta, acquired_at).await?;
     }
@@ -54,23 +54,31 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
     })
 }
 
-/// Runs the command under the supervisor, the lease renewed from `t_sent` (the last
-/// request that kept it); a command that cannot start gives the lock back.
+/// Runs the command under the supervisor, the lease (and the other names of a run that
+/// holds several) renewed from `t_sent` (the last request that kept it); a command that
+/// cannot start gives the lock back.
 pub(super) async fn command(
     run: &mut Run<'_>,
-    lease: &Lease,
+    (lease, also): (&Lease, &[Lease]),
     taken: &Taken,
     t_sent: Point,
     guard: Option<GroupGuard>,
 ) -> Step<supervise::Outcome> {
     let ready_file = run.config.ready_file.clone();
     if let Some(path) = &ready_file {
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "name": lease.keys().display_name(),
             "fence": lease.fence(),
             "pid": std::process::id(),
             "since_ms": crate::clock::wall_ms(),
         });
+        if !also.is_empty() {
+            let fences: serde_json::Map<_, _> = std::iter::once(lease)
+                .chain(also)
+                .map(|l| (l.keys().display_name(), l.fence().into()))
+                .collect();
+            line["fences"] = fences.into();
+        }
         if let Err(e) = crate::ready::create(path, &line.to_string()) {
             run.report
                 .note(&format!("--ready-file {}: {e}", path.display()));
@@ -78,6 +86,7 @@ pub(super) async fn command(
     }
     let held = Held {
         lease,
+        also,
         budget: run.config.budget,
         on_lost: run.config.on_lost,
         t_sent,
@@ -92,14 +101,16 @@ pub(super) async fn command(
             if let Some(path) = &ready_file {
                 crate::ready::remove(path);
             }
-            give_back(lease, taken.acquired_at, run.report).await;
+            for lease in std::iter::once(lease).chain(also) {
+                give_back(lease, taken.acquired_at, run.report).await;
+            }
             Err(e.into())
         }
     }
 }
 
 /// The holder metadata this run records: who runs what.
-fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
+pub(super) fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
     let config = &run.config;
     let argv: Vec<String> = config
         .command
@@ -176,21 +187,22 @@ fn waited_out_the_slot(run: &Run<'_>, lease: &Lease) -> bool {
     lease.waits_for_run() && !run.config.policy.completion.may_wait
 }
 
-/// Says the lock is taken: the `acquired` event, and a line with `--verbose`.
-fn announce(run: &Run<'_>, lease: &Lease) {
+/// Says the lock is taken: the `acquired` event (with the other names of a run that
+/// holds several, `with`), and a line with `--verbose`.
+pub(super) fn announce(run: &Run<'_>, lease: &Lease, with: &[String]) {
     let (ttl, report) = (run.config.budget.ttl, run.report);
     let name = lease.keys().display_name();
-    report.event(
-        Event::Acquired,
-        &name,
-        serde_json::json!({
-            "token": &lease.token()[..8],
-            "fence": lease.fence(),
-            "slot": lease.is_semaphore().then(|| lease.slot()),
-            "waited_ms": run.patience.waited().as_millis() as u64,
-            "ttl_ms": ttl.as_millis() as u64,
-        }),
-    );
+    let mut fields = serde_json::json!({
+        "token": &lease.token()[..8],
+        "fence": lease.fence(),
+        "slot": lease.is_semaphore().then(|| lease.slot()),
+        "waited_ms": run.patience.waited().as_millis() as u64,
+        "ttl_ms": ttl.as_millis() as u64,
+    });
+    if !with.is_empty() {
+        fields["with"] = with.into();
+    }
+    report.event(Event::Acquired, &name, fields);
     report.verbose(|| {
         format!(
             "holding {name} (token {}, ttl {})",
@@ -333,15 +345,17 @@ fn superseded(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
 
 /// A signal that arrived while connecting or during the last acquire round ends the
 /// run before the command starts, as it would have ended the wait.
-async fn interrupted_before_start(
+pub(super) async fn interrupted_before_start(
     run: &mut Run<'_>,
-    lease: &Lease,
+    (lease, also): (&Lease, &[Lease]),
     acquired_at: Point,
 ) -> Step<()> {
     while let Ok(sig) = run.signals.try_recv() {
         if crate::signals::ends_wait(sig) {
             // The command never ran: whatever the release finds, nothing ran unlocked.
-            give_back(lease, acquired_at, run.report).await;
+            for lease in std::iter::once(lease).chain(also) {
+                give_back(lease, acquired_at, run.report).await;
+            }
             run.report.note(&format!(
                 "interrupted by {sig} before the command started; nothing was run"
             ));

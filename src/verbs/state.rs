@@ -556,6 +556,12 @@ fn one_of_many(h: &Holder, now_ms: u64) -> String {
 fn newest_lines(h: &Holder) -> String {
     let s = &h.stopping;
     let mut out = String::new();
+    if !s.with.is_empty() {
+        out.push_str(&format!(
+            "\n  held with: {} (one run holds them together)",
+            s.with.join(", ")
+        ));
+    }
     if let Some(value) = &s.announce {
         out.push_str(&format!("\n  announce: {}", crate::report::shown(value)));
     }

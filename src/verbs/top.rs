@@ -112,6 +112,11 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         _ if holder.is_some_and(|h| h.stopping.preempt.is_some()) => "stopping".to_string(),
         // --hold-min: the run ended; the lock is kept on purpose (newcomer-4 P10).
         _ if holder.is_some_and(|h| h.kept.is_some()) => "kept".to_string(),
+        // One run of several names (`--key A --key B`): the others it holds.
+        _ if holder.is_some_and(|h| !h.stopping.with.is_empty()) => format!(
+            "held with {}",
+            holder.map(|h| h.stopping.with.join(", ")).unwrap_or_default()
+        ),
         _ if holder.is_some() => "held".to_string(),
         _ => "free".to_string(),
     };

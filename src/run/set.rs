@@ -1,0 +1,229 @@
+//! A run of several names (`--key A --key B …`): the command runs only while the run
+//! holds every name, each with its own kind, token, lease, renewal and fence.
+//!
+//! All or nothing, and never a name held while waiting: a try takes the names in one
+//! order (their keys, sorted), and when one is busy it gives back at once the names it
+//! took and waits for that one alone, as a run of that name would (woken by its
+//! release, one waiter per release). Once it holds that name, it tries the others; a
+//! busy one is given back the same way. No run waits while it holds a name, so two
+//! runs never wait for each other, whatever order their command lines give, and a run
+//! that needs one of the names is never kept out by a run that is still waiting.
+//!
+//! Renewed together, the names keep one lease: it ends with the earliest. Losing any
+//! one stops the command as a lost lock (79); the others are released as soon as the
+//! command has stopped (not before: it may still be writing under them).
+
+use futures_util::future::join_all;
+
+use super::release;
+use super::term::{self, Taken};
+use super::{End, Run, Step};
+use crate::error::Error;
+use crate::events::Event;
+use crate::guard::GroupGuard;
+use crate::holder::Meta;
+use crate::lease::{Acquire, Lease};
+use crate::timing::Point;
+use crate::wait::{self, WaitAs, Waited};
+
+/// The term of a run of several names, stage by stage; its exit status. `first` is the
+/// first name's lease.
+pub(super) async fn term(run: &mut Run<'_>, first: Lease) -> Step<u8> {
+    let leases = connect_others(run, first).await?;
+    let metas = metas(run, &leases);
+    let (t_sent, mut guard) = take_all(run, &leases, &metas).await?;
+    let acquired_at = crate::clock::now();
+    for (lease, meta) in leases.iter().zip(&metas) {
+        term::announce(run, lease, &meta.with);
+    }
+    let (first, also) = leases.split_first().expect("a set has a first name");
+    term::interrupted_before_start(run, (first, also), acquired_at).await?;
+    let taken = Taken {
+        meta: metas[0].clone(),
+        t_sent,
+        acquired_at,
+        guard: None,
+    };
+    let outcome = term::command(run, (first, also), &taken, t_sent, guard.take()).await?;
+    Ok(finish(run, &leases, &metas, outcome, acquired_at).await)
+}
+
+/// The leases of the names after the first, each over its own connection, with its own
+/// token; the first name's lease first.
+async fn connect_others(run: &mut Run<'_>, first: Lease) -> Step<Vec<Lease>> {
+    let mut leases = vec![first];
+    for member in run.config.also.clone() {
+        leases.push(run.connect_as(member.keys, member.mode).await?);
+    }
+    Ok(leases)
+}
+
+/// Each name's holder metadata: who runs what, and the other names it holds with.
+fn metas(run: &Run<'_>, leases: &[Lease]) -> Vec<Meta> {
+    let names: Vec<String> = leases.iter().map(|l| l.keys().display_name()).collect();
+    leases
+        .iter()
+        .enumerate()
+        .map(|(i, lease)| {
+            let others = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, n)| n.clone())
+                .collect();
+            term::holder_meta(run, lease).holding_with(others)
+        })
+        .collect()
+}
+
+/// What one pass over the names found.
+enum Pass {
+    /// Every name is held; the earliest of the sends that took them.
+    All(Point),
+    /// This name (its index) is busy: the names the pass took are given back.
+    Busy(usize, Box<crate::holder::Holder>),
+}
+
+/// Takes every name, waiting as configured: when the earliest of the names was sent
+/// for (the set's lease ends with it), and the command's group guard when one was
+/// forked while waiting.
+async fn take_all(
+    run: &mut Run<'_>,
+    leases: &[Lease],
+    metas: &[Meta],
+) -> Step<(Point, Option<GroupGuard>)> {
+    let mut order: Vec<usize> = (0..leases.len()).collect();
+    order.sort_by(|&a, &b| leases[a].keys().lock.cmp(&leases[b].keys().lock));
+    let obituary = super::command::obituary(run);
+    let mut guard = None;
+    let mut held: Option<(usize, Point)> = None;
+    loop {
+        let (i, holder) = match pass(run, leases, metas, &order, held.take()).await? {
+            Pass::All(t_sent) => return Ok((t_sent, guard)),
+            Pass::Busy(i, holder) => (i, *holder),
+        };
+        if !run.patience.allows_waiting() || run.patience.left().is_none() {
+            return Err(busy(run, &leases[i], &holder));
+        }
+        let how = WaitAs {
+            chatty: run.chatty(),
+            head: None,
+        };
+        let waited = wait::acquire(
+            &leases[i],
+            &metas[i],
+            &run.patience,
+            how,
+            &mut run.signals,
+            run.report,
+            || {
+                if guard.is_none() {
+                    guard = GroupGuard::fork(&obituary);
+                }
+            },
+        );
+        match waited.await? {
+            Waited::Acquired { t_sent } => held = Some((i, t_sent)),
+            Waited::Busy(holder) => return Err(busy(run, &leases[i], &holder)),
+            Waited::Interrupted(sig) => return Err(run.interrupted_while_waiting(sig)),
+            Waited::Skipped(_) => {
+                return Err(Error::internal("a name of a set was skipped").into());
+            }
+        }
+    }
+}
+
+/// One pass: tries each name in `order` without waiting (`held`: a name already taken,
+/// and when); at the first busy one, gives back what it took (the name waited for
+/// included) and says which. An error gives back what it took too.
+async fn pass(
+    run: &Run<'_>,
+    leases: &[Lease],
+    metas: &[Meta],
+    order: &[usize],
+    held: Option<(usize, Point)>,
+) -> Step<Pass> {
+    let mut taken: Vec<usize> = held.iter().map(|(i, _)| *i).collect();
+    let mut earliest = held.map(|(_, at)| at);
+    for &i in order.iter().filter(|i| held.is_none_or(|(h, _)| h != **i)) {
+        let tried = leases[i].acquire(&metas[i], None).await;
+        let tried = match tried {
+            Ok(Acquire::Acquired { t_sent }) => {
+                taken.push(i);
+                earliest = Some(earliest.map_or(t_sent, |e: Point| e.min(t_sent)));
+                continue;
+            }
+            Ok(Acquire::Busy(holder)) => Ok(Pass::Busy(i, Box::new(holder))),
+            Ok(Acquire::Skipped(_)) => Err(Error::internal("a name of a set was skipped")),
+            Err(e) => Err(e),
+        };
+        give_back_quietly(leases, &taken).await;
+        if let Err(e) = &tried
+            && e.is_transient()
+            && run.patience.allows_waiting()
+        {
+            // Busy for all we know: the wait on this name retries it with a backoff.
+            run.report
+                .verbose(|| format!("acquire failed, retrying: {e}"));
+            return Ok(Pass::Busy(i, Box::default()));
+        }
+        return tried.map_err(End::from);
+    }
+    Ok(Pass::All(earliest.unwrap_or_else(crate::clock::now)))
+}
+
+/// Gives back the names a pass took: compare-and-delete, no record, no event (the
+/// command never started under them); a release wakes that name's next waiter.
+async fn give_back_quietly(leases: &[Lease], taken: &[usize]) {
+    join_all(taken.iter().map(|&i| leases[i].release_all(0, None))).await;
+}
+
+/// The run is busy on `lease`'s name (it may not wait, or its wait ran out): says who
+/// holds it and ends the run with the busy status.
+fn busy(run: &Run<'_>, lease: &Lease, holder: &crate::holder::Holder) -> End {
+    let name = lease.keys().display_name();
+    let busy = (run.config.busy_code, run.waited());
+    wait::busy_note(&name, lease.limit(), holder, busy, run.report);
+    End::Status(run.config.busy_code)
+}
+
+/// After the command: releases every name at once (each with its own record), says
+/// so in the `exited` event and returns the run's status: the command's, unless a name
+/// was lost (79) or given up (`--max-hold`, 124), while the command ran or found so at
+/// the release.
+async fn finish(
+    run: &Run<'_>,
+    leases: &[Lease],
+    metas: &[Meta],
+    outcome: crate::supervise::Outcome,
+    acquired_at: Point,
+) -> u8 {
+    let code = crate::child::exit_code(outcome.status);
+    let ended = (outcome.lost, outcome.lease_end);
+    let released = leases.iter().zip(metas).map(|(lease, meta)| {
+        release::release_after(
+            &run.config,
+            lease,
+            meta,
+            ended.clone(),
+            code,
+            acquired_at,
+            run.report,
+        )
+    });
+    let statuses = join_all(released).await;
+    let status = statuses.iter().copied().find(|s| *s != code).unwrap_or(code);
+    let first = &leases[0];
+    run.report.event(
+        Event::Exited,
+        &first.keys().display_name(),
+        serde_json::json!({
+            "command_status": code,
+            "status": status,
+            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
+            "fence": first.fence(),
+            "with": metas[0].with,
+        }),
+    );
+    status
+}
