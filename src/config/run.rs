@@ -310,7 +310,12 @@ impl RunConfig {
         let (policy, also) = run_policy(&args, &asked, &names, conn.urls.len(), wait)?;
         let also = also
             .into_iter()
-            .map(|(raw, mode)| Ok(Member { keys: conn.keys(raw)?, mode }))
+            .map(|(raw, mode)| {
+                Ok(Member {
+                    keys: conn.keys(raw)?,
+                    mode,
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(RunConfig {
             conn,

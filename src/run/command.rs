@@ -56,8 +56,14 @@ pub(super) fn obituary(run: &Run<'_>) -> Obituary {
 fn lock_env(held: &Held<'_>) -> Vec<(String, OsString)> {
     let lease = held.lease;
     let mut envs: Vec<(String, OsString)> = vec![
-        (env::KEY.into(), OsStr::from_bytes(&lease.keys().lock).to_owned()),
-        (env::NAME.into(), OsStr::from_bytes(&lease.keys().name).to_owned()),
+        (
+            env::KEY.into(),
+            OsStr::from_bytes(&lease.keys().lock).to_owned(),
+        ),
+        (
+            env::NAME.into(),
+            OsStr::from_bytes(&lease.keys().name).to_owned(),
+        ),
         (env::TOKEN.into(), lease.token().into()),
         (
             env::TTL_MS.into(),
@@ -74,7 +80,10 @@ fn lock_env(held: &Held<'_>) -> Vec<(String, OsString)> {
     if let Some((attempt, _)) = lease.attempt() {
         envs.push((env::ATTEMPT.into(), attempt.to_string().into()));
     }
-    for member in std::iter::once(lease).chain(held.also).filter(|_| !held.also.is_empty()) {
+    for member in std::iter::once(lease)
+        .chain(held.also)
+        .filter(|_| !held.also.is_empty())
+    {
         let name = &member.keys().name;
         let fence = member.fence().to_string().into();
         envs.push((env::of_name(env::FENCE, name), fence));

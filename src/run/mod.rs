@@ -180,18 +180,14 @@ impl<'r> Run<'r> {
             self.report,
         );
         match connected.await? {
-            Connected::Up(nodes) => {
-                Ok(
-                    Lease::new(nodes, keys, config.budget.ttl, new_token())
-                        .completion(config.policy.completion.clone())
-                        .retain(config.retain)
-                        .mode(mode)
-                        .newest(
-                            config.policy.newest.and_then(|n| n.order_key),
-                            config.policy.newest.is_some_and(|n| n.preempts()),
-                        ),
-                )
-            }
+            Connected::Up(nodes) => Ok(Lease::new(nodes, keys, config.budget.ttl, new_token())
+                .completion(config.policy.completion.clone())
+                .retain(config.retain)
+                .mode(mode)
+                .newest(
+                    config.policy.newest.and_then(|n| n.order_key),
+                    config.policy.newest.is_some_and(|n| n.preempts()),
+                )),
             Connected::Interrupted(sig) => Err(self.interrupted_while_waiting(sig)),
         }
     }

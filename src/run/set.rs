@@ -13,8 +13,6 @@
 //! one stops the command as a lost lock (79); the others are released as soon as the
 //! command has stopped (not before: it may still be writing under them).
 
-use futures_util::future::join_all;
-
 use super::release;
 use super::term::{self, Taken};
 use super::{End, Run, Step};
@@ -108,6 +106,7 @@ async fn take_all(
         let how = WaitAs {
             chatty: run.chatty(),
             head: None,
+            found_busy: true,
         };
         let waited = wait::acquire(
             &leases[i],
@@ -173,9 +172,23 @@ async fn pass(
 }
 
 /// Gives back the names a pass took: compare-and-delete, no record, no event (the
-/// command never started under them); a release wakes that name's next waiter.
+/// command never started under them); a release wakes that name's next waiter. Last
+/// taken first (see [`last_first`]).
 async fn give_back_quietly(leases: &[Lease], taken: &[usize]) {
-    join_all(taken.iter().map(|&i| leases[i].release_all(0, None))).await;
+    for &i in last_first(leases, taken).iter() {
+        let _ = leases[i].release_all(0, None).await;
+    }
+}
+
+/// `names` in the order a run of several names releases them: their keys from the
+/// last to the first, one after the other. A waiter waits for the first of its names
+/// that was busy and, woken, takes the names from the first on: by then every later
+/// name of the releasing run is free, so it is not bounced by a release still on its
+/// way.
+fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
+    let mut order = names.to_vec();
+    order.sort_by(|&a, &b| leases[b].keys().lock.cmp(&leases[a].keys().lock));
+    order
 }
 
 /// The run is busy on `lease`'s name (it may not wait, or its wait ran out): says who
@@ -187,7 +200,8 @@ fn busy(run: &Run<'_>, lease: &Lease, holder: &crate::holder::Holder) -> End {
     End::Status(run.config.busy_code)
 }
 
-/// After the command: releases every name at once (each with its own record), says
+/// After the command: releases every name (each with its own record; the last key
+/// first, see [`last_first`]), says
 /// so in the `exited` event and returns the run's status: the command's, unless a name
 /// was lost (79) or given up (`--max-hold`, 124), while the command ran or found so at
 /// the release.
@@ -200,19 +214,23 @@ async fn finish(
 ) -> u8 {
     let code = crate::child::exit_code(outcome.status);
     let ended = (outcome.lost, outcome.lease_end);
-    let released = leases.iter().zip(metas).map(|(lease, meta)| {
-        release::release_after(
+    let mut status = code;
+    let all: Vec<usize> = (0..leases.len()).collect();
+    for i in last_first(leases, &all) {
+        let released = release::release_after(
             &run.config,
-            lease,
-            meta,
+            &leases[i],
+            &metas[i],
             ended.clone(),
             code,
             acquired_at,
             run.report,
-        )
-    });
-    let statuses = join_all(released).await;
-    let status = statuses.iter().copied().find(|s| *s != code).unwrap_or(code);
+        );
+        let said = released.await;
+        if status == code {
+            status = said;
+        }
+    }
     let first = &leases[0];
     run.report.event(
         Event::Exited,

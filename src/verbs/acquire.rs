@@ -39,7 +39,11 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
         &lease,
         &meta,
         &patience,
-        wait::WaitAs { chatty, head: None },
+        wait::WaitAs {
+            chatty,
+            head: None,
+            found_busy: false,
+        },
         &mut signals,
         &report,
         || (),

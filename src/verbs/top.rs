@@ -115,7 +115,9 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         // One run of several names (`--key A --key B`): the others it holds.
         _ if holder.is_some_and(|h| !h.stopping.with.is_empty()) => format!(
             "held with {}",
-            holder.map(|h| h.stopping.with.join(", ")).unwrap_or_default()
+            holder
+                .map(|h| h.stopping.with.join(", "))
+                .unwrap_or_default()
         ),
         _ if holder.is_some() => "held".to_string(),
         _ => "free".to_string(),

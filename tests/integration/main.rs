@@ -26,6 +26,7 @@ mod preempt_soon;
 mod quorum;
 mod review;
 mod scripts;
+mod sets;
 mod shared;
 mod shared_scripts;
 mod signals;
