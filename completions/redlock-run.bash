@@ -148,6 +148,10 @@ _redlock__run() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shared)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --supersede)
                     COMPREPLY=($(compgen -W "waiting running" -- "${cur}"))
                     return 0

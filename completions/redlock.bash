@@ -952,6 +952,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shared)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --supersede)
                     COMPREPLY=($(compgen -W "waiting running" -- "${cur}"))
                     return 0

@@ -253,6 +253,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "redlock-run --key fleet --shared --wait 10m -- ./job.sh; redlock-run --key fleet --wait 1h -- ./upgrade.sh",
             ),
             (
+                "Several names at once: the environment alone and one of 3 deploy slots; the run waits holding neither, and gets each name's fence as REDLOCK_FENCE_<NAME>.",
+                "redlock-run --key \"env-$ENVIRONMENT\" --key deployers --limit deployers=3 --wait 30m -- ./deploy.sh",
+            ),
+            (
                 "Redlock over three independent masters.",
                 "redlock-run --key nightly --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- ./nightly.sh",
             ),

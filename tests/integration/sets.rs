@@ -54,6 +54,11 @@ struct Judged {
 }
 
 fn judge(journal: &Path) -> Judged {
+    judge_pool(journal, "pool", POOL)
+}
+
+/// [`judge`] with the pool `pool` of `size`.
+fn judge_pool(journal: &Path, pool: &str, size: usize) -> Judged {
     let text = std::fs::read_to_string(journal).unwrap_or_default();
     let mut j = Judged::default();
     let mut inside: HashMap<String, usize> = HashMap::new();
@@ -63,15 +68,15 @@ fn judge(journal: &Path) -> Judged {
         let n = inside.entry(name.clone()).or_default();
         if sign == "+" {
             j.entries += 1;
-            if name == "pool" {
-                if *n >= POOL {
+            if name == pool {
+                if *n >= size {
                     j.pool_over += 1;
                 }
             } else if *n > 0 {
                 j.overlaps += 1;
             }
             *n += 1;
-            if name == "pool" {
+            if name == pool {
                 j.most_in_pool = j.most_in_pool.max(*n);
             }
         } else {
@@ -563,4 +568,67 @@ fn bad_sets_are_refused_with_one_line_and_write_nothing() {
     assert_eq!(code(&out), 64, "{}", stderr(&out));
     assert!(stderr(&out).contains("at most 16"), "{}", stderr(&out));
     assert!(redis.all_keys().is_empty(), "{:?}", redis.all_keys());
+}
+
+/// The CI guide's example (`sets-deploy`), its two lines as written: deploys of four
+/// environments and two migrations at once: one run per environment at a time, the
+/// database one migration at a time, never more than 3 deploys at once, every run 0.
+#[test]
+fn the_guides_deploys_and_migrations_run_as_written() {
+    let redis = Redis::start();
+    let dir = Scratch::new();
+    let journal = dir.path("journal");
+    let lines: Vec<String> = example("sets-deploy")
+        .lines()
+        .filter(|l| l.starts_with("redlock-run"))
+        .map(|l| l.replacen("redlock-run", RUN, 1))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (script, names) in [
+        ("deploy.sh", "env-$ENVIRONMENT deployers"),
+        ("migrate.sh", "env-$ENVIRONMENT db"),
+    ] {
+        let body = format!(
+            "#!/bin/sh\nfor n in {names}; do echo \"+ $n $$\" >> '{j}'; done\nsleep 0.3\nfor n in {names}; do echo \"- $n $$\" >> '{j}'; done\n",
+            j = journal.display()
+        );
+        let path = dir.path(script);
+        std::fs::write(&path, body).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let runs: Vec<_> = [
+        (0, "a"),
+        (0, "b"),
+        (0, "c"),
+        (0, "d"),
+        (1, "a"),
+        (0, "a"),
+        (1, "c"),
+        (0, "b"),
+    ]
+    .iter()
+    .map(|(line, env)| {
+        std::process::Command::new("sh")
+            .args(["-c", &lines[*line]])
+            .current_dir(dir.path(""))
+            .env("REDLOCK_REDIS_URL", redis.url())
+            .env("ENVIRONMENT", env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .collect();
+    for run in runs {
+        let (status, err) = finish(run, Duration::from_secs(60));
+        assert_eq!(status, 0, "{err}");
+    }
+    let j = judge_pool(&journal, "deployers", 3);
+    assert_eq!(j.entries, 16, "{j:?}");
+    assert_eq!((j.overlaps, j.pool_over, j.open), (0, 0, 0), "{j:?}");
+    assert!(
+        j.most_in_pool >= 2,
+        "the deploys never ran side by side: {j:?}"
+    );
 }
