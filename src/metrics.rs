@@ -58,6 +58,8 @@ pub struct RunFacts {
     pub leader: Option<bool>,
     /// `--elect`: the terms this host has led, kept across runs.
     pub terms: u64,
+    /// A run of several names: the names it held with the file's name.
+    pub with: Vec<String>,
 }
 
 /// The end of a run: its exit status, and whether it ended in an error.
@@ -131,8 +133,14 @@ impl Metrics {
         }
         let mut facts = self.facts.lock().unwrap_or_else(|p| p.into_inner());
         match event {
+            // A run of several names takes each: the file is its first name's, the
+            // first `acquired`; the others are said as the names it holds with.
+            Event::Acquired if !fields["with"].is_null() && facts.acquired_s.is_some() => {
+                return Ok(());
+            }
             Event::Acquired => {
                 facts.acquired_s = Some(now_s());
+                facts.with = serde_json::from_value(fields["with"].clone()).unwrap_or_default();
                 facts.fence = fields["fence"].as_u64();
                 facts.slot = fields["slot"].as_u64().map(|s| s as u32);
                 facts.waited_s = fields["waited_ms"].as_u64().unwrap_or(0) as f64 / 1e3;
@@ -334,6 +342,12 @@ impl Previous {
 }
 
 /// The series of the last run on this host that held the lock, with their help.
+/// A run of several names: one row per name it held with this one.
+const HELD_WITH: (&str, &str) = (
+    "redlock_last_run_held_with",
+    "1 for each other name the last run of this host that held the lock held with it (several --key names).",
+);
+
 const HELD: [(&str, &str); 7] = [
     (
         "redlock_running",
@@ -410,6 +424,7 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
         Some(acquired_s) => render_held(&mut text, facts, acquired_s, end),
         None => HELD
             .iter()
+            .chain([&HELD_WITH])
             .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
     }
     let success = match end {
@@ -441,6 +456,19 @@ fn render_held(text: &mut Text, facts: &RunFacts, acquired_s: f64, end: Option<&
     text.one(waited.0, waited.1, seconds(facts.waited_s));
     if let Some(f) = facts.fence {
         text.one(fence.0, fence.1, f.to_string());
+    }
+    if !facts.with.is_empty() {
+        let rows: Vec<(String, String)> = facts
+            .with
+            .iter()
+            .map(|n| {
+                (
+                    format!("{},with=\"{}\"", text.labels, escape(n)),
+                    "1".into(),
+                )
+            })
+            .collect();
+        text.gauge(HELD_WITH.0, HELD_WITH.1, &rows);
     }
     if let Some(end) = end {
         text.one(ended.0, ended.1, seconds(end.end_s));

@@ -435,12 +435,16 @@ fn a_killed_holder_of_three_names_frees_all_three_within_its_ttl() {
 
 /// Each name's fencing number goes to the command as `REDLOCK_FENCE_<NAME>` (and the
 /// pool's slot as `REDLOCK_SLOT_POOL`), the first name's as `REDLOCK_FENCE` too; the
-/// holder metadata, `status`, `list` and the history say the names held together.
+/// holder metadata, `status`, `list`, the history and the `--metrics` file (its first
+/// name's) say the names held together.
 #[test]
 fn the_command_gets_each_names_fence_and_readers_say_the_set() {
     let redis = Redis::start();
     let url = redis.url();
-    let mut args = set_args(&["deploy-env", "pool"], &url, &[]);
+    let scratch = Scratch::new();
+    let metrics = scratch.path("set.prom");
+    let metrics_arg = metrics.display().to_string();
+    let mut args = set_args(&["deploy-env", "pool"], &url, &["--metrics", &metrics_arg]);
     args.extend(["--".into(), "sh".into(), "-c".into()]);
     args.push(
         "echo \"$REDLOCK_FENCE $REDLOCK_FENCE_DEPLOY_ENV $REDLOCK_FENCE_POOL $REDLOCK_SLOT_POOL\"; \
@@ -470,6 +474,13 @@ fn the_command_gets_each_names_fence_and_readers_say_the_set() {
         serde_json::json!(["deploy-env"]),
         "{history}"
     );
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        prom.contains("redlock_last_run_held_with{name=\"deploy-env\",with=\"pool\"} 1\n"),
+        "{prom}"
+    );
+    let fence = format!("redlock_fence{{name=\"deploy-env\"}} {}\n", first[1]);
+    assert!(prom.contains(&fence), "{prom}");
 }
 
 /// The directory of the `redlock` binary before the rest of PATH.
