@@ -643,3 +643,52 @@ fn the_guides_deploys_and_migrations_run_as_written() {
         "the deploys never ran side by side: {j:?}"
     );
 }
+
+/// A holder of two names whose wrapper is stopped (SIGSTOP) while its command runs:
+/// its group guard stops the command before the set's lease can end, so the run of
+/// the same names (in the other order) that takes them over never starts beside it.
+/// Three trials, the stop at a random moment of the lease.
+#[test]
+fn a_stopped_holder_of_two_names_never_outlives_its_lease() {
+    let redis = Redis::start();
+    let url = redis.url();
+    for trial in 0..3 {
+        let scratch = Scratch::new();
+        let (pid_file, gone) = (scratch.path("pid"), scratch.path("gone"));
+        let mut holder = set_args(&["p", "q"], &url, &["--ttl", "2s"]);
+        holder.extend(["--".into(), "sh".into(), "-c".into()]);
+        holder.push(format!(
+            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'; sleep 60",
+            pid_file.display()
+        ));
+        let mut holder = redlock_run()
+            .args(&holder)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(eventually(Duration::from_secs(10), || pid_file.exists()));
+        let command = read_trimmed(&pid_file);
+        std::thread::sleep(Duration::from_millis(fastrand::u64(0..1_500)));
+        let wrapper = nix::unistd::Pid::from_raw(holder.id() as i32);
+        nix::sys::signal::kill(wrapper, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        // The next run checks, as its command starts, whether the stopped one's
+        // command is still alive (a zombie is not: the stopped wrapper cannot reap it).
+        let mut next = set_args(&["q", "p"], &url, &["--wait", "20s"]);
+        next.extend(["--".into(), "sh".into(), "-c".into()]);
+        next.push(format!(
+            "s=$(awk '{{print $3}}' /proc/{command}/stat 2>/dev/null); \
+             if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo alive; else echo gone; fi > '{}'",
+            gone.display()
+        ));
+        let out = output_within(redlock_run().args(&next), Duration::from_secs(30));
+        assert_eq!(code(&out), 0, "trial {trial}: {}", stderr(&out));
+        assert_eq!(
+            read_trimmed(&gone),
+            "gone",
+            "trial {trial}: two holders at once"
+        );
+        nix::sys::signal::kill(wrapper, nix::sys::signal::Signal::SIGCONT).unwrap();
+        let status = wait_child(&mut holder, Duration::from_secs(20));
+        assert_eq!(status.code(), Some(79), "trial {trial}");
+    }
+}
