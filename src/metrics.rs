@@ -62,6 +62,28 @@ pub struct RunFacts {
     pub with: Vec<String>,
 }
 
+impl RunFacts {
+    /// The lock is taken, as the `acquired` event says.
+    fn acquired(&mut self, fields: &Value) {
+        self.acquired_s = Some(now_s());
+        self.with = serde_json::from_value(fields["with"].clone()).unwrap_or_default();
+        self.fence = fields["fence"].as_u64();
+        self.slot = fields["slot"].as_u64().map(|s| s as u32);
+        self.waited_s = fields["waited_ms"].as_u64().unwrap_or(0) as f64 / 1e3;
+    }
+
+    /// The try was skipped, as the `skipped` event says why.
+    fn skipped(&mut self, fields: &Value) {
+        self.skipped = true;
+        self.exhausted = fields["reason"] == "attempts_exhausted";
+        self.superseded = match fields["reason"].as_str() {
+            Some("superseded") => Some(Outcome::Superseded),
+            Some("outdated") => Some(Outcome::Outdated),
+            _ => None,
+        };
+    }
+}
+
 /// The end of a run: its exit status, and whether it ended in an error.
 #[derive(Debug, Clone, Copy)]
 pub struct Ending {
@@ -139,26 +161,14 @@ impl Metrics {
                 return Ok(());
             }
             Event::Acquired => {
-                facts.acquired_s = Some(now_s());
-                facts.with = serde_json::from_value(fields["with"].clone()).unwrap_or_default();
-                facts.fence = fields["fence"].as_u64();
-                facts.slot = fields["slot"].as_u64().map(|s| s as u32);
-                facts.waited_s = fields["waited_ms"].as_u64().unwrap_or(0) as f64 / 1e3;
+                facts.acquired(fields);
                 return self.write(&facts, None);
             }
             Event::Lost => {
                 facts.lost = true;
                 facts.max_hold = fields["max_hold"].as_bool().unwrap_or(false);
             }
-            Event::Skipped => {
-                facts.skipped = true;
-                facts.exhausted = fields["reason"] == "attempts_exhausted";
-                facts.superseded = match fields["reason"].as_str() {
-                    Some("superseded") => Some(Outcome::Superseded),
-                    Some("outdated") => Some(Outcome::Outdated),
-                    _ => None,
-                };
-            }
+            Event::Skipped => facts.skipped(fields),
             Event::Preempted => facts.preempted = true,
             // The release found the key no longer ours: the lock was lost (exit 79),
             // also for a run too short for a renewal to find it first.

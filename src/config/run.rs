@@ -84,7 +84,15 @@ struct Name {
 /// once, at most [`MAX_NAMES`]; a bare `--limit N` or `--shared` belongs to a lone
 /// name; `--limit NAME=N` and `--shared NAME` name one of the names.
 fn names(args: &RunArgs) -> Result<Vec<Name>> {
-    let keys = &args.key;
+    let mut names = each_once(&args.key)?;
+    pools(&mut names, &args.limit)?;
+    shares(&mut names, &args.shared)?;
+    distinct_fence_variables(&names)?;
+    Ok(names)
+}
+
+/// The `--key` names, each given once, at most [`MAX_NAMES`].
+fn each_once(keys: &[OsString]) -> Result<Vec<Name>> {
     if keys.len() > MAX_NAMES {
         return Err(Error::usage(format!(
             "{} --key names given; one run holds at most {MAX_NAMES}",
@@ -96,7 +104,7 @@ fn names(args: &RunArgs) -> Result<Vec<Name>> {
         if out.iter().any(|n| n.raw == *raw) {
             return Err(Error::usage(format!(
                 "--key {} is given twice; give each name once",
-                crate::report::printable(raw.as_encoded_bytes())
+                shown(raw)
             )));
         }
         out.push(Name {
@@ -105,25 +113,36 @@ fn names(args: &RunArgs) -> Result<Vec<Name>> {
             shared: false,
         });
     }
-    let find = |out: &[Name], flag: &str, name: &str, example: &str| -> Result<usize> {
-        out.iter()
-            .position(|n| n.raw.as_encoded_bytes() == name.as_bytes())
-            .ok_or_else(|| {
-                let listed: Vec<String> = out
-                    .iter()
-                    .map(|n| crate::report::printable(n.raw.as_encoded_bytes()))
-                    .collect();
-                Error::usage(format!(
-                    "{flag} {example}: {name:?} is not one of the --key names ({}); give --key {name} too, or fix the name",
-                    listed.join(", ")
-                ))
-            })
-    };
-    let mut limited = vec![false; out.len()];
-    for raw in &args.limit {
+    Ok(out)
+}
+
+/// A `--key` name as messages show it.
+fn shown(raw: &OsString) -> String {
+    crate::report::printable(raw.as_encoded_bytes())
+}
+
+/// Where `name` is among `names`, or the line saying it is not one of them (`flag
+/// given` as the user gave it).
+fn find(names: &[Name], given: &str, name: &str) -> Result<usize> {
+    names
+        .iter()
+        .position(|n| n.raw.as_encoded_bytes() == name.as_bytes())
+        .ok_or_else(|| {
+            let listed: Vec<String> = names.iter().map(|n| shown(&n.raw)).collect();
+            Error::usage(format!(
+                "{given}: {name:?} is not one of the --key names ({}); give --key {name} too, or fix the name",
+                listed.join(", ")
+            ))
+        })
+}
+
+/// `--limit [NAME=]N`, each name's at most once.
+fn pools(names: &mut [Name], limits: &[String]) -> Result<()> {
+    let mut limited = vec![false; names.len()];
+    for raw in limits {
         let (at, n) = match raw.rsplit_once('=') {
-            Some((name, n)) => (find(&out, "--limit", name, raw)?, n),
-            None if out.len() == 1 => (0, raw.as_str()),
+            Some((name, n)) => (find(names, &format!("--limit {raw}"), name)?, n),
+            None if names.len() == 1 => (0, raw.as_str()),
             None => {
                 return Err(Error::usage(format!(
                     "--limit {raw} with several --key names: say which name is the pool, e.g. --limit NAME={raw}"
@@ -133,25 +152,36 @@ fn names(args: &RunArgs) -> Result<Vec<Name>> {
         if std::mem::replace(&mut limited[at], true) {
             return Err(Error::usage(format!(
                 "--limit is given twice for {}; give it once",
-                crate::report::printable(out[at].raw.as_encoded_bytes())
+                shown(&names[at].raw)
             )));
         }
-        out[at].limit = limit(Some(n))?;
+        names[at].limit = limit(Some(n))?;
     }
-    for raw in &args.shared {
+    Ok(())
+}
+
+/// `--shared [NAME]`.
+fn shares(names: &mut [Name], shared: &[String]) -> Result<()> {
+    for raw in shared {
         let at = match raw.as_str() {
-            "" if out.len() == 1 => 0,
+            "" if names.len() == 1 => 0,
             "" => {
                 return Err(Error::usage(
                     "--shared with several --key names: say which name is shared, e.g. --shared NAME",
                 ));
             }
-            name => find(&out, "--shared", name, name)?,
+            name => find(names, &format!("--shared {name}"), name)?,
         };
-        out[at].shared = true;
+        names[at].shared = true;
     }
+    Ok(())
+}
+
+/// Several names give the command one `REDLOCK_FENCE_<NAME>` each: two names that
+/// would give the same variable are refused.
+fn distinct_fence_variables(names: &[Name]) -> Result<()> {
     let mut vars: Vec<String> = Vec::new();
-    for n in out.iter().filter(|_| keys.len() > 1) {
+    for n in names.iter().filter(|_| names.len() > 1) {
         let var = crate::child::env::of_name(crate::child::env::FENCE, n.raw.as_encoded_bytes());
         if vars.contains(&var) {
             return Err(Error::usage(format!(
@@ -160,7 +190,7 @@ fn names(args: &RunArgs) -> Result<Vec<Name>> {
         }
         vars.push(var);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A run's `--wait`: as given, else forever for a `--once-id` run (it waits for the

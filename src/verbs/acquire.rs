@@ -39,11 +39,7 @@ pub async fn run(config: AcquireConfig, report: &Reporter) -> Result<u8> {
         &lease,
         &meta,
         &patience,
-        wait::WaitAs {
-            chatty,
-            head: None,
-            found_busy: false,
-        },
+        wait::WaitAs::saying(chatty),
         &mut signals,
         &report,
         || (),

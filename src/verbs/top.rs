@@ -101,12 +101,10 @@ fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
     )
 }
 
-fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line {
-    let holder = state.holder.as_ref();
-    let held_ms = holder
-        .and_then(|h| h.held_for(now))
-        .map(|d| d.as_millis() as u64);
-    let state_text = match (state.limit, state.held) {
+/// The state cell: slots held, shared by N, stopping, kept, held (with the other names
+/// of a run of several), or free.
+fn state_text(state: &LockState, holder: Option<&crate::holder::Holder>) -> String {
+    match (state.limit, state.held) {
         (Some(limit), Some(held)) => format!("{held} of {limit} slots"),
         _ if state.shared_by.is_some() => format!("shared by {}", state.shares.len()),
         _ if holder.is_some_and(|h| h.stopping.preempt.is_some()) => "stopping".to_string(),
@@ -121,7 +119,15 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         ),
         _ if holder.is_some() => "held".to_string(),
         _ => "free".to_string(),
-    };
+    }
+}
+
+fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line {
+    let holder = state.holder.as_ref();
+    let held_ms = holder
+        .and_then(|h| h.held_for(now))
+        .map(|d| d.as_millis() as u64);
+    let state_text = state_text(state, holder);
     let kind = state.queue_flag.trim_start_matches("--");
     let mut waiting = match &state.queue {
         Some(queue) if !queue.is_empty() => {

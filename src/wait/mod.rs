@@ -176,6 +176,17 @@ pub struct WaitAs<'a> {
     pub found_busy: bool,
 }
 
+impl WaitAs<'_> {
+    /// A run that waits on its own (no local queue behind it, no try of its own
+    /// before), saying so off a terminal when `chatty`.
+    pub fn saying(chatty: bool) -> Self {
+        WaitAs {
+            chatty,
+            ..WaitAs::default()
+        }
+    }
+}
+
 /// A waiter between tries.
 struct Waiter<'a> {
     lease: &'a Lease,
