@@ -9,6 +9,8 @@
 //! - `elect.rs`: `--elect`, a loop of terms (a hot standby);
 //! - `command.rs`: the command's start under the lock's environment and its supervision;
 //! - `nested.rs`: a run inside a holder of its own lock;
+//! - `set.rs`: a run of several names (`--key A --key B`): all or nothing, never a
+//!   name held while waiting;
 //! - `release.rs`: the release with retries, the status it makes, the `released` event.
 
 mod command;
