@@ -91,6 +91,12 @@ impl Lease {
         }
     }
 
+    /// The acquisition was given back: the next one is a grant of its own (see
+    /// [`Session::given_back`]).
+    pub fn given_back(&mut self) {
+        self.session.given_back();
+    }
+
     /// Newest wins (`--supersede`): this run's `--order-key`, and whether it asks the
     /// holder to stop (`--supersede running`).
     pub fn newest(mut self, order_key: Option<u64>, preempts: bool) -> Self {

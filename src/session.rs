@@ -362,9 +362,16 @@ impl Session {
         self.retain = retain;
     }
 
-    /// Keeps what an acquisition gave.
+    /// Keeps what an acquisition gave (the first, until [`Session::given_back`]).
     pub fn set_grant(&self, grant: Grant) {
         let _ = self.grant.set(grant);
+    }
+
+    /// The acquisition was given back (a run of several names that found another name
+    /// busy): its grant is forgotten, so that the next one's fence and slot are the
+    /// run's, not the given-back one's.
+    pub fn given_back(&mut self) {
+        self.grant = OnceCell::new();
     }
 
     /// What the acquisition gave, once held.

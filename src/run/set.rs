@@ -27,9 +27,9 @@ use crate::wait::{self, WaitAs, Waited};
 /// The term of a run of several names, stage by stage; its exit status. `first` is the
 /// first name's lease.
 pub(super) async fn term(run: &mut Run<'_>, first: Lease) -> Step<u8> {
-    let leases = connect_others(run, first).await?;
+    let mut leases = connect_others(run, first).await?;
     let metas = metas(run, &leases);
-    let (t_sent, mut guard) = take_all(run, &leases, &metas).await?;
+    let (t_sent, mut guard) = take_all(run, &mut leases, &metas).await?;
     let acquired_at = crate::clock::now();
     for (lease, meta) in leases.iter().zip(&metas) {
         term::announce(run, lease, &meta.with);
@@ -87,7 +87,7 @@ enum Pass {
 /// forked while waiting.
 async fn take_all(
     run: &mut Run<'_>,
-    leases: &[Lease],
+    leases: &mut [Lease],
     metas: &[Meta],
 ) -> Step<(Point, Option<GroupGuard>)> {
     let mut order: Vec<usize> = (0..leases.len()).collect();
@@ -137,7 +137,7 @@ async fn take_all(
 /// included) and says which. An error gives back what it took too.
 async fn pass(
     run: &Run<'_>,
-    leases: &[Lease],
+    leases: &mut [Lease],
     metas: &[Meta],
     order: &[usize],
     held: Option<(usize, Point)>,
@@ -173,10 +173,12 @@ async fn pass(
 
 /// Gives back the names a pass took: compare-and-delete, no record, no event (the
 /// command never started under them); a release wakes that name's next waiter. Last
-/// taken first (see [`last_first`]).
-async fn give_back_quietly(leases: &[Lease], taken: &[usize]) {
-    for &i in last_first(leases, taken).iter() {
+/// key first (see [`last_first`]). Each lease forgets its grant: taken again, its
+/// fence and slot are the new grant's.
+async fn give_back_quietly(leases: &mut [Lease], taken: &[usize]) {
+    for i in last_first(leases, taken) {
         let _ = leases[i].release_all(0, None).await;
+        leases[i].given_back();
     }
 }
 

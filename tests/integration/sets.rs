@@ -692,3 +692,45 @@ fn a_stopped_holder_of_two_names_never_outlives_its_lease() {
         assert_eq!(status.code(), Some(79), "trial {trial}");
     }
 }
+
+/// A name a set takes, gives back (another of its names was busy) and takes again is
+/// the new grant's: the command's fence for it is the one its metadata holds, larger
+/// than the fence of a run that held the name in between (a lease kept its first grant:
+/// a stale fence, and a pool's slot not the one held, a false "lock lost").
+#[test]
+fn a_name_taken_again_has_the_new_grants_fence_and_slot() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let holder = Holding::start(&set_args(&["b"], &url, &[]));
+    let scratch = Scratch::new();
+    let seen = scratch.path("seen");
+    let mut set = set_args(&["a", "b"], &url, &["--limit", "a=2", "--wait", "20s"]);
+    set.extend(["--".into(), "sh".into(), "-c".into()]);
+    set.push(format!(
+        "echo \"$REDLOCK_FENCE_A $REDLOCK_SLOT_A\" > '{}'",
+        seen.display()
+    ));
+    let waiting = redlock_run()
+        .args(&set)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let joined = eventually(Duration::from_secs(10), || {
+        redis.cmd::<i64>(&["SCARD", "redlock:{b}:waiters"]) == 1
+    });
+    assert!(joined, "the set never waited for b");
+    // Meanwhile another run holds slot 1 of a (the set gave it back) and keeps it.
+    let between = Holding::start(&set_args(&["a"], &url, &["--limit", "2"]));
+    let between_fence: u64 = redis.cmd(&["HGET", "redlock:{a}:meta", "fence"]);
+    let (status, err) = holder.finish();
+    assert_eq!(status, 0, "{err}");
+    let (status, err) = finish(waiting, Duration::from_secs(20));
+    assert_eq!(status, 0, "the set: {err}");
+    let seen = read_trimmed(&seen);
+    let (fence, slot) = seen.split_once(' ').unwrap();
+    let fence: u64 = fence.parse().unwrap();
+    assert!(fence > between_fence, "{fence} after {between_fence}");
+    assert_eq!(slot, "2", "the set holds slot 2: slot 1 is the other run's");
+    let (status, err) = between.finish();
+    assert_eq!(status, 0, "{err}");
+}
