@@ -33,12 +33,13 @@ use crate::nemesis::{
 };
 
 /// The seeds Tier A runs, in two tests that run side by side: picked from the first 80
-/// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`) so that together they draw every
-/// kind, both topologies, a refusal, every option,
+/// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`; 30 and 65
+/// for sets of names, a pool among them in 30, a read-shared name in 65) so that
+/// together they draw every kind, both topologies, a refusal, every option,
 /// both side actors and every fault (held by `tier_a_covers_every_draw`).
 const TIER_A: [&[u64]; 2] = [
-    &[7, 5, 41, 56, 32, 67, 13, 53, 2],
-    &[55, 51, 57, 37, 10, 28, 40, 26, 68],
+    &[7, 5, 41, 56, 32, 67, 13, 53, 2, 30],
+    &[55, 51, 57, 37, 10, 28, 40, 26, 68, 65],
 ];
 /// Contenders of a trial.
 const K: usize = 6;
@@ -1011,9 +1012,18 @@ fn tier_a_covers_every_draw() {
         Kind::Shared,
     ] {
         assert!(
-            any(&|d| runs(d) && !d.redlock && d.kind == kind),
+            any(&|d| runs(d) && !d.redlock && !d.set && d.kind == kind),
             "{kind:?}"
         );
+    }
+    for (kind, what) in [
+        (Kind::Limit(2), "sets of names with a --limit NAME=N pool"),
+        (
+            Kind::Shared,
+            "sets of names with a name the readers hold --shared NAME",
+        ),
+    ] {
+        assert!(any(&|d| runs(d) && d.set && d.kind == kind), "{what}");
     }
     assert!(any(&|d| runs(d) && d.hold_min), "--hold-min");
     assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
@@ -1065,6 +1075,18 @@ fn tier_a_covers_every_draw() {
                 "{fault}"
             );
         }
+    }
+}
+
+/// A draw holds sets of names exactly where the tool's refusal table lets its flags
+/// combine with several names: the exclusions of [`Draw::naming`] are the table's.
+#[test]
+fn set_draws_are_where_the_refusal_table_allows_several_names() {
+    for seed in 0..2000 {
+        let eligible = draw(seed).naming(true).set;
+        let mut forced = draw(seed);
+        forced.set = true;
+        assert_eq!(eligible, !forced.is_refused(), "seed {seed}: {forced:?}");
     }
 }
 
