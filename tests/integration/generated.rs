@@ -566,6 +566,7 @@ fn run_trial(
     servers: &[&Node],
     urls: &[String],
 ) -> Checked {
+    let began = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let ports: Vec<u16> = servers.iter().map(|n| n.borrow().port).collect();
     let sampler = ttl_sampler(ports, stop.clone());
@@ -716,7 +717,7 @@ fn run_trial(
     }
     summary(&format!(
         "generated seed {} {:?}{}{} {:?} local queue {:?}{} faults {:?}{}{}: {} runs, {} sections{}, \
-         {} injections, exits {:?}{}, {} invariants, {} violations",
+         {} injections, exits {:?}{}, {} invariants, {} violations, {:.1} s",
         d.seed,
         d.kind,
         if d.redlock {
@@ -747,6 +748,7 @@ fn run_trial(
         },
         c.invariants,
         c.violations.len(),
+        began.elapsed().as_secs_f64(),
     ));
     c
 }
