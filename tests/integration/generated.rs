@@ -36,10 +36,12 @@ use crate::nemesis::{
 /// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`; 30 and 65
 /// for sets of names, a pool among them in 30, a read-shared name in 65) so that
 /// together they draw every kind, both topologies, a refusal, every option,
-/// both side actors and every fault (held by `tier_a_covers_every_draw`).
+/// both side actors and every fault (held by `tier_a_covers_every_draw`). The second
+/// half has four trials of ~45 s (`--once-per`, `--fair` with a bounded wait): the
+/// first half takes the set seeds, so that the tier ends when it did before them.
 const TIER_A: [&[u64]; 2] = [
-    &[7, 5, 41, 56, 32, 67, 13, 53, 2, 30],
-    &[55, 51, 57, 37, 10, 28, 40, 26, 68, 65],
+    &[7, 5, 41, 56, 32, 67, 13, 53, 2, 30, 65],
+    &[55, 51, 57, 37, 10, 28, 40, 26, 68],
 ];
 /// Contenders of a trial.
 const K: usize = 6;
