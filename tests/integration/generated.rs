@@ -2,10 +2,12 @@
 //! flag set against one fault, each trial here draws, from a printed seed, a lock kind
 //! (plain, `--limit N`, `--fair`, `--shared` readers beside exclusive runs), a topology (one server, three Redlock masters),
 //! options (`--hold-min`, `--max-hold`, `--once-per`, a bounded `--wait`), side actors
-//! (`redlock release --if-dead`, `redlock wait`) and a set of faults the nemesis fires
+//! (`redlock release --if-dead`, `redlock wait`), whether each run holds a set of names
+//! (`--key A --key B …`, issue 43) and a set of faults the nemesis fires
 //! at random while the contenders run; then it checks every invariant the README
-//! promises that applies to the draw. A combination the README refuses must be
-//! refused with one line (64) and leave nothing.
+//! promises that applies to the draw (for sets: each name's, and that no run keeps a
+//! name while it waits for another, judged by `harness::sets`). A combination the
+//! README refuses must be refused with one line (64) and leave nothing.
 //!
 //! Tier A (in CI) runs the fixed seeds of `TIER_A`; `NEMESIS_SEED=S` runs that seed alone
 //! (to replay a failure); Tier B (`generated_tier_b`, ignored) runs fresh seeds for
@@ -20,6 +22,9 @@ use nix::sys::signal::Signal;
 
 use crate::harness::nemesis::*;
 use crate::harness::proxy::Proxy;
+use crate::harness::sets::{
+    Disturbed, HoldSampler, PARTIAL_AT_MOST, PartialHolds, SetName, Sets, partial_holds,
+};
 use crate::harness::*;
 use crate::nemesis::{
     Node, QUIET, STALL, TTL_MS, args_for, blackholed, connections_killed, node,
@@ -28,11 +33,14 @@ use crate::nemesis::{
 };
 
 /// The seeds Tier A runs, in two tests that run side by side: picked from the first 80
-/// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`) so that together they draw every
-/// kind, both topologies, a refusal, every option,
-/// both side actors and every fault (held by `tier_a_covers_every_draw`).
+/// (and three of the first 60, for `--supersede`; 2 and 68 for `--shared`; 30 and 65
+/// for sets of names, a pool among them in 30, a read-shared name in 65) so that
+/// together they draw every kind, both topologies, a refusal, every option,
+/// both side actors and every fault (held by `tier_a_covers_every_draw`). The second
+/// half has four trials of ~45 s (`--once-per`, `--fair` with a bounded wait): the
+/// first half takes the set seeds, so that the tier ends when it did before them.
 const TIER_A: [&[u64]; 2] = [
-    &[7, 5, 41, 56, 32, 67, 13, 53, 2],
+    &[7, 5, 41, 56, 32, 67, 13, 53, 2, 30, 65],
     &[55, 51, 57, 37, 10, 28, 40, 26, 68],
 ];
 /// Contenders of a trial.
@@ -42,6 +50,15 @@ const INJECTIONS: usize = 3;
 const TRIAL_LIMIT: Duration = Duration::from_secs(40);
 /// Successful runs a trial wants before it ends (besides its faults).
 const SECTIONS: usize = 40;
+/// How long after a fault healed the partial-hold sampler still makes nothing of what
+/// it sees: a name its run gave back in vain during the fault lives out its ttl, and a
+/// run that lost one name keeps the others until its command has stopped.
+const FAULT_GRACE: Duration = Duration::from_millis(TTL_MS * 5 / 4);
+/// A set draw's contenders run this long before the nemesis's first quiet spell, so
+/// that the sampler has calm samples to judge (the grace after each fault leaves few):
+/// with 3 s, seed 65 caught a run kept waiting with a name (`set.rs`'s give-back taken
+/// out) in two trials of three, with 5 s in three of three.
+const CALM_START: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
@@ -74,6 +91,9 @@ struct Draw {
     faults: Vec<usize>,
     /// `--supersede waiting|running` (drawn apart, like the local queue).
     supersede: Option<&'static str>,
+    /// Each run holds a random 2–3 of a pool of names (`--key A --key B …`; drawn
+    /// apart, like the local queue): see [`Draw::sets`].
+    set: bool,
 }
 
 /// How a trial's contenders use the host-local queue (drawn apart from the rest, so
@@ -138,8 +158,16 @@ fn draw(seed: u64) -> Draw {
         if_dead_as: draw_if_dead_as(seed),
         faults,
         supersede: draw_supersede(seed).filter(|_| kind == Kind::Plain),
+        set: false,
     }
     .sharing(draw_shared(seed))
+    .naming(draw_set(seed))
+}
+
+/// Whether the contenders hold sets of names, where the draw allows (its own stream,
+/// so that the draws of earlier seeds stay what they were).
+fn draw_set(seed: u64) -> bool {
+    fastrand::Rng::with_seed(seed ^ 0x5e7b).f64() < 0.5
 }
 
 /// Whether a plain draw's contenders share the name (half of them `--shared`; its own
@@ -204,6 +232,66 @@ impl Draw {
         self
     }
 
+    /// A draw whose flags combine with several names (one server; no `--fair`,
+    /// `--once-per`, `--supersede` or `--hold-min`: the README refuses those with
+    /// several names) turned into one whose runs hold sets of names.
+    fn naming(mut self, set: bool) -> Draw {
+        self.set = set
+            && !self.redlock
+            && self.kind != Kind::Fair
+            && !self.once_per
+            && self.supersede.is_none()
+            && !self.hold_min;
+        self
+    }
+
+    /// The pool of names a set draw's runs draw from: three mutexes and a fourth that
+    /// is the draw's kind (a mutex, a `--limit NAME=N` pool, or a name the readers hold
+    /// `--shared NAME`); `None` for a draw of one name.
+    fn sets(&self, name: &str) -> Option<Sets> {
+        if !self.set {
+            return None;
+        }
+        let one = |suffix: &str, limit: usize, read_shared: bool| SetName {
+            name: format!("{name}-{suffix}"),
+            limit,
+            read_shared,
+        };
+        let mut names: Vec<SetName> = (0..3).map(|i| one(&format!("m{i}"), 1, false)).collect();
+        names.push(match self.kind {
+            Kind::Limit(n) => one("pool", n, false),
+            Kind::Shared => one("rw", 1, true),
+            Kind::Plain | Kind::Fair => one("m3", 1, false),
+        });
+        Some(Sets { names })
+    }
+
+    /// The name the side actors (`release --if-dead`, `redlock wait`) and a refusal's
+    /// `--key` go by: the draw's name, or the first of its pool.
+    fn first_name(&self, name: &str) -> String {
+        self.sets(name)
+            .map_or_else(|| name.to_string(), |s| s.names[0].name.clone())
+    }
+
+    /// A set draw's `--key`, `--limit NAME=N` and `--shared NAME` for a refusal: every
+    /// name of its pool (empty for a draw of one name).
+    fn set_args(&self, name: &str) -> Vec<String> {
+        let Some(sets) = self.sets(name) else {
+            return Vec::new();
+        };
+        let mut args = Vec::new();
+        for n in &sets.names[1..] {
+            args.extend(["--key".to_string(), n.name.clone()]);
+            if n.limit > 1 {
+                args.extend(["--limit".to_string(), format!("{}={}", n.name, n.limit)]);
+            }
+            if n.read_shared {
+                args.extend(["--shared".to_string(), n.name.clone()]);
+            }
+        }
+        args
+    }
+
     fn fault_names(&self) -> Vec<&'static str> {
         let list: &[&'static str] = if self.redlock {
             &REDLOCK_FAULTS
@@ -217,7 +305,9 @@ impl Draw {
     fn flags(&self) -> Vec<String> {
         let mut f: Vec<&str> = Vec::new();
         match self.kind {
+            // A set's pool is `--limit NAME=N`, given by each run that holds it.
             Kind::Plain | Kind::Shared => {}
+            Kind::Limit(_) if self.set => {}
             Kind::Limit(2) => f.extend(["--limit", "2"]),
             Kind::Limit(_) => f.extend(["--limit", "3"]),
             Kind::Fair => f.push("--fair"),
@@ -257,6 +347,7 @@ impl Draw {
             hold_min: self.hold_min,
             order_key: false,
             may_wait: true,
+            names: if self.set { 3 } else { 1 },
             // The family draws no --elect (tests/integration/elect.rs attacks it).
             ..Default::default()
         };
@@ -298,7 +389,7 @@ fn trial(d: &Draw) -> Checked {
     if d.redlock {
         let nodes = three();
         let (proxies, w) = through_own_proxies(&nodes, K, &name);
-        let w = with_draw(w, d, &hosts);
+        let w = with_draw(w, d, &hosts, &name);
         let mut faults: Vec<Fault> = d
             .faults
             .iter()
@@ -322,8 +413,8 @@ fn trial(d: &Draw) -> Checked {
     } else {
         let redis = node();
         let proxy = Proxy::start(redis.borrow().port);
-        let direct = args_for(&[redis.borrow().url()], &name, TTL_MS);
-        let proxied = args_for(&[proxy.url()], &name, TTL_MS);
+        let direct = one_server_args(d, &redis.borrow().url(), &name);
+        let proxied = one_server_args(d, &proxy.url(), &name);
         let w = Workload::per_contender(
             Arc::new(move |i| {
                 if i % 2 == 0 {
@@ -334,7 +425,7 @@ fn trial(d: &Draw) -> Checked {
             }),
             K,
         );
-        let w = with_draw(w, d, &hosts);
+        let w = with_draw(w, d, &hosts, &name);
         let mut faults: Vec<Fault> = d
             .faults
             .iter()
@@ -354,6 +445,18 @@ fn trial(d: &Draw) -> Checked {
     }
 }
 
+/// A contender's arguments on one server: the draw's name, or (a set draw) none, each
+/// run giving the names it draws (`Workload::sets`).
+fn one_server_args(d: &Draw, url: &str, name: &str) -> Vec<String> {
+    if d.set {
+        let mut args = vec!["--redis".to_string(), url.to_string()];
+        args.extend(budget_args(TTL_MS));
+        args
+    } else {
+        args_for(&[url.to_string()], name, TTL_MS)
+    }
+}
+
 /// SIGSTOP a waiting wrapper for a stall, then SIGCONT: it must not hold up the others.
 fn waiter_stopped<'a>() -> Fault<'a> {
     Fault::new("SIGSTOP a waiting wrapper", |u: &Underway| {
@@ -364,8 +467,9 @@ fn waiter_stopped<'a>() -> Fault<'a> {
     })
 }
 
-/// The workload with the draw's flags and the statuses they allow.
-fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
+/// The workload with the draw's flags (and, a set draw, its pool of names) and the
+/// statuses they allow.
+fn with_draw(w: Workload, d: &Draw, hosts: &Scratch, name: &str) -> Workload {
     let base = w.args.clone();
     let flags = d.flags();
     let root = hosts.path("host");
@@ -388,6 +492,7 @@ fn with_draw(w: Workload, d: &Draw, hosts: &Scratch) -> Workload {
     if d.kind == Kind::Shared {
         w.readers = K / 2;
     }
+    w.sets = d.sets(name).map(Arc::new);
     w.allowed.push(codes::REDIS);
     if d.max_hold {
         w.allowed.push(codes::MAX_HOLD);
@@ -420,9 +525,10 @@ fn refused(d: &Draw, name: &str) -> Checked {
     let urls: Vec<String> = nodes.iter().map(|n| n.borrow().url()).collect();
     let out = output(
         redlock_run()
-            .args(args_for(&urls, name, TTL_MS))
+            .args(args_for(&urls, &d.first_name(name), TTL_MS))
+            .args(d.set_args(name))
             .args(d.flags())
-            .args(if d.kind == Kind::Shared {
+            .args(if d.kind == Kind::Shared && !d.set {
                 &["--shared"][..]
             } else {
                 &[]
@@ -464,6 +570,7 @@ fn run_trial(
     servers: &[&Node],
     urls: &[String],
 ) -> Checked {
+    let began = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let ports: Vec<u16> = servers.iter().map(|n| n.borrow().port).collect();
     let sampler = ttl_sampler(ports, stop.clone());
@@ -472,8 +579,9 @@ fn run_trial(
         .flat_map(|u| ["--redis".to_string(), u.clone()])
         .collect();
     let hidden = HiddenRunner::new();
+    let first = d.first_name(name);
     let if_dead = d.if_dead.then(|| {
-        let mut a = vec!["release".to_string(), name.to_string(), "--if-dead".into()];
+        let mut a = vec!["release".to_string(), first.clone(), "--if-dead".into()];
         a.extend(redis_args.clone());
         match (d.if_dead_as, &hidden) {
             (IfDeadAs::Hidden, Some(h)) => h.actor(a, stop.clone()),
@@ -483,17 +591,27 @@ fn run_trial(
     let waits = d.wait_verb.then(|| {
         let mut a = vec![
             "wait".to_string(),
-            name.to_string(),
+            first.clone(),
             "--timeout".into(),
             "1s".into(),
         ];
         a.extend(redis_args.clone());
         actor(a, stop.clone())
     });
+    let holds = w.sets.as_ref().map(|sets| {
+        let disturbed = Disturbed::default();
+        disturbed.watch(faults, FAULT_GRACE);
+        HoldSampler::start(servers[0].borrow().port, sets, disturbed)
+    });
     let running = w.start();
+    if holds.is_some() {
+        // A calm stretch before the first fault: what the sampler judges.
+        std::thread::sleep(CALM_START);
+    }
     let s = schedule(&running, faults, SECTIONS, INJECTIONS, QUIET, TRIAL_LIMIT);
     let report = running.finish();
     stop.store(true, Ordering::SeqCst);
+    let holds = holds.map(|h| partial_holds(&h.finish(), PARTIAL_AT_MOST));
     let no_ttl = sampler.join().expect("sampler");
     let if_dead = if_dead.map(|a| a.join().expect("if-dead actor"));
     let waits = waits.map(|a| a.join().expect("wait actor"));
@@ -530,12 +648,20 @@ fn run_trial(
         report.unexpected.is_empty(),
         || report.unexpected.join(" | "),
     );
-    // Shares draw fences in the order they took them, not the order they logged.
-    if d.limit() == 1 && d.kind != Kind::Shared {
+    // Shares draw fences in the order they took them, not the order they logged; a
+    // set's verdict counts only its mutexes' fences (`sets::merged`).
+    if d.set || (d.limit() == 1 && d.kind != Kind::Shared) {
         c.hold(
             "fences strictly increase in log order",
             v.fences_not_increasing == 0,
             || format!("{} not increasing", v.fences_not_increasing),
+        );
+    }
+    if let Some(holds) = &holds {
+        c.hold(
+            "no partial hold while waiting (no name kept while its run waits for another)",
+            holds.too_long.is_empty(),
+            || holds.too_long.join(" | "),
         );
     }
     // Arrival order is reported, not asserted: the workload notes an arrival when it
@@ -594,8 +720,8 @@ fn run_trial(
         });
     }
     summary(&format!(
-        "generated seed {} {:?}{} {:?} local queue {:?}{} faults {:?}{}{}: {} runs, {} sections, \
-         {} injections, exits {:?}{}, {} invariants, {} violations",
+        "generated seed {} {:?}{}{} {:?} local queue {:?}{} faults {:?}{}{}: {} runs, {} sections{}, \
+         {} injections, exits {:?}{}, {} invariants, {} violations, {:.1} s",
         d.seed,
         d.kind,
         if d.redlock {
@@ -603,6 +729,7 @@ fn run_trial(
         } else {
             " one server"
         },
+        w.sets.as_ref().map_or(String::new(), |s| set_text(s)),
         d.flags(),
         d.local,
         if d.bounded_wait { " --wait 3s" } else { "" },
@@ -615,6 +742,7 @@ fn run_trial(
         if d.wait_verb { " +redlock wait" } else { "" },
         report.runs,
         v.sections,
+        names_text(&report, holds.as_ref()),
         s.injections,
         report.statuses,
         if d.kind == Kind::Fair {
@@ -624,8 +752,54 @@ fn run_trial(
         },
         c.invariants,
         c.violations.len(),
+        began.elapsed().as_secs_f64(),
     ));
     c
+}
+
+/// ` sets of 2-3 of [m0, m1, m2, pool=2]`: a set draw's pool, for the summary.
+fn set_text(sets: &Sets) -> String {
+    let names: Vec<String> = sets
+        .names
+        .iter()
+        .map(|n| {
+            let short = n.name.rsplit('-').next().unwrap_or(&n.name);
+            match (n.limit, n.read_shared) {
+                (1, false) => short.to_string(),
+                (1, true) => format!("{short} (readers --shared)"),
+                (limit, _) => format!("{short}={limit}"),
+            }
+        })
+        .collect();
+    format!(" sets of 2-3 of [{}]", names.join(", "))
+}
+
+/// A set draw's sections per name and what the partial-hold sampler saw, for the
+/// summary (empty for a draw of one name).
+fn names_text(report: &Report, holds: Option<&PartialHolds>) -> String {
+    let Some(holds) = holds else {
+        return String::new();
+    };
+    let per_name: Vec<String> = report
+        .names
+        .iter()
+        .map(|n| {
+            let short = n.name.rsplit('-').next().unwrap_or(&n.name);
+            let shared = match n.verdict.shared_sections {
+                0 => String::new(),
+                s => format!(" +{s} shared"),
+            };
+            format!("{short} {}{shared}", n.verdict.sections)
+        })
+        .collect();
+    format!(
+        " ({}), partial holds: {} seen in {} calm samples of {}, longest followed {} ms",
+        per_name.join(", "),
+        holds.seen,
+        holds.calm_samples,
+        holds.samples,
+        holds.longest_ms
+    )
 }
 
 /// Slots of 1 s (by the fencing number, which is the server's time in µs when drawn)
@@ -844,9 +1018,18 @@ fn tier_a_covers_every_draw() {
         Kind::Shared,
     ] {
         assert!(
-            any(&|d| runs(d) && !d.redlock && d.kind == kind),
+            any(&|d| runs(d) && !d.redlock && !d.set && d.kind == kind),
             "{kind:?}"
         );
+    }
+    for (kind, what) in [
+        (Kind::Limit(2), "sets of names with a --limit NAME=N pool"),
+        (
+            Kind::Shared,
+            "sets of names with a name the readers hold --shared NAME",
+        ),
+    ] {
+        assert!(any(&|d| runs(d) && d.set && d.kind == kind), "{what}");
     }
     assert!(any(&|d| runs(d) && d.hold_min), "--hold-min");
     assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
@@ -898,6 +1081,18 @@ fn tier_a_covers_every_draw() {
                 "{fault}"
             );
         }
+    }
+}
+
+/// A draw holds sets of names exactly where the tool's refusal table lets its flags
+/// combine with several names: the exclusions of [`Draw::naming`] are the table's.
+#[test]
+fn set_draws_are_where_the_refusal_table_allows_several_names() {
+    for seed in 0..2000 {
+        let eligible = draw(seed).naming(true).set;
+        let mut forced = draw(seed);
+        forced.set = true;
+        assert_eq!(eligible, !forced.is_refused(), "seed {seed}: {forced:?}");
     }
 }
 

@@ -7,6 +7,7 @@
 //! - `tls`: certificates made with `openssl`;
 //! - `workload`: the mutual-exclusion workload (K contenders, a shared log);
 //! - `checker`: the lock-set checker that judges the workload's log by log order;
+//! - `sets`: runs of several names in the workload, and the partial-hold sampler;
 //! - `proxy`: a switchable TCP proxy (blackhole, replies dropped, reset, latency);
 //! - `nemesis`: faults injected while a workload runs, and their schedule;
 //! - `clock`: hosts whose wall clocks are off (libfaketime);
@@ -22,6 +23,7 @@ pub mod nemesis;
 pub mod proxy;
 mod sentinel;
 mod server;
+pub mod sets;
 mod terminal;
 mod tls;
 mod workload;

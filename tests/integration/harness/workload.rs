@@ -6,6 +6,8 @@
 //! appends `END` (log format and judgement: `checker`). Each run's exit status is
 //! held to the documented table and to what the row allows. The nemesis (the test's
 //! own thread) injects faults while it runs; [`contend`] is the plain fault-free form.
+//! With [`Workload::sets`] each run holds several names and its section and judgement
+//! are those of `sets`, per name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -20,6 +22,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::checker::{self, Verdict};
+use super::sets::{self, NameVerdict, Sets};
 use super::{Scratch, redlock_run};
 
 /// The wrapper's arguments for contender `i` (its `--key`, `--redis`, timing, ...).
@@ -52,8 +55,12 @@ pub struct Workload {
     pub arrivals: bool,
     /// The first this many contenders run with `--shared` (the others are the name's
     /// exclusive side): their sections take the witness file shared (`flock -s`) and
-    /// touch no counter; an exclusive section takes it exclusively too.
+    /// touch no counter; an exclusive section takes it exclusively too. With `sets`,
+    /// they hold the pool's read-shared name `--shared NAME`.
     pub readers: usize,
+    /// Each run holds several names drawn from these (`sets`), given after `args`
+    /// (which then carry no `--key`); `None`: the one name of `args`.
+    pub sets: Option<Arc<Sets>>,
 }
 
 impl Workload {
@@ -72,6 +79,7 @@ impl Workload {
             allowed: Vec::new(),
             arrivals: false,
             readers: 0,
+            sets: None,
         }
     }
 
@@ -90,7 +98,14 @@ impl Workload {
         let counter = scratch.path("counter");
         std::fs::write(&counter, "0").unwrap();
         std::fs::write(&log, "").unwrap();
-        let section = scratch.script("section", &section_script(self, &scratch));
+        let body = match &self.sets {
+            Some(sets) => {
+                sets.prepare(&scratch);
+                sets.section_script(&scratch, self.ignore_term)
+            }
+            None => section_script(self, &scratch),
+        };
+        let section = scratch.script("section", &body);
         let shared = Arc::new(Shared::default());
         let workers = (0..self.contenders)
             .map(|i| {
@@ -101,6 +116,7 @@ impl Workload {
             .collect();
         Underway {
             limit: self.limit,
+            sets: self.sets.clone(),
             rounds: self.rounds,
             allowed: self.allowed.clone(),
             scratch,
@@ -189,7 +205,7 @@ fn contender(
 ) -> Vec<Outcome> {
     let mut args = (w.args)(i);
     let share = i < w.readers;
-    if share {
+    if share && w.sets.is_none() {
         args.push("--shared".into());
     }
     let mut outcomes = Vec::new();
@@ -210,8 +226,11 @@ fn contender(
         if w.arrivals && round > 1 {
             append(log, &format!("ARRIVE {run}\n"));
         }
+        let picked = w.sets.as_ref().map(|s| s.pick(share));
         let mut child = redlock_run()
             .args(&args)
+            .args(picked.iter().flat_map(|p| &p.args))
+            .envs(picked.iter().flat_map(|p| p.env.clone()))
             .args(["--wait", &w.wait, "--"])
             .arg(section)
             .env("RUN", &run)
@@ -261,6 +280,7 @@ fn append(path: &std::path::Path, line: &str) {
 /// A workload under way.
 pub struct Underway {
     limit: usize,
+    sets: Option<Arc<Sets>>,
     rounds: Option<usize>,
     allowed: Vec<i32>,
     scratch: Scratch,
@@ -333,7 +353,14 @@ impl Underway {
             .flat_map(|w| w.join().expect("contender thread"))
             .collect();
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let verdict = checker::check(&log, self.limit);
+        let names = match &self.sets {
+            Some(sets) => sets.judge(&log, &self.scratch),
+            None => Vec::new(),
+        };
+        let verdict = match &self.sets {
+            Some(sets) => sets::merged(&names, |n| sets.is_mutex(n)),
+            None => checker::check(&log, self.limit),
+        };
         let counter: u64 = std::fs::read_to_string(&self.counter)
             .unwrap_or_default()
             .trim()
@@ -363,15 +390,15 @@ impl Underway {
                 unexpected.push(format!("{} exited {name}: {}", o.run, o.stderr.trim()));
             }
         }
-        let lost_updates = if self.limit == 1 {
-            checker::lost_updates(&verdict, counter)
-        } else {
-            0
+        let lost_updates = match &self.sets {
+            Some(_) => names.iter().map(|n| n.lost_updates).sum(),
+            None if self.limit == 1 => checker::lost_updates(&verdict, counter),
+            None => 0,
         };
-        let phantom_updates = if self.limit == 1 {
-            checker::phantom_updates(&verdict, counter)
-        } else {
-            0
+        let phantom_updates = match &self.sets {
+            Some(_) => names.iter().map(|n| n.phantom_updates).sum(),
+            None if self.limit == 1 => checker::phantom_updates(&verdict, counter),
+            None => 0,
         };
         let report = Report {
             runs: outcomes.len(),
@@ -383,6 +410,7 @@ impl Underway {
             unexpected,
             elapsed: self.started.elapsed(),
             log: LogText(log.clone()),
+            names,
         };
         if report.verdict.overlaps > 0 || report.lost_updates > 0 {
             // Kept for a post-mortem: the test panics and the temp dir would go.
@@ -415,6 +443,9 @@ pub struct Report {
     pub elapsed: Duration,
     /// The whole log (for checks of their own: `--once-per` slots).
     pub log: LogText,
+    /// With sets of names: each name's verdict (`verdict` is their sum, see
+    /// [`sets::merged`]).
+    pub names: Vec<NameVerdict>,
 }
 
 /// A log kept whole, shown by its length (a report's Debug stays readable).
