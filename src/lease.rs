@@ -15,7 +15,6 @@ use crate::keys::LockKeys;
 use crate::kinds::LockKind;
 use crate::policy::{Completion, Mode};
 use crate::quorum::Nodes;
-use crate::scripts::Key;
 use crate::scripts::acquire;
 pub use crate::scripts::acquire::{Closed, Skip};
 use crate::scripts::release;
@@ -197,7 +196,9 @@ impl Lease {
             if votes.yes > 0 {
                 self.release_all(0, None).await.ok();
             }
-            return Err(not_ours(&self.key_of(role), role, &kind));
+            let once_id = self.completion.once_id.as_deref().unwrap_or_default();
+            let key = role.key_in(self.name_keys(), self.token(), once_id, 1);
+            return Err(not_ours(&key, role, &kind));
         }
         if let Some(mode) = votes.other_kind {
             return Err(self.kind.other_kind(self.name_keys(), &mode));
@@ -264,30 +265,6 @@ impl Lease {
             ))),
             // Every node said yes but the validity ran out while asking.
             None => Ok(Acquire::Busy(Holder::default())),
-        }
-    }
-
-    /// The key of the name that plays `role` (for messages).
-    fn key_of(&self, role: Key) -> Vec<u8> {
-        let k = self.name_keys();
-        match role {
-            Key::Meta => k.meta.clone(),
-            Key::Fence => k.fence.clone(),
-            Key::History => k.history.clone(),
-            Key::Mode => k.mode.clone(),
-            Key::Waiters => k.waiters.clone(),
-            Key::Queue => k.queue.clone(),
-            Key::Beats => k.beats.clone(),
-            Key::QueueInfo => k.queue_info.clone(),
-            Key::Wake | Key::OwnWake => k.wake.clone(),
-            Key::Lock | Key::Slot => k.lock.clone(),
-            Key::Once => self.once_key.clone().unwrap_or_else(|| k.once("")),
-            Key::Verdicts => k.verdicts.clone(),
-            Key::Order => k.order.clone(),
-            Key::Shares => k.shares.clone(),
-            Key::Writers => k.writers.clone(),
-            Key::Handed => k.handed.clone(),
-            Key::ShareMeta => k.share_meta(""),
         }
     }
 

@@ -121,6 +121,38 @@ impl Key {
         })
     }
 
+    /// The key of the name `keys` that plays this role for one holder: `token`'s own
+    /// wake list and share metadata, `once_id`'s record, `slot`'s key (1: the lock key).
+    pub fn key_in(
+        self,
+        keys: &crate::keys::LockKeys,
+        token: &str,
+        once_id: &str,
+        slot: u32,
+    ) -> Vec<u8> {
+        match self {
+            Key::Lock => keys.lock.clone(),
+            Key::Meta => keys.meta.clone(),
+            Key::Waiters => keys.waiters.clone(),
+            Key::Wake => keys.wake.clone(),
+            Key::Fence => keys.fence.clone(),
+            Key::History => keys.history.clone(),
+            Key::Mode => keys.mode.clone(),
+            Key::Slot => keys.for_slot(slot).lock,
+            Key::Queue => keys.queue.clone(),
+            Key::Beats => keys.beats.clone(),
+            Key::QueueInfo => keys.queue_info.clone(),
+            Key::OwnWake => keys.own_wake(token),
+            Key::Once => keys.once(once_id),
+            Key::Verdicts => keys.verdicts.clone(),
+            Key::Order => keys.order.clone(),
+            Key::Shares => keys.shares.clone(),
+            Key::Writers => keys.writers.clone(),
+            Key::Handed => keys.handed.clone(),
+            Key::ShareMeta => keys.share_meta(token),
+        }
+    }
+
     /// What redlock keeps in a key of this role, for messages ("not a lock").
     pub fn what(self) -> &'static str {
         match self {

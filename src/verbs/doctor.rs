@@ -259,36 +259,10 @@ fn args_of(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
     out
 }
 
-/// The key of `keys` that plays the part `k` (a sample token or id where the key
-/// names one).
-fn key_of(keys: &LockKeys, k: Key) -> Vec<u8> {
-    match k {
-        Key::Lock => keys.lock.clone(),
-        Key::Meta => keys.meta.clone(),
-        Key::Waiters => keys.waiters.clone(),
-        Key::Wake => keys.wake.clone(),
-        Key::Fence => keys.fence.clone(),
-        Key::History => keys.history.clone(),
-        Key::Mode => keys.mode.clone(),
-        Key::Slot => keys.for_slot(2).lock,
-        Key::Queue => keys.queue.clone(),
-        Key::Beats => keys.beats.clone(),
-        Key::QueueInfo => keys.queue_info.clone(),
-        Key::OwnWake => keys.own_wake("TOKEN"),
-        Key::Once => keys.once("ID"),
-        Key::Verdicts => keys.verdicts.clone(),
-        Key::Order => keys.order.clone(),
-        Key::Shares => keys.shares.clone(),
-        Key::Writers => keys.writers.clone(),
-        Key::Handed => keys.handed.clone(),
-        Key::ShareMeta => keys.share_meta("TOKEN"),
-    }
-}
-
 /// Arguments of the shape the tool sends after `need`'s command (an ACL check looks
 /// at the keys and, for some commands, the flags).
 fn sample_args(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
-    let key = |k: Key| key_of(keys, k);
+    let key = |k: Key| k.key_in(keys, "TOKEN", "ID", 2);
     let s = |t: &str| t.as_bytes().to_vec();
     match (need.command, need.key) {
         ("evalsha", _) => vec![
