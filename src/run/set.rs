@@ -106,7 +106,7 @@ async fn take_all(
         let how = WaitAs {
             chatty: run.chatty(),
             head: None,
-            found_busy: true,
+            found_busy: Some(&holder),
         };
         let waited = wait::acquire(
             &leases[i],

@@ -142,7 +142,7 @@ async fn take(
     let how = WaitAs {
         chatty: run.chatty(),
         head: head.as_ref(),
-        found_busy: false,
+        found_busy: None,
     };
     let obituary = command::obituary(run);
     let (config, report) = (&run.config, run.report);

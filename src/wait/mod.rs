@@ -114,8 +114,9 @@ pub async fn acquire(
     // place in line at once: its arrival is its place; so does a run that waited in its
     // host's local queue (the host's last head has just taken the lock: it is busy).
     let waited_locally = how.head.is_some_and(|h| h.waited);
-    let queue_now = (lease.kind().queues_at_arrival() || waited_locally || how.found_busy)
-        && patience.allows_waiting();
+    let queue_now =
+        (lease.kind().queues_at_arrival() || waited_locally || how.found_busy.is_some())
+            && patience.allows_waiting();
     let (failure, joined) = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
@@ -171,9 +172,10 @@ async fn after_waiting(lease: &Lease, waited: &Result<Waited>) {
 pub struct WaitAs<'a> {
     pub chatty: bool,
     pub head: Option<&'a Head>,
-    /// The caller's own try found the lock busy just now (a run of several names): the
-    /// first try joins the waiters, as a try after a busy one does.
-    pub found_busy: bool,
+    /// The caller's own try found the lock busy just now, held by this holder (a run
+    /// of several names): the first try joins the waiters, as a try after a busy one
+    /// does, and does not read the holder's metadata again.
+    pub found_busy: Option<&'a Holder>,
 }
 
 impl WaitAs<'_> {
@@ -240,7 +242,7 @@ impl<'a> Waiter<'a> {
             patience: *patience,
             progress,
             head: how.head,
-            last: Holder::default(),
+            last: how.found_busy.cloned().unwrap_or_default(),
             attempt: 0,
             registered: Duration::MAX,
             soon: false,
