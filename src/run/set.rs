@@ -17,7 +17,6 @@ use super::release;
 use super::term::{self, Taken};
 use super::{End, Run, Step};
 use crate::error::Error;
-use crate::events::Event;
 use crate::guard::GroupGuard;
 use crate::holder::Meta;
 use crate::lease::{Acquire, Lease};
@@ -233,17 +232,6 @@ async fn finish(
             status = said;
         }
     }
-    let first = &leases[0];
-    run.report.event(
-        Event::Exited,
-        &first.keys().display_name(),
-        serde_json::json!({
-            "command_status": code,
-            "status": status,
-            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
-            "fence": first.fence(),
-            "with": metas[0].with,
-        }),
-    );
+    term::exited(run, &leases[0], (code, status), acquired_at, &metas[0].with);
     status
 }

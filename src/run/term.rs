@@ -409,15 +409,28 @@ pub(super) async fn finish(
         run.report,
     );
     let status = status.await;
-    run.report.event(
-        Event::Exited,
-        &lease.keys().display_name(),
-        serde_json::json!({
-            "command_status": code,
-            "status": status,
-            "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
-            "fence": lease.fence(),
-        }),
-    );
+    exited(run, lease, (code, status), acquired_at, &[]);
     status
+}
+
+/// Says the run ended: the `exited` event, with the command's status and the run's
+/// (`code`, `status`), and the other names of a run that held several (`with`).
+pub(super) fn exited(
+    run: &Run<'_>,
+    lease: &Lease,
+    (code, status): (u8, u8),
+    acquired_at: Point,
+    with: &[String],
+) {
+    let mut fields = serde_json::json!({
+        "command_status": code,
+        "status": status,
+        "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
+        "fence": lease.fence(),
+    });
+    if !with.is_empty() {
+        fields["with"] = with.into();
+    }
+    run.report
+        .event(Event::Exited, &lease.keys().display_name(), fields);
 }

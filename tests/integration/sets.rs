@@ -200,6 +200,19 @@ struct Looped {
     elapsed: Duration,
 }
 
+impl Looped {
+    /// Every run exited 0: none busy after its wait (a deadlock or a starved set would
+    /// be), none in error; the first three failures are shown.
+    fn assert_none_failed(&self) {
+        assert!(
+            self.failed.is_empty(),
+            "{} runs failed: {:?}",
+            self.failed.len(),
+            &self.failed[..self.failed.len().min(3)]
+        );
+    }
+}
+
 /// `workers` processes (on [`HOSTS`] hosts) each looping on a random 2–4 of the
 /// [`NAMES`], in a random order, `--wait 30s`, until `target` runs are done (or
 /// `limit`); one run in 50 holds 600 ms, so that a run kept waiting on a name while it
@@ -287,12 +300,7 @@ fn sixteen_loops_on_random_sets_of_six_names_from_4_hosts() {
         Duration::from_secs(300),
         true,
     );
-    assert!(
-        looped.failed.is_empty(),
-        "{} runs failed: {:?}",
-        looped.failed.len(),
-        &looped.failed[..looped.failed.len().min(3)]
-    );
+    looped.assert_none_failed();
     let j = judge(&journal);
     eprintln!(
         "sets: {} runs, {} name entries, {} overlaps, pool over {POOL}: {}, most in the pool {}, {} open, {} partial holds in {} samples, {:?}",
@@ -338,12 +346,7 @@ fn random_sets_on_a_cluster() {
         Duration::from_secs(150),
         false,
     );
-    assert!(
-        looped.failed.is_empty(),
-        "{} runs failed: {:?}",
-        looped.failed.len(),
-        &looped.failed[..looped.failed.len().min(3)]
-    );
+    looped.assert_none_failed();
     let j = judge(&journal);
     eprintln!(
         "sets on a cluster ({} masters hold the names): {} runs, {} name entries, {} overlaps, pool over {POOL}: {}, {:?}",
