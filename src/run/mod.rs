@@ -207,6 +207,15 @@ impl<'r> Run<'r> {
         (self.config.busy_code != 0 && !coordinated) || self.report.verbose
     }
 
+    /// The run is busy on `lease`'s name (it may not wait, or its wait ran out): says
+    /// who holds it and ends the run with the busy status.
+    fn busy(&self, lease: &Lease, holder: &crate::holder::Holder) -> End {
+        let name = lease.keys().display_name();
+        let busy = (self.config.busy_code, self.waited());
+        wait::busy_note(&name, lease.limit(), holder, busy, self.report);
+        End::Status(self.config.busy_code)
+    }
+
     /// A signal ended the wait: nothing was run; the status is 128+N.
     fn interrupted_while_waiting(&self, sig: Signal) -> End {
         self.report.note(&format!(

@@ -100,7 +100,7 @@ async fn take_all(
             Pass::Busy(i, holder) => (i, *holder),
         };
         if !run.patience.allows_waiting() || run.patience.left().is_none() {
-            return Err(busy(run, &leases[i], &holder));
+            return Err(run.busy(&leases[i], &holder));
         }
         let how = WaitAs {
             chatty: run.chatty(),
@@ -122,7 +122,7 @@ async fn take_all(
         );
         match waited.await? {
             Waited::Acquired { t_sent } => held = Some((i, t_sent)),
-            Waited::Busy(holder) => return Err(busy(run, &leases[i], &holder)),
+            Waited::Busy(holder) => return Err(run.busy(&leases[i], &holder)),
             Waited::Interrupted(sig) => return Err(run.interrupted_while_waiting(sig)),
             Waited::Skipped(_) => {
                 return Err(Error::internal("a name of a set was skipped").into());
@@ -190,15 +190,6 @@ fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
     let mut order = names.to_vec();
     order.sort_by(|&a, &b| leases[b].keys().lock.cmp(&leases[a].keys().lock));
     order
-}
-
-/// The run is busy on `lease`'s name (it may not wait, or its wait ran out): says who
-/// holds it and ends the run with the busy status.
-fn busy(run: &Run<'_>, lease: &Lease, holder: &crate::holder::Holder) -> End {
-    let name = lease.keys().display_name();
-    let busy = (run.config.busy_code, run.waited());
-    wait::busy_note(&name, lease.limit(), holder, busy, run.report);
-    End::Status(run.config.busy_code)
 }
 
 /// After the command: releases every name (each with its own record; the last key

@@ -145,7 +145,7 @@ async fn take(
         found_busy: None,
     };
     let obituary = command::obituary(run);
-    let (config, report) = (&run.config, run.report);
+    let report = run.report;
     let mut guard = None;
     let waited = wait::acquire(
         lease,
@@ -170,12 +170,7 @@ async fn take(
             };
             Err(End::Status(skipped(run, lease, &skip)))
         }
-        Waited::Busy(holder) => {
-            let name = lease.keys().display_name();
-            let busy = (config.busy_code, run.waited());
-            wait::busy_note(&name, lease.limit(), &holder, busy, report);
-            Err(End::Status(config.busy_code))
-        }
+        Waited::Busy(holder) => Err(run.busy(lease, &holder)),
         Waited::Interrupted(sig) => Err(run.interrupted_while_waiting(sig)),
         Waited::Skipped(skip) => Err(End::Status(skipped(run, lease, &skip))),
     }
