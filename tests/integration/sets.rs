@@ -211,6 +211,13 @@ impl Looped {
             &self.failed[..self.failed.len().min(3)]
         );
     }
+
+    /// At least `runs` ran, and the journal's verdict `j` is sound: never two holders
+    /// of a mutex name, the pool never above its size, no entry left open.
+    fn assert_sound(&self, j: &Judged, runs: usize) {
+        assert!(self.runs >= runs, "only {} runs", self.runs);
+        assert_eq!((j.overlaps, j.pool_over, j.open), (0, 0, 0), "{j:?}");
+    }
 }
 
 /// `workers` processes (on [`HOSTS`] hosts) each looping on a random 2–4 of the
@@ -314,8 +321,7 @@ fn sixteen_loops_on_random_sets_of_six_names_from_4_hosts() {
         looped.samples,
         looped.elapsed
     );
-    assert!(looped.runs >= 2_000, "only {} runs", looped.runs);
-    assert_eq!((j.overlaps, j.pool_over, j.open), (0, 0, 0), "{j:?}");
+    looped.assert_sound(&j, 2_000);
     assert!(j.most_in_pool >= 2, "the pool never had two holders: {j:?}");
     assert!(looped.partial.is_empty(), "{:?}", looped.partial);
     for (key, pttl) in redis.all_keys() {
@@ -357,8 +363,7 @@ fn random_sets_on_a_cluster() {
         j.pool_over,
         looped.elapsed
     );
-    assert!(looped.runs >= 300, "only {} runs", looped.runs);
-    assert_eq!((j.overlaps, j.pool_over, j.open), (0, 0, 0), "{j:?}");
+    looped.assert_sound(&j, 300);
     let left: Vec<String> = cluster
         .keys()
         .into_iter()
@@ -592,24 +597,17 @@ fn the_guides_deploys_and_migrations_run_as_written() {
     let redis = Redis::start();
     let dir = Scratch::new();
     let journal = dir.path("journal");
-    let lines: Vec<String> = example("sets-deploy")
-        .lines()
-        .filter(|l| l.starts_with("redlock-run"))
-        .map(|l| l.replacen("redlock-run", RUN, 1))
-        .collect();
+    let lines = example_runs("sets-deploy");
     assert_eq!(lines.len(), 2, "{lines:?}");
     for (script, names) in [
         ("deploy.sh", "env-$ENVIRONMENT deployers"),
         ("migrate.sh", "env-$ENVIRONMENT db"),
     ] {
         let body = format!(
-            "#!/bin/sh\nfor n in {names}; do echo \"+ $n $$\" >> '{j}'; done\nsleep 0.3\nfor n in {names}; do echo \"- $n $$\" >> '{j}'; done\n",
+            "for n in {names}; do echo \"+ $n $$\" >> '{j}'; done\nsleep 0.3\nfor n in {names}; do echo \"- $n $$\" >> '{j}'; done\n",
             j = journal.display()
         );
-        let path = dir.path(script);
-        std::fs::write(&path, body).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir.script(script, &body);
     }
     let runs: Vec<_> = [
         (0, "a"),

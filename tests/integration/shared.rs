@@ -445,22 +445,15 @@ fn the_guides_fleet_pause_runs_as_written() {
     let redis = Redis::start();
     let dir = Scratch::new();
     let journal = dir.path("journal");
-    let lines: Vec<String> = example("shared-pause")
-        .lines()
-        .filter(|l| l.starts_with("redlock-run"))
-        .map(|l| l.replacen("redlock-run", RUN, 1))
-        .collect();
+    let lines = example_runs("shared-pause");
     assert_eq!(lines.len(), 2, "{lines:?}");
     for (script, hold) in [("job.sh", "1"), ("upgrade.sh", "0.5")] {
         let tag = script.trim_end_matches(".sh");
         let body = format!(
-            "#!/bin/sh\necho \"+{tag} $$\" >> '{j}'\nsleep {hold}\necho \"-{tag} $$\" >> '{j}'\n",
+            "echo \"+{tag} $$\" >> '{j}'\nsleep {hold}\necho \"-{tag} $$\" >> '{j}'\n",
             j = journal.display()
         );
-        let path = dir.path(script);
-        std::fs::write(&path, body).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir.script(script, &body);
     }
     let line = |i: usize| {
         let mut cmd = Command::new("sh");

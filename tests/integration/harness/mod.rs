@@ -155,6 +155,16 @@ pub fn example(id: &str) -> String {
     tagged.pop().unwrap().text
 }
 
+/// The `redlock-run` lines of the example tagged `test=ID`, as written, each to run
+/// under `sh -c` with the binary this build made.
+pub fn example_runs(id: &str) -> Vec<String> {
+    example(id)
+        .lines()
+        .filter(|l| l.starts_with("redlock-run"))
+        .map(|l| l.replacen("redlock-run", RUN, 1))
+        .collect()
+}
+
 /// The lock key of `name` under the default prefix.
 pub fn lock_key(name: &str) -> String {
     format!("redlock:{{{name}}}")
