@@ -242,7 +242,7 @@ fn sources(dir: &Path, texts: &mut Vec<String>) {
 }
 
 /// Every `test=ID` is one block's, and a test runs it: some test source asks for it by
-/// `example` with that ID. A test that asks for an ID no block has fails where it asks.
+/// `example`, or by `example_runs` (its `redlock-run` lines), with that ID. A test that asks for an ID no block has fails where it asks.
 #[test]
 fn every_tagged_example_is_unique_and_used_by_a_test() {
     let mut texts = Vec::new();
@@ -260,7 +260,11 @@ fn every_tagged_example_is_unique_and_used_by_a_test() {
                 wrong.push(format!("{at}: test={id} is also {first}'s"));
             }
             let call = format!("example(\"{id}\")");
-            if !texts.iter().any(|text| text.contains(&call)) {
+            let runs = format!("example_runs(\"{id}\")");
+            if !texts
+                .iter()
+                .any(|text| text.contains(&call) || text.contains(&runs))
+            {
                 wrong.push(format!("{at}: no test calls {call}"));
             }
         }
