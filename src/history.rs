@@ -80,6 +80,10 @@ pub struct RunRecord {
     /// The other names a run of several names held with this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
+    /// A run of several names that ended because another of its names was lost or
+    /// preempted: that name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }
 
 impl RunRecord {
@@ -154,6 +158,9 @@ impl RunRecord {
         }
         if let Some(of) = self.rerun_of.as_deref().filter(|of| !of.is_empty()) {
             out.push_str(&format!("  rerun of {}", crate::report::shown(of)));
+        }
+        if let Some(by) = &self.ended_by {
+            out.push_str(&format!("  (with {} lost)", crate::report::shown(by)));
         }
         if self.who.cmd.is_some() {
             out.push_str(&format!("  {}", self.who.cmd_text()));
@@ -258,6 +265,8 @@ struct Head<'a> {
     /// The other names of a run that held several.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     with: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended_by: Option<&'a str>,
 }
 
 /// Who ran what, for an [`Ending`].
@@ -269,6 +278,8 @@ pub struct Run<'a> {
     pub start_ms: u64,
     /// `--once-per`: the run's attempt in its slot, and the vanished run it reruns ('').
     pub attempt: Option<(u32, &'a str)>,
+    /// Another name of the run's whose loss (or preempt) ended it.
+    pub ended_by: Option<&'a str>,
 }
 
 impl Ending {
@@ -286,6 +297,7 @@ impl Ending {
             duration_ms: held_ms,
             command_status,
             with: &run.meta.with,
+            ended_by: run.ended_by,
         };
         let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{".to_string());
         head.pop();
@@ -371,6 +383,7 @@ mod tests {
             size: 20,
             start_ms: 0,
             attempt: None,
+            ended_by: None,
         };
         let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
         // What the release script appends.

@@ -50,10 +50,10 @@ pub struct Held<'a> {
     /// `--max-hold`: when the lock must be given up, whatever the renewals.
     pub give_up_at: Option<Point>,
     /// How the run stops when asked to for a newer run (`--uninterruptible`,
-    /// `--preempt-signal`), and whether it listens for the request between renewals
-    /// (see [`Lease::listen`]) rather than find it at its next renewal only.
+    /// `--preempt-signal`). Every name whose kind can be asked (see
+    /// [`Lease::can_be_asked`]) is listened on between renewals ([`Lease::listen`]),
+    /// rather than its request found at its next renewal only.
     pub stop: Stop,
-    pub listens: bool,
     /// `--ready-file`: removed before the command is stopped.
     pub ready_file: Option<&'a std::path::Path>,
 }
@@ -64,6 +64,9 @@ pub struct Outcome {
     pub status: ExitStatus,
     /// Why the lock was lost, if it was.
     pub lost: Option<Lost>,
+    /// The name it was lost (preempted, given up) by: one name of a run that holds
+    /// several, or all of them (`A, B`) for `--max-hold` or a stopped wrapper.
+    pub lost_name: Option<String>,
     /// When the lease ends if it is still held (no renewal runs after the command).
     pub lease_end: Option<Point>,
     /// When the last successful request for the lease was sent, if it is still held.
@@ -76,7 +79,9 @@ pub struct Outcome {
 /// A renewal round of every held name: its answer, and the name it is about (the one
 /// lost or failed, else the first).
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = (Renew, String)> + 'a>>;
-type RequestFuture<'a> = Pin<Box<dyn Future<Output = Option<Preempt>> + 'a>>;
+/// A wait for a request to stop on every name that listens: the request and the name
+/// it came for.
+type RequestFuture<'a> = Pin<Box<dyn Future<Output = Option<(Preempt, String)>> + 'a>>;
 
 /// The lease as the loop sees it.
 enum LeaseState<'a> {
@@ -112,8 +117,9 @@ struct Supervisor<'a> {
     group: ProcessGroup,
     report: &'a Reporter,
     stop: Stop,
-    /// Whether the run waits for a request to stop between renewals (the loop keeps
-    /// the wait in flight: one per renewal period, see [`Supervisor::listen`]).
+    /// Whether the run waits for a request to stop between renewals on the names whose
+    /// kind can be asked (the loop keeps the wait in flight: one per renewal period,
+    /// see [`Supervisor::listen`]); not `--uninterruptible`.
     listens: bool,
     /// Not before this point ([`crate::timing::LISTEN_AFTER`] after the start).
     listen_from: Point,
@@ -126,6 +132,12 @@ struct Supervisor<'a> {
     /// When the loop last acted on the clock: a longer gap than it ever sleeps means
     /// the wrapper was stopped or starved meanwhile.
     last_turn: Point,
+    /// The name whose renewal failed last, until a round renews every name: the one a
+    /// lease that runs out is lost by.
+    failing: Option<String>,
+    /// The name the lock was lost, preempted or given up by (a run of several names:
+    /// the others' records say they ended with it).
+    lost_name: Option<String>,
 }
 
 /// Supervises `started` until it exits; with `held`, keeps the lease alive or stops the
@@ -155,8 +167,8 @@ pub async fn supervise(
             renew = sup.renewal(), if sup.is_renewing() => sup.renewed(renew),
             request = next_request(&mut listening), if listening.is_some() => {
                 listening = None;
-                if let Some(request) = request {
-                    sup.asked_to_stop(request);
+                if let Some((request, name)) = request {
+                    sup.asked_to_stop(request, name);
                 }
             }
             Some(()) = next(&mut children) => sup.job_control(&started),
@@ -185,6 +197,7 @@ pub async fn supervise(
         lease_end: sup.lease_end(),
         renewed_at: sup.renewed_at(),
         signalled: sup.signalled,
+        lost_name: sup.lost_name.clone(),
         lost: sup.into_lost(),
     }
 }
@@ -227,9 +240,17 @@ async fn renew_all(lease: &Lease, also: &[Lease]) -> (Renew, String) {
     }
 }
 
+/// The one name of `names`, if there is only one (what ended a run of several names).
+fn one_of(names: &[String]) -> Option<String> {
+    match names {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// The wait for a request to stop in flight: the request, `None` when it ended without
 /// one; never without a wait.
-async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Option<Preempt> {
+async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Option<(Preempt, String)> {
     match listening {
         Some(future) => future.await,
         None => std::future::pending().await,
@@ -264,9 +285,7 @@ impl<'a> Supervisor<'a> {
             .as_ref()
             .and_then(|h| h.give_up_at.map(|at| (at, at.saturating_sub(h.t_sent))));
         let stop = held.as_ref().map(|h| h.stop).unwrap_or_default();
-        let listens = held
-            .as_ref()
-            .is_some_and(|h| h.listens && !h.stop.uninterruptible);
+        let listens = held.as_ref().is_some_and(|h| !h.stop.uninterruptible);
         let ready = held.as_ref().and_then(|h| h.ready_file);
         // `--on-lost keep` runs on without the lock by choice: no deadline for the guard.
         let guard = guard.filter(|_| held.as_ref().is_some_and(|h| h.on_lost == OnLost::Kill));
@@ -277,6 +296,8 @@ impl<'a> Supervisor<'a> {
             signalled: None,
             guard,
             last_turn: clock::now(),
+            failing: None,
+            lost_name: None,
             give_up,
             lease: held.map(|h| (h.lease, h.budget, h.on_lost)),
             state,
@@ -309,7 +330,24 @@ impl<'a> Supervisor<'a> {
             return None;
         };
         let until = crate::timing::listen_until(now, budget.next_renew(*t_sent, *last_attempt))?;
-        Some(Box::pin(lease.listen(until)))
+        let waits: Vec<_> = std::iter::once(lease)
+            .chain(self.also)
+            .filter(|l| l.can_be_asked())
+            .map(|l| {
+                Box::pin(async move {
+                    let request = l.listen(until).await?;
+                    Some((request, l.keys().display_name()))
+                })
+            })
+            .collect();
+        if waits.is_empty() {
+            return None;
+        }
+        // The first request on any name; a wait that ends without one ends at `until`,
+        // as every other does.
+        Some(Box::pin(async move {
+            futures_util::future::select_all(waits).await.0
+        }))
     }
 
     /// Tells the guard the lease's SIGTERM and SIGKILL points as they now stand.
@@ -337,7 +375,7 @@ impl<'a> Supervisor<'a> {
     /// wrapper stopped while its guard stopped the command) is lost, said once; the
     /// group is not signalled again (its leader is reaped).
     fn overdue(&mut self, now: Point) {
-        let Some((lease, budget, _)) = self.lease else {
+        let Some((_, budget, _)) = self.lease else {
             return;
         };
         let LeaseState::Held {
@@ -354,12 +392,13 @@ impl<'a> Supervisor<'a> {
         }
         let last_error = last_failure.take();
         let why = self.why_expiring(now, term_at, last_error);
-        let name = lease.keys().display_name();
-        self.report.event(
-            Event::Lost,
-            &name,
-            serde_json::json!({ "reason": why.to_string(), "on_lost": "kill", "max_hold": false }),
-        );
+        let names = self.expiring_names();
+        self.lost_name = one_of(&names);
+        for name in &names {
+            let fields = serde_json::json!({ "reason": why.to_string(), "on_lost": "kill", "max_hold": false });
+            self.report.event(Event::Lost, name, fields);
+        }
+        let name = names.join(", ");
         self.report
             .error(&format!("lock {name} lost: {why}; the command has ended"));
         self.state = LeaseState::Stopping {
@@ -385,11 +424,11 @@ impl<'a> Supervisor<'a> {
         {
             let end = budget.lease_end(*t_sent);
             if let Some((_, limit)) = self.give_up.filter(|(at, _)| now >= *at) {
-                self.lose(Lost::MaxHold { limit }, now, end);
+                self.lose(Lost::MaxHold { limit }, now, end, self.every_name());
             } else if now >= budget.term_at(end) {
                 let last_error = last_failure.take();
                 let why = self.why_expiring(now, budget.term_at(end), last_error);
-                self.lose(why, now, end);
+                self.lose(why, now, end, self.expiring_names());
             }
         }
         self.last_turn = now;
@@ -475,7 +514,7 @@ impl<'a> Supervisor<'a> {
                 let why = Lost::Stopped {
                     for_: now.saturating_sub(stopped_at),
                 };
-                self.lose(why, now, end);
+                self.lose(why, now, end, self.every_name());
                 if matches!(self.state, LeaseState::Stopping { .. }) {
                     return;
                 }
@@ -529,7 +568,7 @@ impl<'a> Supervisor<'a> {
     /// with the request's signal or `--preempt-signal`, and the run ends preempted (an
     /// `--uninterruptible` run notes it and runs on: the scripts refuse such requests,
     /// so one can only come from outside).
-    fn asked_to_stop(&mut self, request: Preempt) {
+    fn asked_to_stop(&mut self, request: Preempt, name: String) {
         if self.stop.uninterruptible {
             self.report.verbose(|| {
                 format!(
@@ -543,7 +582,7 @@ impl<'a> Supervisor<'a> {
             && let Some((_, budget, _)) = self.lease
         {
             let end = budget.lease_end(*t_sent);
-            self.lose(Lost::Preempted(request), clock::now(), end);
+            self.lose(Lost::Preempted(request), clock::now(), end, vec![name]);
         }
     }
 
@@ -571,6 +610,7 @@ impl<'a> Supervisor<'a> {
             Renew::Renewed { t_sent: sent } => {
                 *t_sent = sent;
                 *last_failure = None;
+                self.failing = None;
                 self.tell_guard();
                 self.report.verbose(|| "lock renewed".to_string());
                 if let Some((lease, _, _)) = self.lease {
@@ -586,38 +626,54 @@ impl<'a> Supervisor<'a> {
                 *t_sent = sent;
                 *last_failure = None;
                 self.tell_guard();
-                self.asked_to_stop(request);
+                self.asked_to_stop(request, about);
             }
             Renew::Unknown(why) => {
                 self.report.verbose(|| format!("renewal failed: {why}"));
                 let error = serde_json::json!({ "error": why.to_string() });
                 self.report.event(Event::RenewFailed, &about, error);
                 *last_failure = Some(why);
+                self.failing = Some(about);
             }
             Renew::Lost(why) => {
                 let Some((_, budget, _)) = self.lease else {
                     return;
                 };
                 let end = budget.lease_end(*t_sent);
-                self.lose_name(why, clock::now(), end, about);
+                self.lose(why, clock::now(), end, vec![about]);
             }
         }
     }
 
-    /// The lock is lost: applies the `--on-lost` policy.
-    fn lose(&mut self, why: Lost, now: Point, lease_end: Point) {
+    /// Every name held: what `--max-hold` gives up.
+    fn every_name(&self) -> Vec<String> {
         let Some((lease, _, _)) = self.lease else {
-            return;
+            return Vec::new();
         };
-        self.lose_name(why, now, lease_end, lease.keys().display_name());
+        std::iter::once(lease)
+            .chain(self.also)
+            .map(|l| l.keys().display_name())
+            .collect()
     }
 
-    /// The lock `name` (one of the names held) is lost: applies the `--on-lost` policy.
-    fn lose_name(&mut self, why: Lost, now: Point, lease_end: Point, name: String) {
+    /// The names a lease that runs out unrenewed is lost by: the one whose renewal
+    /// failed last, else (no renewal failed: the wrapper was stopped) every name.
+    fn expiring_names(&self) -> Vec<String> {
+        match &self.failing {
+            Some(name) => vec![name.clone()],
+            None => self.every_name(),
+        }
+    }
+
+    /// The lock is lost by `names` (one of the names held, or all): applies the
+    /// `--on-lost` policy; the event is each name's, the line names them all.
+    fn lose(&mut self, why: Lost, now: Point, lease_end: Point, names: Vec<String>) {
         let Some((_, budget, on_lost)) = self.lease else {
             return;
         };
         self.unready();
+        self.lost_name = one_of(&names);
+        let name = names.join(", ");
         // Preempted: stopped whatever --on-lost says (it is asked to stop, not lost).
         let (on_lost, sig) = match &why {
             Lost::Preempted(request) => (OnLost::Kill, self.signal_for(request)),
@@ -627,18 +683,20 @@ impl<'a> Supervisor<'a> {
             OnLost::Kill => "kill",
             OnLost::Keep => "keep",
         };
-        match &why {
-            Lost::Preempted(request) => self.report.event(
-                Event::Preempted,
-                &name,
-                serde_json::json!({ "by": request.by, "signal": sig.as_str() }),
-            ),
-            _ => self.report.event(
-                Event::Lost,
-                &name,
-                serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
-                    "max_hold": matches!(why, Lost::MaxHold { .. }) }),
-            ),
+        for name in &names {
+            match &why {
+                Lost::Preempted(request) => self.report.event(
+                    Event::Preempted,
+                    name,
+                    serde_json::json!({ "by": request.by, "signal": sig.as_str() }),
+                ),
+                _ => self.report.event(
+                    Event::Lost,
+                    name,
+                    serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
+                        "max_hold": matches!(why, Lost::MaxHold { .. }) }),
+                ),
+            }
         }
         // Given up on purpose is not "lost", but it is stopped the same way.
         let lead = match why {

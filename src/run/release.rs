@@ -14,9 +14,10 @@ use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
 
 /// The release after the command ended, and the status it makes the run's.
+/// `ended_by`: another name of the run whose loss ended it (its record says so).
 pub(super) async fn release_after(
     config: &RunConfig,
-    lease: &Lease,
+    (lease, ended_by): (&Lease, Option<&str>),
     meta: &Meta,
     (lost, lease_end): (Option<Lost>, Option<Point>),
     code: u8,
@@ -30,6 +31,7 @@ pub(super) async fn release_after(
         size: config.history,
         start_ms: lease.acquired_ms(),
         attempt: lease.attempt(),
+        ended_by,
     };
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {
@@ -140,6 +142,10 @@ async fn release(
                 human(keep.unwrap_or_default())
             )
         }),
+        // A give-back (no record): the command never ran, so nothing ran unlocked.
+        Ok(Release::NotHeld) if ending.is_none() => {
+            report.verbose(|| format!("{name} was no longer ours when given back"));
+        }
         Ok(Release::NotHeld) => {
             report.error(&format!(
                 "lock {name} lost: it was no longer ours at the release (expired, deleted or taken over); the command may have run without it"

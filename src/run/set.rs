@@ -192,6 +192,15 @@ fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
     order
 }
 
+/// The other name of the set whose loss (or preempt) ended the run, for `lease`'s
+/// record: `None` on the lost name's own record, and when no one name ended it (a
+/// `--max-hold`, a wrapper stopped past its lease: every name is given up).
+fn ended_by<'a>(lease: &Lease, leases: &[Lease], lost: Option<&'a str>) -> Option<&'a str> {
+    let lost = lost?;
+    let one_of_ours = leases.iter().any(|l| l.keys().display_name() == lost);
+    (one_of_ours && lease.keys().display_name() != lost).then_some(lost)
+}
+
 /// After the command: releases every name (each with its own record; the last key
 /// first, see [`last_first`]), says
 /// so in the `exited` event and returns the run's status: the command's, unless a name
@@ -209,9 +218,10 @@ async fn finish(
     let mut status = code;
     let all: Vec<usize> = (0..leases.len()).collect();
     for i in last_first(leases, &all) {
+        let ended_by = ended_by(&leases[i], leases, outcome.lost_name.as_deref());
         let released = release::release_after(
             &run.config,
-            &leases[i],
+            (&leases[i], ended_by),
             &metas[i],
             ended.clone(),
             code,

@@ -31,6 +31,18 @@ fn holder(redis: &Redis, name: &str, flags: &[&str], dir: &std::path::Path) -> C
 /// One preempt of a fresh holder: the latency in ms, and the clients Redis counted
 /// while it held (the test's own connection included).
 fn one_preempt(redis: &Redis, s: &Scratch, name: &str, flags: &[&str]) -> (f64, u64) {
+    let (latency, clients, _) = preempt_of(redis, s, (name, name), flags);
+    (latency, clients)
+}
+
+/// One preempt of `target`, a name of a fresh holder of `name` (and `flags`' names):
+/// the latency in ms, the clients Redis counted while it held, the holder's stderr.
+fn preempt_of(
+    redis: &Redis,
+    s: &Scratch,
+    (name, target): (&str, &str),
+    flags: &[&str],
+) -> (f64, u64, String) {
     let dir = s.path(name);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = holder(redis, name, flags, &dir);
@@ -41,7 +53,7 @@ fn one_preempt(redis: &Redis, s: &Scratch, name: &str, flags: &[&str]) -> (f64, 
     let clients = redis.info_number("clients", "connected_clients");
     let asked_at = wall_ms();
     let asked = output_within(
-        redlock().args(["preempt", name, "--redis", &redis.url()]),
+        redlock().args(["preempt", target, "--redis", &redis.url()]),
         Duration::from_secs(30),
     );
     assert_eq!(code(&asked), 0, "{name}: {}", stderr(&asked));
@@ -56,7 +68,7 @@ fn one_preempt(redis: &Redis, s: &Scratch, name: &str, flags: &[&str]) -> (f64, 
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(codes::PREEMPTED), "{name}: {err}");
-    (latency, clients)
+    (latency, clients, err)
 }
 
 #[test]
@@ -91,4 +103,44 @@ fn a_preempt_reaches_a_holder_with_a_long_ttl_within_a_second() {
         per_holder.iter().all(|n| *n <= 1),
         "a holder keeps one connection: {per_holder:?}"
     );
+}
+
+/// Issue 50, item 3 (review-6 #4): a run of several names listens on every name, so a
+/// preempt of its second or third name reaches the command within a second at `--ttl
+/// 30s` too (it waited for the next renewal, 7.7 s, before), and the line names the
+/// name preempted. 20 rounds: a second name of two, a third name of three, by turns.
+#[test]
+fn a_preempt_of_a_sets_later_name_reaches_it_within_a_second() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let mut latencies = Vec::new();
+    for round in 0..20 {
+        let (a, b, c) = (
+            format!("a{round}"),
+            format!("b{round}"),
+            format!("c{round}"),
+        );
+        let mut flags = vec!["--key", b.as_str()];
+        let target = if round % 2 == 0 {
+            &b
+        } else {
+            flags.extend(["--key", c.as_str()]);
+            &c
+        };
+        let (latency, _, err) = preempt_of(&redis, &s, (&a, target), &flags);
+        assert!(
+            err.contains(&format!("lock {target}: preempted")),
+            "{target}: the line names another name: {err}"
+        );
+        assert!(!err.contains(&format!("lock {a}")), "{err}");
+        latencies.push((target.clone(), latency));
+    }
+    let worst = latencies.iter().map(|(_, l)| *l).fold(0.0, f64::max);
+    eprintln!("preempt of a later name of a --ttl 30s set: 20 rounds, worst {worst:.0} ms");
+    for (name, latency) in &latencies {
+        assert!(
+            *latency < 1000.0,
+            "{name}: the signal came after {latency:.0} ms: {latencies:?}"
+        );
+    }
 }
