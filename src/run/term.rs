@@ -44,7 +44,8 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
     announce(run, lease, &[]);
     interrupted_before_start(run, (lease, &[]), acquired_at).await?;
     if lease.records_start() {
-        record_start(run, lease, &meta, acquired_at).await?;
+        record_start(run, lease, &meta, (t_sent, acquired_at)).await?;
+        interrupted_before_start(run, (lease, &[]), acquired_at).await?;
     }
     Ok(Taken {
         meta,
@@ -92,7 +93,6 @@ pub(super) async fn command(
         t_sent,
         give_up_at: run.config.max_hold.map(|d| taken.t_sent + d),
         stop: run.config.policy.stop,
-        listens: lease.can_be_asked(),
         ready_file: ready_file.as_deref(),
     };
     match command::run_command(run, Some(held), guard).await {
@@ -363,10 +363,36 @@ pub(super) async fn interrupted_before_start(
 
 /// `--once-per`, `--once-id`: records that the command starts, so that from now on the
 /// run is an attempt (its slot closed by it even if it dies; one of its ID's starts),
-/// with who runs it; a lock found gone, or a start that cannot be recorded, ends the
-/// run before the command starts (released, nothing run, no attempt used).
-async fn record_start(run: &Run<'_>, lease: &Lease, meta: &Meta, acquired_at: Point) -> Step<()> {
-    let failed = match lease.mark_started(&meta.started_json(lease.fence())).await {
+/// with who runs it. A reply that does not come within the node timeout is asked for
+/// again (the call counts a start once, however often it is made) as long as the lease
+/// allows: a start Redis recorded late is still started. A lock found gone, a start
+/// that cannot be recorded in time, or a signal meanwhile ends the run before the
+/// command starts: released, nothing run, and the count taken back by the release
+/// where the start was recorded after all (a signal is looked for between the tries
+/// and once more after the start is recorded).
+async fn record_start(
+    run: &mut Run<'_>,
+    lease: &Lease,
+    meta: &Meta,
+    taken: (Point, Point),
+) -> Step<()> {
+    let (t_sent, acquired_at) = taken;
+    let budget = run.config.budget;
+    let last_try = budget
+        .term_at(budget.lease_end(t_sent))
+        .saturating_sub(budget.node_timeout);
+    let who = meta.started_json(lease.fence());
+    let mut result = lease.mark_started(&who).await;
+    while let Err(e) = &result
+        && e.is_transient()
+        && crate::clock::now() < last_try
+    {
+        run.report
+            .verbose(|| format!("recording the start failed, asking again: {e}"));
+        interrupted_before_start(run, (lease, &[]), acquired_at).await?;
+        result = lease.mark_started(&who).await;
+    }
+    let failed = match result {
         Ok(true) => return Ok(()),
         Ok(false) => Error::new(
             Kind::Lost,
@@ -396,7 +422,7 @@ pub(super) async fn finish(
     let ended = (outcome.lost, outcome.lease_end);
     let status = release::release_after(
         &run.config,
-        lease,
+        (lease, None),
         meta,
         ended,
         code,

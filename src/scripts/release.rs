@@ -12,7 +12,8 @@ use crate::keys::LockKeys;
 use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
-/// record (`done` is set to the run's record when it succeeded). ARGV: token, keep ms (0 = delete),
+/// record (`done` is set to the run's record when it succeeded; a give-back, without a
+/// record, takes back the start its token counted there). ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
@@ -115,6 +116,17 @@ if KEYS[8] and succeeded then
     redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
+-- A give-back (no record: the command never started) of an --once-id run whose start
+-- was counted (the start's reply came too late to start the command) takes the count
+-- back, by its token, while the lock is still ours: nothing else can have started.
+if KEYS[8] and ours and not ARGV[8] then
+  local mine = '{"token":"' .. token .. '",'
+  local counted = redis.pcall('HGET', KEYS[8], 'run')
+  if type(counted) == 'string' and string.sub(counted, 1, #mine) == mine then
+    redis.call('HINCRBY', KEYS[8], 'starts', -1)
+    redis.call('HDEL', KEYS[8], 'run')
+  end
+end
 if not ours then
   if ours_meta then
     redis.call('DEL', KEYS[2])
@@ -172,7 +184,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("70294732118a7cf843cf4834e624652fe5f1f481", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("5d6b6a7c6365e1a66482f10ff22954bcaa22ca21", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -197,6 +209,9 @@ pub const CALLS: &[Need] = &[
     on("pexpire", Key::Wake),
     on("hset", Key::Once),
     on("pexpire", Key::Once),
+    on("hget", Key::Once),
+    on("hincrby", Key::Once),
+    on("hdel", Key::Once),
 ];
 
 /// The run's record for the history, as the release completes it (see [`TEXT`]).

@@ -25,6 +25,10 @@ pub enum Mode {
     DropReplies,
     /// Forward both ways, each chunk after this delay.
     Latency(Duration),
+    /// Forward both ways, but hold the first request that contains these bytes (a
+    /// script's SHA1, say) this long, and the connection behind it; then pass: Redis
+    /// or the network stalls for a while on that one call.
+    DelayMatching(&'static str, Duration),
 }
 
 struct Conn {
@@ -183,6 +187,15 @@ fn pump(mut from: TcpStream, mut to: TcpStream, downstream: bool, shared: &Share
             Mode::DropReplies => !downstream,
             Mode::Latency(delay) => {
                 std::thread::sleep(delay);
+                true
+            }
+            Mode::DelayMatching(text, delay) => {
+                let chunk = &buf[..n];
+                let needle = text.as_bytes();
+                if !downstream && chunk.windows(needle.len()).any(|w| w == needle) {
+                    *shared.mode.lock().unwrap() = Mode::Pass;
+                    std::thread::sleep(delay);
+                }
                 true
             }
         };
