@@ -89,7 +89,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "REDLOCK_SLOT_<NAME>",
-        "given to the command with several --key names: the slot held of each --limit NAME=N pool",
+        "given to the command: the slot held of each --limit pool among the --key names",
+    ),
+    (
+        "REDLOCK_TOKEN_<NAME>",
+        "given to the command: each --key name's token; a nested redlock-run finds the names it holds by them",
     ),
 ];
 

@@ -13,7 +13,7 @@
 mod run;
 mod verbs;
 
-pub use run::RunConfig;
+pub use run::{Member, RunConfig};
 pub use verbs::{
     AcquireConfig, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, LeaderConfig,
     ListConfig, PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig, Whose,

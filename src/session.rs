@@ -534,18 +534,17 @@ impl Session {
         self.nodes.iter().for_each(|n| n.unhold());
     }
 
-    /// Whether `token` is the lock's value on a quorum of nodes (re-entrancy check).
-    /// A node that does not answer only matters when it could have made the difference.
-    /// `key`: the lock key to look at (a semaphore's slot; else the lock's).
-    pub async fn held_by(&self, key: &[u8], token: &str) -> Result<bool> {
-        let cmd = crate::redis::command::get(key);
-        let results = self.nodes.each(|n| n.query::<Value>(&cmd)).await;
+    /// Whether `token` holds a name as `holding` says (re-entrancy check) on a quorum of
+    /// nodes. A node that does not answer only matters when it could have made the
+    /// difference.
+    pub async fn holds(&self, holding: &Holding, token: &str) -> Result<bool> {
+        let results = self.nodes.each(|n| holds_on(n, holding, token)).await;
         let mut yes = 0;
         let mut errors = Vec::new();
         for result in results {
             match result {
-                Ok(Value::BulkString(v)) if v == token.as_bytes() => yes += 1,
-                Ok(_) => {}
+                Ok(true) => yes += 1,
+                Ok(false) => {}
                 Err(e) => errors.push(e),
             }
         }
@@ -599,6 +598,34 @@ impl Session {
         }
         released
     }
+}
+
+/// Where a token holds a name (see `kinds::LockKind::holding`): a lock key whose value
+/// is the token (a plain lock, a pool's slot, a fair or newest holder, a shared name's
+/// writer), or an entry among a shared name's shares whose deadline has not passed.
+pub struct Holding {
+    pub key: Vec<u8>,
+    pub shares: Option<Vec<u8>>,
+}
+
+/// Whether `token` holds the name on `node` (see [`Holding`]): `GET` of the key, and
+/// for a shared name `ZSCORE` of the token among the shares against the server's `TIME`.
+async fn holds_on(node: &crate::redis::Node, holding: &Holding, token: &str) -> Result<bool> {
+    let value: Value = node
+        .query(&crate::redis::command::get(&holding.key))
+        .await?;
+    if matches!(&value, Value::BulkString(v) if v == token.as_bytes()) {
+        return Ok(true);
+    }
+    let Some(shares) = &holding.shares else {
+        return Ok(false);
+    };
+    let zscore = redis::cmd("ZSCORE").arg(shares).arg(token).clone();
+    let Some(deadline) = node.query::<Option<f64>>(&zscore).await? else {
+        return Ok(false);
+    };
+    let (secs, micros): (u64, u64) = node.query(&crate::redis::command::time()).await?;
+    Ok(deadline > (secs * 1000 + micros / 1000) as f64)
 }
 
 #[cfg(test)]

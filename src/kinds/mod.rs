@@ -184,6 +184,18 @@ impl LockKind {
         self.settle(s).await;
     }
 
+    /// Where a holder of this kind holds the name with `token` (`slot`: a pool's slot,
+    /// else 1): the value of the lock key it holds, and for a shared name its entry
+    /// among the shares too (a writer's token in the lock key holds it as well). The
+    /// nested-run check asks it of every name.
+    pub fn holding(&self, keys: &LockKeys, slot: u32, token: &str) -> crate::session::Holding {
+        let rules = self.rules();
+        crate::session::Holding {
+            key: rules.held_keys(keys, slot, token).lock,
+            shares: rules.holders_set(keys),
+        }
+    }
+
     /// The usage error of a run of this kind on a name in use as another (`mode`: the
     /// mode key's value, or `plain`).
     pub fn other_kind(&self, keys: &LockKeys, mode: &str) -> Error {

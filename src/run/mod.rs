@@ -79,13 +79,13 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let head = run.queue_locally().await?;
     let slot = splay::splay(&mut run).await?;
     let lease = run.connect().await?;
+    let lease = nested::run_if_nested(&mut run, lease).await?;
     if !run.config.also.is_empty() {
         return set::term(&mut run, lease).await;
     }
     if let Some(slot) = slot {
         lease.pin_slot(slot);
     }
-    nested::run_if_nested(&mut run, &lease).await?;
     if run.config.policy.elect.is_some() {
         return elect::elect(&mut run, lease, head).await;
     }

@@ -333,7 +333,7 @@ fn nested_run_with_our_token_runs_at_once_and_a_forged_one_does_not() {
             "echo \"$REDLOCK_TOKEN\" > '{token}'
              '{bin}' --key nested --redis '{url}' --wait 0 -- sh -c 'exit 3'
              echo $? > '{inner}'
-             REDLOCK_TOKEN=forged-token '{bin}' --key nested --redis '{url}' --wait 0 -- true
+             REDLOCK_TOKEN=forged-token REDLOCK_TOKEN_NESTED=forged-token '{bin}' --key nested --redis '{url}' --wait 0 -- true
              echo $? > '{forged}'
              touch '{ready}'
              while [ ! -e '{go}' ]; do sleep 0.02; done",

@@ -10,6 +10,7 @@ mod cron;
 mod docs;
 mod doctor;
 mod elect;
+mod every_name;
 mod exclusion;
 mod exit_status;
 mod generated;
