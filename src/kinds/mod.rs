@@ -11,15 +11,23 @@
 //!   exclusive side.
 //!
 //! A kind is chosen once from what the run asked for ([`LockKind::of`]) or from the name's
-//! mode key ([`LockKind::parse`]). Every question is a method of [`Rules`] without a
-//! default, so a new kind is a compiler error until it answers each; nothing outside
-//! this module asks which kind it holds.
+//! mode key ([`LockKind::parse`]). A kind's file holds only what makes it that kind: its
+//! answers to the questions of [`Rules`] that have no default, two of them choices —
+//! how its waiters wait ([`Waiters`]: a set or a queue, `waiters.rs`) and how its
+//! holders hold ([`Holders`]: by the key or by a share, `holders.rs`) — from which the
+//! other questions are answered once, here. A new kind is a compiler error until it
+//! makes every choice; nothing outside this module asks which kind it holds.
 
 pub mod fair;
+pub mod holders;
 pub mod newest;
 pub mod plain;
 pub mod shared;
 pub mod slots;
+pub mod waiters;
+
+pub use holders::Holders;
+pub use waiters::Waiters;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -52,49 +60,108 @@ pub trait Rules {
     fn can_be_asked(&self) -> bool;
     /// The acquire script's call for `request`.
     fn acquire_call(&self, request: &acquire::Request) -> Call;
-    /// The request that asks the holder to stop, from `who` asks ('' for none).
-    fn preempt_request(&self, who: &str) -> String;
-    /// Whether each waiter records who it is (a queue's members, for `status`).
-    fn records_who_waits(&self) -> bool;
-    /// Whether a waiter whose grant came too late keeps it for its next try (a queue's
-    /// head: taking it back would hand its turn to the next in line).
-    fn keeps_place_on_late_grant(&self) -> bool;
-    /// Wakes the runs an acquire said to (`request`: the preempt request, if any).
-    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a>;
-    /// Whether a run that may wait takes its place among the waiters at its first try
-    /// (its arrival is its place in a queue), not after a busy one.
-    fn queues_at_arrival(&self) -> bool;
     /// Whether the runs of one host first queue among themselves (the host-local
     /// queue) before Redis.
     fn uses_local_queue(&self) -> bool;
-    /// The list a waiter blocks on.
-    fn wake_key(&self, keys: &LockKeys, token: &str) -> Vec<u8>;
-    /// A waiter comes back within this nap, or loses its place; `None`: a waiter's nap
-    /// follows the holder's ttl.
-    fn nap_cap(&self) -> Option<Duration>;
-    /// The longest heartbeat a waiter registers (`None`: no cap).
-    fn beat_cap(&self) -> Option<Duration>;
-    /// Leaves the waiters (a waiter that gives up).
-    fn leave<'a>(&'a self, s: &'a Session) -> Step<'a>;
-    /// Leaves the waiters, handing a wake-up on to whoever else waits.
-    fn hand_on<'a>(&'a self, s: &'a Session) -> Step<'a>;
+    /// How its waiters wait: a set or a queue (the one choice every question about
+    /// waiting follows from, see [`Waiters`]).
+    fn waiters(&self) -> Waiters;
+    /// How its holders hold the name: by the lock key or by a share (see [`Holders`]).
+    fn holders(&self) -> Holders;
+
+    // What only newest-wins (`--supersede`) does otherwise: a newcomer that supersedes
+    // waiters and may ask the holder to stop. Every other kind asks no one to stop and
+    // wakes only the head an acquire named.
+
+    /// The request that asks the holder to stop, from `who` asks ('' for none).
+    fn preempt_request(&self, _who: &str) -> String {
+        String::new()
+    }
+    /// Wakes the runs an acquire said to (`request`: the preempt request, if any).
+    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], _request: &'a str) -> Step<'a> {
+        wake_first(s, tokens)
+    }
     /// Whether a holder listening for a preempt through a Cluster pops on a blocking
     /// connection of its own (else it only sleeps between renewals).
-    fn listens_blocking(&self) -> bool;
-    /// Whether the release script wakes the next one itself (a queue's head, on its
-    /// own list); else a release that woke nobody on the primary hands a wake-up on.
-    fn release_wakes_head(&self) -> bool;
-    /// The keys whose presence keeps the mode key alive (`None`: no mode key).
-    fn in_use_keys(&self, keys: &LockKeys) -> Option<Vec<Vec<u8>>>;
-    /// The keys a holder of `slot` holds with `token` (a semaphore's slot: the slot's).
-    fn held_keys(&self, keys: &LockKeys, slot: u32, token: &str) -> LockKeys;
-    /// A holder's renewal of `keys` to `ttl_ms`.
-    fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call;
+    fn listens_blocking(&self) -> bool {
+        false
+    }
+
+    // What follows from the two choices: answered here, once for every kind.
+
+    /// Whether each waiter records who it is (a queue's members, for `status`).
+    fn records_who_waits(&self) -> bool {
+        self.waiters().records_who_waits()
+    }
+    /// Whether a waiter whose grant came too late keeps it for its next try.
+    fn keeps_place_on_late_grant(&self) -> bool {
+        self.waiters().keeps_place_on_late_grant()
+    }
+    /// Whether a run that may wait takes its place among the waiters at its first try.
+    fn queues_at_arrival(&self) -> bool {
+        self.waiters().queues_at_arrival()
+    }
+    /// The list a waiter blocks on.
+    fn wake_key(&self, keys: &LockKeys, token: &str) -> Vec<u8> {
+        self.waiters().wake_key(keys, token)
+    }
+    /// A waiter comes back within this nap (`None`: it follows the holder's ttl).
+    fn nap_cap(&self) -> Option<Duration> {
+        self.waiters().nap_cap()
+    }
+    /// The longest heartbeat a waiter registers (`None`: no cap).
+    fn beat_cap(&self) -> Option<Duration> {
+        self.waiters().beat_cap()
+    }
+    /// Whether the release script wakes the next one itself (a queue's head).
+    fn release_wakes_head(&self) -> bool {
+        self.waiters().release_wakes_head()
+    }
+    /// Leaves the waiters (a waiter that gives up).
+    fn leave<'a>(&'a self, s: &'a Session) -> Step<'a> {
+        match self.waiters() {
+            Waiters::Set => leave_set(s),
+            Waiters::Queue => Box::pin(waiters::leave_queue(self, s)),
+        }
+    }
+    /// Leaves the waiters, handing a wake-up on to whoever else waits (a queue's
+    /// leave hands the turn on).
+    fn hand_on<'a>(&'a self, s: &'a Session) -> Step<'a> {
+        match self.waiters() {
+            Waiters::Set => hand_on_set(s),
+            Waiters::Queue => Box::pin(waiters::leave_queue(self, s)),
+        }
+    }
+    /// The keys a holder of `slot` holds with `token`.
+    fn held_keys(&self, keys: &LockKeys, slot: u32, token: &str) -> LockKeys {
+        self.holders().held_keys(keys, slot, token)
+    }
+    /// A holder's renewal of `keys` to `ttl_ms`, keeping the mode key alive.
+    fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
+        let mode = self.key_text();
+        self.holders()
+            .renew_call(mode.as_deref(), keys, token, ttl_ms)
+    }
     /// A holder's release (`waking`: on the node that wakes a waiter).
-    fn release_call(&self, request: &release::Request, waking: bool) -> Call;
-    /// Where the kind lists holders that share one lock key (a shared name's shares;
-    /// `None`: the lock key's value is its one holder).
-    fn holders_set(&self, keys: &LockKeys) -> Option<Vec<u8>>;
+    fn release_call(&self, request: &release::Request, waking: bool) -> Call {
+        self.holders().release_call(request, waking)
+    }
+    /// Where the kind lists holders that share one lock key (`None`: the lock key's
+    /// value is its one holder).
+    fn holders_set(&self, keys: &LockKeys) -> Option<Vec<u8>> {
+        self.holders().holders_set(keys)
+    }
+    /// The keys whose presence keeps the mode key alive (`None`: no mode key, or a
+    /// share's, which the share release settles itself): every slot's lock key, and a
+    /// queue's waiters.
+    fn in_use_keys(&self, keys: &LockKeys) -> Option<Vec<Vec<u8>>> {
+        if self.key_text().is_none() || self.holders() == Holders::Shares {
+            return None;
+        }
+        let slots = (1..=self.slots()).map(|i| keys.for_slot(i).lock);
+        let queue = (self.waiters() == Waiters::Queue).then(|| keys.queue.clone());
+        Some(slots.chain(queue).collect())
+    }
 }
 
 /// The kind of lock a name is.
@@ -165,11 +232,7 @@ impl LockKind {
     /// Removes the mode key once nothing keeps it in use (best effort: it expires a
     /// ttl or a heartbeat after its last use anyway). Nothing for a kind without one.
     pub async fn settle(&self, s: &Session) {
-        let rules = self.rules();
-        if let (Some(text), Some(in_use)) = (rules.key_text(), rules.in_use_keys(s.name_keys())) {
-            let call = release::settle(s.name_keys(), &text, &in_use);
-            let _ = s.nodes().each(|n| n.run::<i64>(&call)).await;
-        }
+        settle(self.rules(), s).await;
     }
 
     /// What follows a release round: the head it named is woken; over several nodes a
@@ -211,9 +274,13 @@ impl LockKind {
     }
 }
 
-/// The renewal of one holder's lock key and metadata, keeping `rules`' mode key alive.
-fn renew_one(rules: &dyn Rules, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
-    crate::scripts::renew::call(keys, rules.key_text().as_deref(), token, ttl_ms)
+/// Removes the mode key of the kind `rules` once nothing keeps it in use (see
+/// [`LockKind::settle`]).
+async fn settle<R: Rules + ?Sized>(rules: &R, s: &Session) {
+    if let (Some(text), Some(in_use)) = (rules.key_text(), rules.in_use_keys(s.name_keys())) {
+        let call = release::settle(s.name_keys(), &text, &in_use);
+        let _ = s.nodes().each(|n| n.run::<i64>(&call)).await;
+    }
 }
 
 /// A waiter of the name's set leaves it (see `session::leave_waiters`).

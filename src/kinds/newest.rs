@@ -4,14 +4,9 @@
 //! asks the holder to stop. A superseded waiter and a holder asked to stop are woken on
 //! their own lists at once.
 
-use std::time::Duration;
-
-use super::fair::{FIFO_NAP, leave_queue};
-use super::{LockKind, Rules, Step, renew_one};
-use crate::keys::LockKeys;
+use super::{Holders, Rules, Step, Waiters};
 use crate::redis::Call;
-use crate::scripts::FIFO_MAX_BEAT;
-use crate::scripts::{acquire, newest, release};
+use crate::scripts::{acquire, newest};
 use crate::session::Session;
 
 /// One holder, the newest waiter wins.
@@ -45,6 +40,14 @@ impl Newest {
 }
 
 impl Rules for Newest {
+    fn waiters(&self) -> Waiters {
+        Waiters::Queue
+    }
+
+    fn holders(&self) -> Holders {
+        Holders::Key
+    }
+
     fn key_text(&self) -> Option<String> {
         Some(
             if self.keyed {
@@ -100,14 +103,6 @@ impl Rules for Newest {
         }
     }
 
-    fn records_who_waits(&self) -> bool {
-        true
-    }
-
-    fn keeps_place_on_late_grant(&self) -> bool {
-        true
-    }
-
     /// Each superseded waiter (it tries again and finds its verdict) and a holder asked
     /// to stop (with the request) is woken on its own list.
     fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a> {
@@ -123,61 +118,13 @@ impl Rules for Newest {
         })
     }
 
-    fn queues_at_arrival(&self) -> bool {
-        true
-    }
-
     /// At most one run waits on the whole name: nothing for a host-local queue to save.
     fn uses_local_queue(&self) -> bool {
         false
     }
 
-    fn wake_key(&self, keys: &LockKeys, token: &str) -> Vec<u8> {
-        keys.own_wake(token)
-    }
-
-    fn nap_cap(&self) -> Option<Duration> {
-        Some(FIFO_NAP)
-    }
-
-    fn beat_cap(&self) -> Option<Duration> {
-        Some(FIFO_MAX_BEAT)
-    }
-
-    fn leave<'a>(&'a self, s: &'a Session) -> Step<'a> {
-        Box::pin(leave_queue(LockKind::Newest(*self), s))
-    }
-
-    fn hand_on<'a>(&'a self, s: &'a Session) -> Step<'a> {
-        Box::pin(leave_queue(LockKind::Newest(*self), s))
-    }
-
     /// A preempt must reach a newest-wins holder at once, also through a Cluster.
     fn listens_blocking(&self) -> bool {
         true
-    }
-
-    fn release_wakes_head(&self) -> bool {
-        true
-    }
-
-    fn in_use_keys(&self, keys: &LockKeys) -> Option<Vec<Vec<u8>>> {
-        Some(vec![keys.lock.clone(), keys.queue.clone()])
-    }
-
-    fn held_keys(&self, keys: &LockKeys, slot: u32, _token: &str) -> LockKeys {
-        keys.for_slot(slot)
-    }
-
-    fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
-        renew_one(self, keys, token, ttl_ms)
-    }
-
-    fn release_call(&self, request: &release::Request, waking: bool) -> Call {
-        request.call(waking)
-    }
-
-    fn holders_set(&self, _keys: &LockKeys) -> Option<Vec<u8>> {
-        None
     }
 }

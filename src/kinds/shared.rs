@@ -8,19 +8,23 @@
 //! share's release wakes one waiter, each admitted share the next (see
 //! `scripts::shared`). Shared runs do not queue behind each other on one host.
 
-use std::time::Duration;
-
-use super::{Rules, Step, hand_on_set, leave_set, wake_first};
-use crate::keys::LockKeys;
+use super::{Holders, Rules, Waiters};
 use crate::redis::Call;
-use crate::scripts::{acquire, release, shared};
-use crate::session::Session;
+use crate::scripts::{acquire, shared};
 
 /// Any number of shared holders; the name's plain runs are its exclusive side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Shared;
 
 impl Rules for Shared {
+    fn waiters(&self) -> Waiters {
+        Waiters::Set
+    }
+
+    fn holders(&self) -> Holders {
+        Holders::Shares
+    }
+
     fn key_text(&self) -> Option<String> {
         Some(shared::MODE.to_string())
     }
@@ -59,88 +63,9 @@ impl Rules for Shared {
         )
     }
 
-    fn preempt_request(&self, _who: &str) -> String {
-        String::new()
-    }
-
-    fn records_who_waits(&self) -> bool {
-        false
-    }
-
-    fn keeps_place_on_late_grant(&self) -> bool {
-        false
-    }
-
-    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], _request: &'a str) -> Step<'a> {
-        wake_first(s, tokens)
-    }
-
-    fn queues_at_arrival(&self) -> bool {
-        false
-    }
-
     /// Shares do not exclude each other: a host's shared runs never queue behind one
     /// another.
     fn uses_local_queue(&self) -> bool {
         false
-    }
-
-    fn wake_key(&self, keys: &LockKeys, _token: &str) -> Vec<u8> {
-        keys.wake.clone()
-    }
-
-    fn nap_cap(&self) -> Option<Duration> {
-        None
-    }
-
-    fn beat_cap(&self) -> Option<Duration> {
-        None
-    }
-
-    fn leave<'a>(&'a self, s: &'a Session) -> Step<'a> {
-        leave_set(s)
-    }
-
-    fn hand_on<'a>(&'a self, s: &'a Session) -> Step<'a> {
-        hand_on_set(s)
-    }
-
-    fn listens_blocking(&self) -> bool {
-        false
-    }
-
-    fn release_wakes_head(&self) -> bool {
-        false
-    }
-
-    /// The share release settles the mode key itself (with the last share, when no
-    /// writer waits).
-    fn in_use_keys(&self, _keys: &LockKeys) -> Option<Vec<Vec<u8>>> {
-        None
-    }
-
-    /// The name's lock key, and this share's own metadata.
-    fn held_keys(&self, keys: &LockKeys, _slot: u32, token: &str) -> LockKeys {
-        LockKeys {
-            meta: keys.share_meta(token),
-            ..keys.clone()
-        }
-    }
-
-    fn renew_call(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Call {
-        shared::renew(keys, token, ttl_ms)
-    }
-
-    fn release_call(&self, request: &release::Request, _waking: bool) -> Call {
-        shared::release(
-            request.keys,
-            request.token,
-            request.retain_ms,
-            request.record.as_ref(),
-        )
-    }
-
-    fn holders_set(&self, keys: &LockKeys) -> Option<Vec<u8>> {
-        Some(keys.shares.clone())
     }
 }
