@@ -683,21 +683,7 @@ impl<'a> Supervisor<'a> {
             OnLost::Kill => "kill",
             OnLost::Keep => "keep",
         };
-        for name in &names {
-            match &why {
-                Lost::Preempted(request) => self.report.event(
-                    Event::Preempted,
-                    name,
-                    serde_json::json!({ "by": request.by, "signal": sig.as_str() }),
-                ),
-                _ => self.report.event(
-                    Event::Lost,
-                    name,
-                    serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
-                        "max_hold": matches!(why, Lost::MaxHold { .. }) }),
-                ),
-            }
-        }
+        self.lost_events(&names, &why, (policy, sig));
         // Given up on purpose is not "lost", but it is stopped the same way.
         let lead = match why {
             Lost::MaxHold { .. } | Lost::Preempted(_) => format!("lock {name}"),
@@ -729,6 +715,25 @@ impl<'a> Supervisor<'a> {
                 LeaseState::Lost { why }
             }
         };
+    }
+
+    /// Each name's `lost` (or `preempted`) event.
+    fn lost_events(&self, names: &[String], why: &Lost, (policy, sig): (&str, Signal)) {
+        for name in names {
+            match why {
+                Lost::Preempted(request) => self.report.event(
+                    Event::Preempted,
+                    name,
+                    serde_json::json!({ "by": request.by, "signal": sig.as_str() }),
+                ),
+                _ => self.report.event(
+                    Event::Lost,
+                    name,
+                    serde_json::json!({ "reason": why.to_string(), "on_lost": policy,
+                        "max_hold": matches!(why, Lost::MaxHold { .. }) }),
+                ),
+            }
+        }
     }
 
     /// The signal a preempted command gets: the request's, else `--preempt-signal`.

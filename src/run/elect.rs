@@ -66,7 +66,7 @@ pub(super) async fn elect(run: &mut Run<'_>, first: Lease, head: Option<Head>) -
     let mut head = head;
     let (mut terms, mut failures) = (0u32, 0u32);
     loop {
-        match one_term(run, &lease, head.take(), elect.on_exit).await {
+        match one_term(run, &mut lease, head.take(), elect.on_exit).await {
             Ok((status, deposed)) => {
                 terms += 1;
                 failures = 0;
@@ -127,18 +127,27 @@ fn after_term(elect: &Elect, deposed: Deposed, terms: u32) -> Next {
 /// its status and how it ended.
 async fn one_term(
     run: &mut Run<'_>,
-    lease: &Lease,
+    lease: &mut Lease,
     head: Option<Head>,
     on_exit: OnExit,
 ) -> Step<(u8, Deposed)> {
-    let mut taken = term::begin(run, lease, head).await?;
+    let leases = std::slice::from_mut(lease);
+    let mut taken = term::begin(run, leases, head).await?;
+    let lease = &leases[0];
     said_elected(run, lease);
     let mut t_sent = taken.t_sent;
     let mut guard = taken.guard.take();
     let mut restarts = 0u32;
     let (outcome, deposed) = loop {
         let started = clock::now();
-        let outcome = term::command(run, (lease, &[]), &taken, t_sent, guard.take()).await?;
+        let outcome = term::command(
+            run,
+            std::slice::from_ref(lease),
+            &taken,
+            t_sent,
+            guard.take(),
+        )
+        .await?;
         let deposed = Deposed::of(&outcome);
         let (Deposed::Exited, OnExit::Restart, Some(renewed_at)) =
             (deposed, on_exit, outcome.renewed_at)
@@ -152,7 +161,8 @@ async fn one_term(
         }
     };
     let between_runs = outcome.signalled.is_none();
-    let status = term::finish(run, lease, &taken.meta, outcome, taken.acquired_at).await;
+    let leases = std::slice::from_ref(lease);
+    let status = term::finish(run, leases, &taken.metas, outcome, taken.acquired_at).await;
     Ok(term_end(status, deposed, between_runs))
 }
 

@@ -1,16 +1,30 @@
 //! `redlock-run` / `redlock run` from a checked configuration to an exit status, as
 //! named stages that read top to bottom ([`stages`]): find the command and take over
-//! the signals, queue on this host, connect, run at once when nested in a holder of the
-//! lock, then one term (`term.rs`: take the lock, run the command under the supervisor,
-//! release, report). Each stage returns a [`Step`]: what the next stage needs, or the
-//! [`End`] of the run. A run that does not start its command leaves no lock behind.
+//! the signals, queue on this host, connect, leave out the names an enclosing run
+//! holds (running at once when it holds them all), then one term (`term.rs`: take the
+//! names, run the command under the supervisor, release, report). Each stage returns a
+//! [`Step`]: what the next stage needs, or the [`End`] of the run. A run that does not
+//! start its command leaves no lock behind.
+//!
+//! A run holds a set of leases, one name being a set of one; each per-name question is
+//! written once and asked of every lease:
+//! - nested (is this name held by an enclosing run?): `nested.rs`, the name's kind
+//!   saying where its token holds it (`kinds::LockKind::holding`);
+//! - take: `term::take` for one name (it waits as its kind waits), `set::take_all` for
+//!   several (all or nothing, never a name held while waiting);
+//! - announce, the signal check before the start, the start record, the ready file,
+//!   the command's environment (`command.rs`: each name's token, fence and slot), the
+//!   release and its record (`release.rs`), the `exited` event: `term.rs`, over every
+//!   lease;
+//! - renewal, preempt (a wait on every name that can be asked), loss, `--max-hold` and
+//!   the lines that name the name: `supervise.rs`, over every lease.
 //!
 //! - `term.rs`: one term: take, start, supervise, finish;
 //! - `elect.rs`: `--elect`, a loop of terms (a hot standby);
 //! - `command.rs`: the command's start under the lock's environment and its supervision;
-//! - `nested.rs`: a run inside a holder of its own lock;
-//! - `set.rs`: a run of several names (`--key A --key B`): all or nothing, never a
-//!   name held while waiting;
+//! - `nested.rs`: a run inside a holder of its own names;
+//! - `set.rs`: taking several names (`--key A --key B`): all or nothing, never a name
+//!   held while waiting;
 //! - `release.rs`: the release with retries, the status it makes, the `released` event.
 
 mod command;
@@ -80,16 +94,14 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let slot = splay::splay(&mut run).await?;
     let lease = run.connect().await?;
     let lease = nested::run_if_nested(&mut run, lease).await?;
-    if !run.config.also.is_empty() {
-        return set::term(&mut run, lease).await;
-    }
     if let Some(slot) = slot {
         lease.pin_slot(slot);
     }
     if run.config.policy.elect.is_some() {
         return elect::elect(&mut run, lease, head).await;
     }
-    term::term(&mut run, &lease, head).await
+    let mut leases = set::connect_others(&mut run, lease).await?;
+    term::term(&mut run, &mut leases, head).await
 }
 
 impl<'r> Run<'r> {

@@ -11,10 +11,9 @@
 //!
 //! Renewed together, the names keep one lease: it ends with the earliest. Losing any
 //! one stops the command as a lost lock (79); the others are released as soon as the
-//! command has stopped (not before: it may still be writing under them).
+//! command has stopped (not before: it may still be writing under them). Everything
+//! after the take is the one term's (`term.rs`), for one name or several.
 
-use super::release;
-use super::term::{self, Taken};
 use super::{End, Run, Step};
 use crate::error::Error;
 use crate::guard::GroupGuard;
@@ -23,54 +22,14 @@ use crate::lease::{Acquire, Lease};
 use crate::timing::Point;
 use crate::wait::{self, WaitAs, Waited};
 
-/// The term of a run of several names, stage by stage; its exit status. `first` is the
-/// first name's lease.
-pub(super) async fn term(run: &mut Run<'_>, first: Lease) -> Step<u8> {
-    let mut leases = connect_others(run, first).await?;
-    let metas = metas(run, &leases);
-    let (t_sent, mut guard) = take_all(run, &mut leases, &metas).await?;
-    let acquired_at = crate::clock::now();
-    for (lease, meta) in leases.iter().zip(&metas) {
-        term::announce(run, lease, &meta.with);
-    }
-    let (first, also) = leases.split_first().expect("a set has a first name");
-    term::interrupted_before_start(run, (first, also), acquired_at).await?;
-    let taken = Taken {
-        meta: metas[0].clone(),
-        t_sent,
-        acquired_at,
-        guard: None,
-    };
-    let outcome = term::command(run, (first, also), &taken, t_sent, guard.take()).await?;
-    Ok(finish(run, &leases, &metas, outcome, acquired_at).await)
-}
-
-/// The leases of the names after the first, each over its own connection, with its own
-/// token; the first name's lease first.
-async fn connect_others(run: &mut Run<'_>, first: Lease) -> Step<Vec<Lease>> {
+/// The leases of every name, the first name's first; the names after the first each
+/// over its own connection, with its own token.
+pub(super) async fn connect_others(run: &mut Run<'_>, first: Lease) -> Step<Vec<Lease>> {
     let mut leases = vec![first];
     for member in run.config.also.clone() {
         leases.push(run.connect_as(member.keys, member.mode).await?);
     }
     Ok(leases)
-}
-
-/// Each name's holder metadata: who runs what, and the other names it holds with.
-fn metas(run: &Run<'_>, leases: &[Lease]) -> Vec<Meta> {
-    let names: Vec<String> = leases.iter().map(|l| l.keys().display_name()).collect();
-    leases
-        .iter()
-        .enumerate()
-        .map(|(i, lease)| {
-            let others = names
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, n)| n.clone())
-                .collect();
-            term::holder_meta(run, lease).holding_with(others)
-        })
-        .collect()
 }
 
 /// What one pass over the names found.
@@ -84,7 +43,7 @@ enum Pass {
 /// Takes every name, waiting as configured: when the earliest of the names was sent
 /// for (the set's lease ends with it), and the command's group guard when one was
 /// forked while waiting.
-async fn take_all(
+pub(super) async fn take_all(
     run: &mut Run<'_>,
     leases: &mut [Lease],
     metas: &[Meta],
@@ -186,7 +145,7 @@ async fn give_back_quietly(leases: &mut [Lease], taken: &[usize]) {
 /// that was busy and, woken, takes the names from the first on: by then every later
 /// name of the releasing run is free, so it is not bounced by a release still on its
 /// way.
-fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
+pub(super) fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
     let mut order = names.to_vec();
     order.sort_by(|&a, &b| leases[b].keys().lock.cmp(&leases[a].keys().lock));
     order
@@ -195,44 +154,12 @@ fn last_first(leases: &[Lease], names: &[usize]) -> Vec<usize> {
 /// The other name of the set whose loss (or preempt) ended the run, for `lease`'s
 /// record: `None` on the lost name's own record, and when no one name ended it (a
 /// `--max-hold`, a wrapper stopped past its lease: every name is given up).
-fn ended_by<'a>(lease: &Lease, leases: &[Lease], lost: Option<&'a str>) -> Option<&'a str> {
+pub(super) fn ended_by<'a>(
+    lease: &Lease,
+    leases: &[Lease],
+    lost: Option<&'a str>,
+) -> Option<&'a str> {
     let lost = lost?;
     let one_of_ours = leases.iter().any(|l| l.keys().display_name() == lost);
     (one_of_ours && lease.keys().display_name() != lost).then_some(lost)
-}
-
-/// After the command: releases every name (each with its own record; the last key
-/// first, see [`last_first`]), says
-/// so in the `exited` event and returns the run's status: the command's, unless a name
-/// was lost (79) or given up (`--max-hold`, 124), while the command ran or found so at
-/// the release.
-async fn finish(
-    run: &Run<'_>,
-    leases: &[Lease],
-    metas: &[Meta],
-    outcome: crate::supervise::Outcome,
-    acquired_at: Point,
-) -> u8 {
-    let code = crate::child::exit_code(outcome.status);
-    let ended = (outcome.lost, outcome.lease_end);
-    let mut status = code;
-    let all: Vec<usize> = (0..leases.len()).collect();
-    for i in last_first(leases, &all) {
-        let ended_by = ended_by(&leases[i], leases, outcome.lost_name.as_deref());
-        let released = release::release_after(
-            &run.config,
-            (&leases[i], ended_by),
-            &metas[i],
-            ended.clone(),
-            code,
-            acquired_at,
-            run.report,
-        );
-        let said = released.await;
-        if status == code {
-            status = said;
-        }
-    }
-    term::exited(run, &leases[0], (code, status), acquired_at, &metas[0].with);
-    status
 }

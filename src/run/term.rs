@@ -1,8 +1,14 @@
 //! One term: take the lock (waiting as configured), say so, start the command under
 //! the supervisor, release and report. What `--elect` repeats; a run is one term.
+//!
+//! One term for one name or several (`--key A --key B`): the run holds a set of leases,
+//! one name being a set of one, and every per-name step (announce, the signal check,
+//! the start record, the ready file, the renewal and preempt, the release, the record)
+//! is applied to every lease. Only how the names are taken differs: one name waits as
+//! its kind waits (`take`); several are taken all or nothing (`set::take_all`).
 
 use super::release::{self, give_back};
-use super::{End, Run, Step, command};
+use super::{End, Run, Step, command, set};
 use crate::child;
 use crate::error::{Error, Kind};
 use crate::events::Event;
@@ -18,41 +24,70 @@ use crate::wait::{self, Head, WaitAs, Waited};
 use serde::Deserialize;
 
 /// The term, stage by stage; its exit status.
-pub(super) async fn term(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<u8> {
-    let mut taken = begin(run, lease, head).await?;
+pub(super) async fn term(run: &mut Run<'_>, leases: &mut [Lease], head: Option<Head>) -> Step<u8> {
+    let mut taken = begin(run, leases, head).await?;
     let guard = taken.guard.take();
-    let outcome = command(run, (lease, &[]), &taken, taken.t_sent, guard).await?;
-    Ok(finish(run, lease, &taken.meta, outcome, taken.acquired_at).await)
+    let outcome = command(run, leases, &taken, taken.t_sent, guard).await?;
+    Ok(finish(run, leases, &taken.metas, outcome, taken.acquired_at).await)
 }
 
-/// A term whose lock is held and whose command may start.
+/// A term whose names are held and whose command may start.
 pub(super) struct Taken {
-    pub meta: Meta,
-    /// When the acquisition was sent (the lease's clock starts there).
+    /// Each name's holder metadata, in the leases' order.
+    pub metas: Vec<Meta>,
+    /// When the acquisition was sent (the lease's clock starts there; of several names,
+    /// the earliest).
     pub t_sent: Point,
     pub acquired_at: Point,
     /// The command's group guard when one was forked while waiting.
     pub guard: Option<GroupGuard>,
 }
 
-/// Takes the lock and says so; ends the run when a signal came first or a `--once-per`
-/// start cannot be recorded.
-pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) -> Step<Taken> {
-    let meta = holder_meta(run, lease);
-    let (t_sent, guard) = take(run, lease, &meta, head).await?;
+/// Takes every name and says so; ends the run when a signal came first or a start
+/// cannot be recorded.
+pub(super) async fn begin(
+    run: &mut Run<'_>,
+    leases: &mut [Lease],
+    head: Option<Head>,
+) -> Step<Taken> {
+    let metas = metas(run, leases);
+    let (t_sent, guard) = match leases {
+        [lease] => take(run, lease, &metas[0], head).await?,
+        _ => set::take_all(run, leases, &metas).await?,
+    };
     let acquired_at = crate::clock::now();
-    announce(run, lease, &[]);
-    interrupted_before_start(run, (lease, &[]), acquired_at).await?;
-    if lease.records_start() {
-        record_start(run, lease, &meta, (t_sent, acquired_at)).await?;
-        interrupted_before_start(run, (lease, &[]), acquired_at).await?;
+    for (lease, meta) in leases.iter().zip(&metas) {
+        announce(run, lease, &meta.with);
+    }
+    interrupted_before_start(run, leases, acquired_at).await?;
+    if leases.iter().any(Lease::records_start) {
+        record_start(run, leases, &metas, (t_sent, acquired_at)).await?;
+        interrupted_before_start(run, leases, acquired_at).await?;
     }
     Ok(Taken {
-        meta,
+        metas,
         t_sent,
         acquired_at,
         guard,
     })
+}
+
+/// Each name's holder metadata: who runs what, and the other names it holds with.
+fn metas(run: &Run<'_>, leases: &[Lease]) -> Vec<Meta> {
+    let names: Vec<String> = leases.iter().map(|l| l.keys().display_name()).collect();
+    leases
+        .iter()
+        .enumerate()
+        .map(|(i, lease)| {
+            let others = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, n)| n.clone())
+                .collect();
+            holder_meta(run, lease).holding_with(others)
+        })
+        .collect()
 }
 
 /// Runs the command under the supervisor, the lease (and the other names of a run that
@@ -60,11 +95,12 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
 /// cannot start gives the lock back.
 pub(super) async fn command(
     run: &mut Run<'_>,
-    (lease, also): (&Lease, &[Lease]),
+    leases: &[Lease],
     taken: &Taken,
     t_sent: Point,
     guard: Option<GroupGuard>,
 ) -> Step<supervise::Outcome> {
+    let (lease, also) = leases.split_first().expect("a term holds a name");
     let ready_file = run.config.ready_file.clone();
     if let Some(path) = &ready_file {
         let mut line = serde_json::json!({
@@ -101,7 +137,7 @@ pub(super) async fn command(
             if let Some(path) = &ready_file {
                 crate::ready::remove(path);
             }
-            for lease in std::iter::once(lease).chain(also) {
+            for lease in leases {
                 give_back(lease, taken.acquired_at, run.report).await;
             }
             Err(e.into())
@@ -343,13 +379,13 @@ fn superseded(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
 /// run before the command starts, as it would have ended the wait.
 pub(super) async fn interrupted_before_start(
     run: &mut Run<'_>,
-    (lease, also): (&Lease, &[Lease]),
+    leases: &[Lease],
     acquired_at: Point,
 ) -> Step<()> {
     while let Ok(sig) = run.signals.try_recv() {
         if crate::signals::ends_wait(sig) {
             // The command never ran: whatever the release finds, nothing ran unlocked.
-            for lease in std::iter::once(lease).chain(also) {
+            for lease in leases {
                 give_back(lease, acquired_at, run.report).await;
             }
             run.report.note(&format!(
@@ -372,11 +408,39 @@ pub(super) async fn interrupted_before_start(
 /// and once more after the start is recorded).
 async fn record_start(
     run: &mut Run<'_>,
-    lease: &Lease,
-    meta: &Meta,
-    taken: (Point, Point),
+    leases: &[Lease],
+    metas: &[Meta],
+    (t_sent, acquired_at): (Point, Point),
 ) -> Step<()> {
-    let (t_sent, acquired_at) = taken;
+    let recording = leases.iter().zip(metas).filter(|(l, _)| l.records_start());
+    for (lease, meta) in recording {
+        let failed = match mark_started(run, leases, (lease, meta), (t_sent, acquired_at)).await? {
+            Ok(true) => continue,
+            Ok(false) => Error::new(
+                Kind::Lost,
+                format!(
+                    "lock {} lost before the command started; nothing was run",
+                    lease.keys().display_name()
+                ),
+            ),
+            Err(e) => e.context("recording the start; nothing was run"),
+        };
+        for lease in leases {
+            give_back(lease, acquired_at, run.report).await;
+        }
+        return Err(failed.into());
+    }
+    Ok(())
+}
+
+/// `lease`'s start record, asked for again after a transient failure until the last
+/// moment its lease allows (a signal meanwhile gives every name back and ends the run).
+async fn mark_started(
+    run: &mut Run<'_>,
+    leases: &[Lease],
+    (lease, meta): (&Lease, &Meta),
+    (t_sent, acquired_at): (Point, Point),
+) -> Step<crate::error::Result<bool>> {
     let budget = run.config.budget;
     let last_try = budget
         .term_at(budget.lease_end(t_sent))
@@ -389,48 +453,45 @@ async fn record_start(
     {
         run.report
             .verbose(|| format!("recording the start failed, asking again: {e}"));
-        interrupted_before_start(run, (lease, &[]), acquired_at).await?;
+        interrupted_before_start(run, leases, acquired_at).await?;
         result = lease.mark_started(&who).await;
     }
-    let failed = match result {
-        Ok(true) => return Ok(()),
-        Ok(false) => Error::new(
-            Kind::Lost,
-            format!(
-                "lock {} lost before the command started; nothing was run",
-                lease.keys().display_name()
-            ),
-        ),
-        Err(e) => e.context("recording the start; nothing was run"),
-    };
-    give_back(lease, acquired_at, run.report).await;
-    Err(failed.into())
+    Ok(result)
 }
 
-/// After the command: releases (with the run's record), says so in the `exited` event
-/// and returns the run's exit status: the command's, or the lost-lock (79) or
-/// `--max-hold` (124) code when the lock was lost while it ran or found lost at the
-/// release.
+/// After the command: releases every name (each with its own record; the last key
+/// first, see [`set::last_first`]), says so in the `exited` event and returns the
+/// run's exit status: the command's, or the lost-lock (79) or `--max-hold` (124) code
+/// when a name was lost (or given up) while it ran or found lost at the release. The
+/// other names' records say which name ended the run.
 pub(super) async fn finish(
     run: &Run<'_>,
-    lease: &Lease,
-    meta: &Meta,
+    leases: &[Lease],
+    metas: &[Meta],
     outcome: supervise::Outcome,
     acquired_at: Point,
 ) -> u8 {
     let code = child::exit_code(outcome.status);
     let ended = (outcome.lost, outcome.lease_end);
-    let status = release::release_after(
-        &run.config,
-        (lease, None),
-        meta,
-        ended,
-        code,
-        acquired_at,
-        run.report,
-    );
-    let status = status.await;
-    exited(run, lease, (code, status), acquired_at, &[]);
+    let mut status = code;
+    let all: Vec<usize> = (0..leases.len()).collect();
+    for i in set::last_first(leases, &all) {
+        let ended_by = set::ended_by(&leases[i], leases, outcome.lost_name.as_deref());
+        let released = release::release_after(
+            &run.config,
+            (&leases[i], ended_by),
+            &metas[i],
+            ended.clone(),
+            code,
+            acquired_at,
+            run.report,
+        );
+        let said = released.await;
+        if status == code {
+            status = said;
+        }
+    }
+    exited(run, &leases[0], (code, status), acquired_at, &metas[0].with);
     status
 }
 
