@@ -94,6 +94,12 @@ struct Draw {
     /// Each run holds a random 2–3 of a pool of names (`--key A --key B …`; drawn
     /// apart, like the local queue): see [`Draw::sets`].
     set: bool,
+    /// With `set`: half the runs do their section in a nested `redlock-run --wait 0` of
+    /// a subset of their names (drawn apart).
+    nest: bool,
+    /// With `set`: an actor preempts a later name of the pool again and again (`redlock
+    /// preempt`, drawn apart): the run holding it stops, 80.
+    preempt: bool,
 }
 
 /// How a trial's contenders use the host-local queue (drawn apart from the rest, so
@@ -159,6 +165,8 @@ fn draw(seed: u64) -> Draw {
         faults,
         supersede: draw_supersede(seed).filter(|_| kind == Kind::Plain),
         set: false,
+        nest: draw_nest(seed),
+        preempt: draw_preempt(seed),
     }
     .sharing(draw_shared(seed))
     .naming(draw_set(seed))
@@ -168,6 +176,16 @@ fn draw(seed: u64) -> Draw {
 /// so that the draws of earlier seeds stay what they were).
 fn draw_set(seed: u64) -> bool {
     fastrand::Rng::with_seed(seed ^ 0x5e7b).f64() < 0.5
+}
+
+/// Whether a set draw's runs nest (own stream, as every later draw).
+fn draw_nest(seed: u64) -> bool {
+    fastrand::Rng::with_seed(seed ^ 0x4e5c).f64() < 0.6
+}
+
+/// Whether a set draw has an actor preempting a later name (own stream).
+fn draw_preempt(seed: u64) -> bool {
+    fastrand::Rng::with_seed(seed ^ 0x9e3e).f64() < 0.4
 }
 
 /// Whether a plain draw's contenders share the name (half of them `--shared`; its own
@@ -242,6 +260,8 @@ impl Draw {
             && !self.once_per
             && self.supersede.is_none()
             && !self.hold_min;
+        self.nest &= self.set;
+        self.preempt &= self.set;
         self
     }
 
@@ -263,7 +283,10 @@ impl Draw {
             Kind::Shared => one("rw", 1, true),
             Kind::Plain | Kind::Fair => one("m3", 1, false),
         });
-        Some(Sets { names })
+        Some(Sets {
+            names,
+            nest: self.nest,
+        })
     }
 
     /// The name the side actors (`release --if-dead`, `redlock wait`) and a refusal's
@@ -493,6 +516,9 @@ fn with_draw(w: Workload, d: &Draw, hosts: &Scratch, name: &str) -> Workload {
         w.readers = K / 2;
     }
     w.sets = d.sets(name).map(Arc::new);
+    if d.preempt {
+        w.allowed.push(codes::PREEMPTED);
+    }
     w.allowed.push(codes::REDIS);
     if d.max_hold {
         w.allowed.push(codes::MAX_HOLD);
@@ -598,6 +624,15 @@ fn run_trial(
         a.extend(redis_args.clone());
         actor(a, stop.clone())
     });
+    let preempts = d.preempt.then(|| {
+        let later = d
+            .sets(name)
+            .map(|s| s.names[1].name.clone())
+            .unwrap_or_default();
+        let mut a = vec!["preempt".to_string(), later];
+        a.extend(redis_args.clone());
+        actor(a, stop.clone())
+    });
     let holds = w.sets.as_ref().map(|sets| {
         let disturbed = Disturbed::default();
         disturbed.watch(faults, FAULT_GRACE);
@@ -615,6 +650,8 @@ fn run_trial(
     let no_ttl = sampler.join().expect("sampler");
     let if_dead = if_dead.map(|a| a.join().expect("if-dead actor"));
     let waits = waits.map(|a| a.join().expect("wait actor"));
+    let preempts = preempts.map(|a| a.join().expect("preempt actor"));
+    let (nested, nested_busy) = sets::nested_busy(&report.log.0);
 
     let mut c = Checked::default();
     let v = &report.verdict;
@@ -713,6 +750,21 @@ fn run_trial(
             || format!("{odd:?}"),
         );
     }
+    if d.nest {
+        c.hold(
+            "a nested run never waits for its own holder",
+            nested_busy.is_empty(),
+            || format!("nested runs busy on their holder's names: {nested_busy:?}"),
+        );
+    }
+    if let Some(codes) = &preempts {
+        let odd: Vec<_> = codes.iter().filter(|c| ![0, 69].contains(*c)).collect();
+        c.hold(
+            "redlock preempt of a later name ends 0 or 69",
+            odd.is_empty(),
+            || format!("{odd:?}"),
+        );
+    }
     if let Some(codes) = &waits {
         let odd: Vec<_> = codes.iter().filter(|c| ![0, 69, 75].contains(*c)).collect();
         c.hold("redlock wait ends 0, 69 or 75", odd.is_empty(), || {
@@ -739,10 +791,23 @@ fn run_trial(
             (true, IfDeadAs::Owner) => " +release --if-dead",
             (true, IfDeadAs::Hidden) => " +release --if-dead (as nobody, hidepid=2)",
         },
-        if d.wait_verb { " +redlock wait" } else { "" },
+        match (d.wait_verb, d.preempt) {
+            (false, false) => "",
+            (true, false) => " +redlock wait",
+            (false, true) => " +redlock preempt of a later name",
+            (true, true) => " +redlock wait +redlock preempt of a later name",
+        },
         report.runs,
         v.sections,
-        names_text(&report, holds.as_ref()),
+        format!(
+            "{}{}",
+            names_text(&report, holds.as_ref()),
+            if d.nest {
+                format!(", {nested} nested runs")
+            } else {
+                String::new()
+            }
+        ),
         s.injections,
         report.statuses,
         if d.kind == Kind::Fair {
@@ -1031,6 +1096,14 @@ fn tier_a_covers_every_draw() {
     ] {
         assert!(any(&|d| runs(d) && d.set && d.kind == kind), "{what}");
     }
+    assert!(
+        any(&|d| runs(d) && d.set && d.nest),
+        "nested runs of a subset of a set's names"
+    );
+    assert!(
+        any(&|d| runs(d) && d.set && d.preempt),
+        "a preempt of a set's later name"
+    );
     assert!(any(&|d| runs(d) && d.hold_min), "--hold-min");
     assert!(any(&|d| runs(d) && d.max_hold), "--max-hold");
     assert!(any(&|d| runs(d) && d.once_per), "--once-per");

@@ -75,13 +75,18 @@ impl SetName {
 #[derive(Debug, Clone)]
 pub struct Sets {
     pub names: Vec<SetName>,
+    /// Half the runs do their section in a nested `redlock-run --wait 0` of a subset of
+    /// their names (issue 50): it must run at once, never wait for its own holder.
+    pub nest: bool,
 }
 
 /// What one run holds: its `--key`, `--limit NAME=N` and `--shared NAME` arguments, and
-/// the section's environment (`H<i>=1` for each name `i` of the pool it holds).
+/// the section's environment (`H<i>=1` for each name `i` of the pool it holds); and
+/// the arguments of the nested run of a subset of them, if it nests.
 pub struct Picked {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    pub nested: Option<Vec<String>>,
 }
 
 /// What the judge found of one name.
@@ -102,11 +107,31 @@ impl Sets {
         let mut order: Vec<usize> = (0..self.names.len()).collect();
         fastrand::shuffle(&mut order);
         order.truncate(fastrand::usize(2..=3).min(self.names.len()));
+        let args = self.args_of(&order, reader);
+        let nested = (self.nest && fastrand::bool()).then(|| {
+            let mut subset = order.clone();
+            fastrand::shuffle(&mut subset);
+            subset.truncate(fastrand::usize(1..=order.len()));
+            self.args_of(&subset, reader)
+        });
+        let env = (0..self.names.len())
+            .map(|i| {
+                let held = if order.contains(&i) { "1" } else { "0" };
+                (format!("H{i}"), held.to_string())
+            })
+            .collect();
+        Picked { args, env, nested }
+    }
+
+    /// The `--key`, `--limit NAME=N` and `--shared NAME` arguments of the names
+    /// `order` (indexes into the pool), in that order; a reader holds the read-shared
+    /// name `--shared`.
+    fn args_of(&self, order: &[usize], reader: bool) -> Vec<String> {
         let mut args = Vec::new();
-        for &i in &order {
+        for &i in order {
             args.extend(["--key".to_string(), self.names[i].name.clone()]);
         }
-        for &i in &order {
+        for &i in order {
             let n = &self.names[i];
             if n.limit > 1 {
                 args.extend(["--limit".to_string(), format!("{}={}", n.name, n.limit)]);
@@ -115,13 +140,7 @@ impl Sets {
                 args.extend(["--shared".to_string(), n.name.clone()]);
             }
         }
-        let env = (0..self.names.len())
-            .map(|i| {
-                let held = if order.contains(&i) { "1" } else { "0" };
-                (format!("H{i}"), held.to_string())
-            })
-            .collect();
-        Picked { args, env }
+        args
     }
 
     /// The counter files the section reads, one per name (a pool's is never written).
@@ -139,6 +158,17 @@ impl Sets {
         let log = scratch.path("log");
         let log = log.display();
         let mut s = String::from(if ignore_term { "trap '' TERM\n" } else { "" });
+        // A run that nests does its section in `redlock-run $NESTED --wait 0` (a subset
+        // of its names, see [`Sets::pick`]), which must run at once: its status goes
+        // to the log as `NESTED <run> <status>`.
+        s.push_str(&format!(
+            "if [ -n \"$NESTED\" ]; then\n  \
+             n=$NESTED; NESTED=; export NESTED\n  \
+             \"$RUN_BIN\" $n --wait 0 -- \"$0\"; rc=$?\n  \
+             echo \"NESTED $RUN $rc\" >> '{log}'\n  \
+             exit 0\n\
+             fi\n"
+        ));
         for (i, n) in self.names.iter().enumerate() {
             let fd = 3 + i;
             let witness = if n.read_shared {
@@ -233,6 +263,32 @@ impl Sets {
             .iter()
             .any(|n| n.name == name && n.limit == 1 && !n.read_shared)
     }
+}
+
+/// The runs whose nested run (of names they held) found a name busy (75) though the
+/// run kept its names to its end (it exited 0): a nested run that waited for its own
+/// holder. From the log's `NESTED <run> <status>` and `EXIT <run> <status>` lines.
+pub fn nested_busy(log: &str) -> (usize, Vec<String>) {
+    let mut nested = BTreeMap::new();
+    let mut exits = BTreeMap::new();
+    for line in log.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words.as_slice() {
+            ["NESTED", run, code] => {
+                nested.insert(run.to_string(), code.to_string());
+            }
+            ["EXIT", run, code] => {
+                exits.insert(run.to_string(), code.to_string());
+            }
+            _ => {}
+        }
+    }
+    let busy = nested
+        .iter()
+        .filter(|(run, code)| *code == "75" && exits.get(*run).is_some_and(|c| c == "0"))
+        .map(|(run, _)| run.clone())
+        .collect();
+    (nested.len(), busy)
 }
 
 /// The counter file of name `i`.

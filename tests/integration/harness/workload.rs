@@ -23,7 +23,7 @@ use nix::unistd::Pid;
 
 use super::checker::{self, Verdict};
 use super::sets::{self, NameVerdict, Sets};
-use super::{Scratch, redlock_run};
+use super::{RUN, Scratch, redlock_run};
 
 /// The wrapper's arguments for contender `i` (its `--key`, `--redis`, timing, ...).
 pub type ArgsFor = Arc<dyn Fn(usize) -> Vec<String> + Send + Sync>;
@@ -227,10 +227,16 @@ fn contender(
             append(log, &format!("ARRIVE {run}\n"));
         }
         let picked = w.sets.as_ref().map(|s| s.pick(share));
+        let nested = picked
+            .iter()
+            .flat_map(|p| &p.nested)
+            .map(|names| [args.clone(), names.clone()].concat().join(" "));
         let mut child = redlock_run()
             .args(&args)
             .args(picked.iter().flat_map(|p| &p.args))
             .envs(picked.iter().flat_map(|p| p.env.clone()))
+            .envs(nested.map(|n| ("NESTED".to_string(), n)))
+            .env("RUN_BIN", RUN)
             .args(["--wait", &w.wait, "--"])
             .arg(section)
             .env("RUN", &run)
