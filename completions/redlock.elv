@@ -35,7 +35,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
-            cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;run'= {
@@ -279,12 +278,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
-        &'redlock;generate'= {
-            cand --man 'Directory for the man pages'
-            cand --completions 'Directory for the completions'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
         &'redlock;help'= {
             cand run 'Run a command while holding a lock (same as redlock-run)'
             cand status 'Show whether locks are held, and by whom'
@@ -299,7 +292,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
-            cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;help;run'= {
@@ -327,8 +319,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;preempt'= {
         }
         &'redlock;help;leader'= {
-        }
-        &'redlock;help;generate'= {
         }
         &'redlock;help;help'= {
         }
