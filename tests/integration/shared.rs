@@ -532,6 +532,38 @@ fn release_if_dead_removes_only_the_dead_share() {
     live.wait().unwrap();
 }
 
+/// Issue 52 item 11: the texts about a shared name say what can be done to it.
+/// `release --if-dead` refused by a live share does not suggest `redlock preempt`
+/// (which refuses shared names, 64); `release --force` says the shared holders held
+/// it, with no token (the marker `shared` is none); `--limit =2` refuses the empty
+/// name as such (not "give --key  too").
+#[test]
+fn texts_about_a_shared_name_say_what_can_be_done() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut live = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = live.id().to_string();
+    let share = ["acquire", "pause", "--shared", "--holder-pid", &pid];
+    let out = output(redlock().args(share).args(["--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["release", "pause", "--if-dead", "--redis", &url]));
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("preempt"), "{}", stderr(&out));
+    let out = output(redlock().args(["release", "pause", "--force", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("held by its shared holders"), "{said}");
+    assert!(!said.contains("token"), "{said}");
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let out =
+        output(redlock_run().args(["--key", "a", "--key", "b", "--limit", "=2", "--", "true"]));
+    assert_eq!(code(&out), 64, "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("--key  "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+}
+
 /// The verbs that speak of one holder say what a shared name is: `preempt` is refused
 /// (64, one line: no one holder), `leader` says shared runs hold it.
 #[test]
