@@ -327,9 +327,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHICH", value_enum)]
     pub supersede: Option<crate::policy::Supersede>,
 
-    /// With --supersede: "newest" is the largest N (a pipeline or run number, a commit
-    /// time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that
-    /// already started on the name exits 73 without running (outdated).
+    /// With --supersede: "newest" is the largest N (a pipeline or run number that a
+    /// retry keeps, or the commit time; not Jenkins' or buildbot's BUILD_NUMBER, new for a
+    /// rebuild; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one
+    /// that already started on the name exits 73 without running (outdated).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub order_key: Option<String>,
 

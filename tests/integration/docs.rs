@@ -86,6 +86,24 @@ fn verb_pages_show_the_command_as_typed_and_completion_hides_generate() {
     }
 }
 
+/// Issue 52 item 10: where the CI guide offers `$BUILD_NUMBER` as an `--order-key`, it
+/// says that Jenkins and buildbot give a rebuild of an old build a new, larger number
+/// (so a rebuilt old build counts as new there), and what to use instead.
+#[test]
+fn the_ci_guide_says_a_rebuild_gets_a_new_build_number() {
+    let page = doc("docs/guide/ci.md");
+    let item = page
+        .split("\n- ")
+        .find(|item| item.starts_with("`--order-key N`"))
+        .expect("the --order-key item");
+    for needle in ["Jenkins", "buildbot", "rebuild", "git log -1 --format=%ct"] {
+        assert!(
+            item.contains(needle),
+            "the --order-key item lacks {needle}:\n{item}"
+        );
+    }
+}
+
 /// The page `page` holds `table` exactly as `source` renders it.
 fn assert_page_carries(page: &str, what: &str, source: &str, table: String) {
     assert!(
