@@ -449,9 +449,16 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
     if let Some(success) = success.or_else(|| previous.value(SUCCESS.0)) {
         text.one(SUCCESS.0, SUCCESS.1, seconds(success));
     }
-    if let Some(leader) = facts.leader {
-        text.one(LEADER.0, LEADER.1, u8::from(leader).to_string());
-        text.one(TERMS.0, TERMS.1, facts.terms.to_string());
+    match facts.leader {
+        Some(leader) => {
+            text.one(LEADER.0, LEADER.1, u8::from(leader).to_string());
+            text.one(TERMS.0, TERMS.1, facts.terms.to_string());
+        }
+        // Not (yet) elected: an `--elect` wrapper's `acquired` write comes before its
+        // `elected` one, which counts the terms on from what the file kept.
+        None => [LEADER, TERMS]
+            .iter()
+            .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
     }
     let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
     text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));

@@ -1210,6 +1210,31 @@ fn the_last_term_says_it_exits_not_that_it_stands_by() {
     );
 }
 
+/// Issue 52 item 1 (newcomer-6 P3): `redlock_leader_terms` is kept across wrapper
+/// runs, as its HELP says: two terms led by one host, one wrapper each, read 2 (the
+/// second wrapper's `acquired` write dropped the count before its `elected` read it).
+#[test]
+fn leader_terms_are_kept_across_wrapper_runs() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let metrics = s.path("b.prom");
+    for term in 1..=2 {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "b"))
+                .args(["--elect", "--elect-max-terms", "1", "--metrics"])
+                .arg(&metrics)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let prom = std::fs::read_to_string(&metrics).unwrap();
+        assert!(
+            prom.contains(&format!("redlock_leader_terms{{name=\"b\"}} {term}")),
+            "after {term} wrapper runs: {prom}"
+        );
+    }
+}
+
 // What a term leaves behind (issue 40) -----------------------------------------------
 
 /// The zombie children of `pid` (`/proc/*/stat`: state Z, parent `pid`).
