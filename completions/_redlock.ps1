@@ -209,7 +209,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
-            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (one object: the name and its runs)')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]')

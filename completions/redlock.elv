@@ -198,7 +198,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
             cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
             cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
-            cand --since 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]'
+            cand --since 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --json 'Print JSON (one object: the name and its runs)'
             cand --timeline 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]'

@@ -173,7 +173,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand history" -l since -d 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l since -d 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print JSON (one object: the name and its runs)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l timeline -d 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]'

@@ -770,7 +770,8 @@ pub struct HistoryArgs {
     /// honoured; the width of the terminal, else $COLUMNS, else 80].
     #[arg(long)]
     pub timeline: bool,
-    /// With --timeline: how far back to draw, 1m to 365 days [default: 24h].
+    /// With --timeline: how far back to draw, 1m to 365 days [default: from the oldest
+    /// run shown to now, at a round column width].
     #[arg(
         long,
         value_name = "DURATION",
