@@ -51,6 +51,10 @@ pub struct RunRecord {
     pub status: Option<i64>,
     /// Whether the lock was lost (or given up at --max-hold) before the command ended.
     pub lost: bool,
+    /// Whether the run was asked to end: a signal to the wrapper (INT, TERM, HUP, QUIT)
+    /// reached the command (a stop, not a failure).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
     /// When the lock was taken and given back, Unix ms in the server's `TIME`.
     pub start_ms: u64,
     pub end_ms: u64,
@@ -96,7 +100,12 @@ impl RunRecord {
 
     /// Which row of the outcome table the record is.
     pub fn ended(&self) -> Outcome {
-        Outcome::of_record(self.life(), self.lost, self.status.unwrap_or_default())
+        Outcome::of_record(
+            self.life(),
+            self.lost,
+            self.stopped,
+            self.status.unwrap_or_default(),
+        )
     }
 
     /// Where the run is in its life, once judged (see [`RunRecord::judged`]).
@@ -255,6 +264,9 @@ struct Head<'a> {
     rerun_of: Option<&'a str>,
     duration_ms: u64,
     command_status: u8,
+    /// Asked to end by a signal to the wrapper.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stopped: bool,
     /// The other names of a run that held several.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     with: &'a [String],
@@ -269,6 +281,8 @@ pub struct Run<'a> {
     pub start_ms: u64,
     /// `--once-per`: the run's attempt in its slot, and the vanished run it reruns ('').
     pub attempt: Option<(u32, &'a str)>,
+    /// A signal to the wrapper ended the command: the run was asked to end.
+    pub stopped: bool,
 }
 
 impl Ending {
@@ -285,6 +299,7 @@ impl Ending {
             rerun_of: run.attempt.map(|(_, of)| of).filter(|of| !of.is_empty()),
             duration_ms: held_ms,
             command_status,
+            stopped: run.stopped,
             with: &run.meta.with,
         };
         let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{".to_string());
@@ -371,6 +386,7 @@ mod tests {
             size: 20,
             start_ms: 0,
             attempt: None,
+            stopped: false,
         };
         let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
         // What the release script appends.

@@ -205,7 +205,8 @@ async fn finish(
     acquired_at: Point,
 ) -> u8 {
     let code = crate::child::exit_code(outcome.status);
-    let ended = (outcome.lost, outcome.lease_end);
+    let ended = release::Ended::of(&outcome);
+    let stopped = ended.stopped;
     let mut status = code;
     let all: Vec<usize> = (0..leases.len()).collect();
     for i in last_first(leases, &all) {
@@ -223,6 +224,12 @@ async fn finish(
             status = said;
         }
     }
-    term::exited(run, &leases[0], (code, status), acquired_at, &metas[0].with);
+    term::exited(
+        run,
+        &leases[0],
+        (code, status, stopped),
+        acquired_at,
+        &metas[0].with,
+    );
     status
 }

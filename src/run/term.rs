@@ -393,7 +393,8 @@ pub(super) async fn finish(
     acquired_at: Point,
 ) -> u8 {
     let code = child::exit_code(outcome.status);
-    let ended = (outcome.lost, outcome.lease_end);
+    let ended = release::Ended::of(&outcome);
+    let stopped = ended.stopped;
     let status = release::release_after(
         &run.config,
         lease,
@@ -404,16 +405,17 @@ pub(super) async fn finish(
         run.report,
     );
     let status = status.await;
-    exited(run, lease, (code, status), acquired_at, &[]);
+    exited(run, lease, (code, status, stopped), acquired_at, &[]);
     status
 }
 
 /// Says the run ended: the `exited` event, with the command's status and the run's
-/// (`code`, `status`), and the other names of a run that held several (`with`).
+/// (`code`, `status`), whether a signal to the wrapper ended it (`stopped`), and the
+/// other names of a run that held several (`with`).
 pub(super) fn exited(
     run: &Run<'_>,
     lease: &Lease,
-    (code, status): (u8, u8),
+    (code, status, stopped): (u8, u8, bool),
     acquired_at: Point,
     with: &[String],
 ) {
@@ -423,6 +425,9 @@ pub(super) fn exited(
         "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
         "fence": lease.fence(),
     });
+    if stopped {
+        fields["stopped"] = true.into();
+    }
     if !with.is_empty() {
         fields["with"] = with.into();
     }

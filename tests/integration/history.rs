@@ -406,7 +406,8 @@ nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
          00:00       06:00        12:00       18:00
   # exit 0   x exit non-zero   L lost the lock
   M stopped at --max-hold   P preempted by a newer run
-  : running   ? vanished (end never recorded)
+  S stopped on request   : running
+  ? vanished (end never recorded)
 ";
     assert_eq!(stdout(&out), want, "\n{}", stdout(&out));
     // 80 columns without COLUMNS; every drawn line within it.
