@@ -38,7 +38,6 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
             [CompletionResult]::new('leader', 'leader', [CompletionResultType]::ParameterValue, 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -72,7 +71,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel. With several --key names, say which: --limit NAME=N (that name is a pool of N)')
             [CompletionResult]::new('--shared', '--shared', [CompletionResultType]::ParameterName, 'Hold the name in shared mode: any number of --shared runs hold it at once, and a run without --shared takes it exclusively, never beside any holder. Writers go first: once an exclusive run waits, new shared runs wait behind it. Each shared holder has its own token, lease and fence. One server, Cluster or Sentinel. With several --key names, say which: --shared NAME')
             [CompletionResult]::new('--supersede', '--supersede', [CompletionResultType]::ParameterName, 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel')
-            [CompletionResult]::new('--order-key', '--order-key', [CompletionResultType]::ParameterName, 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)')
+            [CompletionResult]::new('--order-key', '--order-key', [CompletionResultType]::ParameterName, 'With --supersede: "newest" is the largest N (a pipeline or run number that a retry keeps, or the commit time; not Jenkins'' or buildbot''s BUILD_NUMBER, new for a rebuild; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)')
             [CompletionResult]::new('--preempt-signal', '--preempt-signal', [CompletionResultType]::ParameterName, 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after')
             [CompletionResult]::new('--on-exit', '--on-exit', [CompletionResultType]::ParameterName, 'With --elect: what the leader does when its command exits by itself. resign: release, back off 2 renewal intervals, contend again; restart: run it again, keeping the lock, after a back-off of 1s doubling to 60s; exit: release and exit with its status [default: resign]')
             [CompletionResult]::new('--elect-max-terms', '--elect-max-terms', [CompletionResultType]::ParameterName, 'With --elect: exit after N terms (1 to 1000000), with the last term''s status')
@@ -210,7 +209,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate, PEM, for mutual TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'Client private key, PEM, for mutual TLS (with --tls-cert)')
-            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]')
             [CompletionResult]::new('--tls-insecure-skip-verify', '--tls-insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate or name (tests only; warns every run)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (one object: the name and its runs)')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]')
@@ -296,13 +295,6 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
-        'redlock;generate' {
-            [CompletionResult]::new('--man', '--man', [CompletionResultType]::ParameterName, 'Directory for the man pages')
-            [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Directory for the completions')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            break
-        }
         'redlock;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command while holding a lock (same as redlock-run)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show whether locks are held, and by whom')
@@ -317,7 +309,6 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live view of the locks under the prefix: holders, waiters, slots, last runs')
             [CompletionResult]::new('preempt', 'preempt', [CompletionResultType]::ParameterValue, 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)')
             [CompletionResult]::new('leader', 'leader', [CompletionResultType]::ParameterValue, 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write man pages and shell completions (for packagers and the repository)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -358,9 +349,6 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;leader' {
-            break
-        }
-        'redlock;help;generate' {
             break
         }
         'redlock;help;help' {

@@ -28,9 +28,6 @@ _redlock() {
             redlock,forget)
                 cmd="redlock__subcmd__forget"
                 ;;
-            redlock,generate)
-                cmd="redlock__subcmd__generate"
-                ;;
             redlock,help)
                 cmd="redlock__subcmd__help"
                 ;;
@@ -73,9 +70,6 @@ _redlock() {
             redlock__subcmd__help,forget)
                 cmd="redlock__subcmd__help__subcmd__forget"
                 ;;
-            redlock__subcmd__help,generate)
-                cmd="redlock__subcmd__help__subcmd__generate"
-                ;;
             redlock__subcmd__help,help)
                 cmd="redlock__subcmd__help__subcmd__help"
                 ;;
@@ -113,7 +107,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-h -V --help --version run status list release acquire extend wait history forget doctor top preempt leader generate help"
+            opts="-h -V --help --version run status list release acquire extend wait history forget doctor top preempt leader help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,30 +336,8 @@ _redlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        redlock__subcmd__generate)
-            opts="-h --man --completions --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --man)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --completions)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         redlock__subcmd__help)
-            opts="run status list release acquire extend wait history forget doctor top preempt leader generate help"
+            opts="run status list release acquire extend wait history forget doctor top preempt leader help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -421,20 +393,6 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__help__subcmd__forget)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        redlock__subcmd__help__subcmd__generate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

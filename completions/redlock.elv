@@ -35,7 +35,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
-            cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;run'= {
@@ -68,7 +67,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --limit 'Let up to N runs hold the lock at once (a semaphore, 1 to 100): each holds one slot (REDLOCK_SLOT) with its own token, renewals and lost-lock detection. Every run on the name must give the same N. One server, Cluster or Sentinel. With several --key names, say which: --limit NAME=N (that name is a pool of N)'
             cand --shared 'Hold the name in shared mode: any number of --shared runs hold it at once, and a run without --shared takes it exclusively, never beside any holder. Writers go first: once an exclusive run waits, new shared runs wait behind it. Each shared holder has its own token, lease and fence. One server, Cluster or Sentinel. With several --key names, say which: --shared NAME'
             cand --supersede 'The newest run wins (CI): when this run starts waiting, every older run waiting on the name exits 73 without running (superseded). running: the holder is also asked to stop (it gets --preempt-signal, SIGKILL after its --kill-after, releases and exits 80) and this run starts after its release. Needs --wait; every run on the name must give --supersede (with --order-key, all of them). One server, Cluster or Sentinel'
-            cand --order-key 'With --supersede: "newest" is the largest N (a pipeline or run number, a commit time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)'
+            cand --order-key 'With --supersede: "newest" is the largest N (a pipeline or run number that a retry keeps, or the commit time; not Jenkins'' or buildbot''s BUILD_NUMBER, new for a rebuild; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that already started on the name exits 73 without running (outdated)'
             cand --preempt-signal 'The signal the command gets when a newer run preempts it (TERM, INT, HUP, USR1, ...) [default: TERM]; SIGKILL follows after --kill-after'
             cand --on-exit 'With --elect: what the leader does when its command exits by itself. resign: release, back off 2 renewal intervals, contend again; restart: run it again, keeping the lock, after a back-off of 1s doubling to 60s; exit: release and exit with its status [default: resign]'
             cand --elect-max-terms 'With --elect: exit after N terms (1 to 1000000), with the last term''s status'
@@ -199,7 +198,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
             cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
             cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'
-            cand --since 'With --timeline: how far back to draw, 1m to 365 days [default: 24h]'
+            cand --since 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]'
             cand --tls-insecure-skip-verify 'Do not verify the server''s TLS certificate or name (tests only; warns every run)'
             cand --json 'Print JSON (one object: the name and its runs)'
             cand --timeline 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]'
@@ -279,12 +278,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
-        &'redlock;generate'= {
-            cand --man 'Directory for the man pages'
-            cand --completions 'Directory for the completions'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
         &'redlock;help'= {
             cand run 'Run a command while holding a lock (same as redlock-run)'
             cand status 'Show whether locks are held, and by whom'
@@ -299,7 +292,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand top 'A live view of the locks under the prefix: holders, waiters, slots, last runs'
             cand preempt 'Ask a lock''s holder, wherever it runs, to stop gracefully (its command gets --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80)'
             cand leader 'Who leads an --elect name: host, pid, term (its fencing number), since, its --announce value; --watch prints a line per change, --is-me answers with the exit status (a readiness probe)'
-            cand generate 'Write man pages and shell completions (for packagers and the repository)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;help;run'= {
@@ -327,8 +319,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;preempt'= {
         }
         &'redlock;help;leader'= {
-        }
-        &'redlock;help;generate'= {
         }
         &'redlock;help;help'= {
         }

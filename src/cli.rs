@@ -331,9 +331,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHICH", value_enum)]
     pub supersede: Option<crate::policy::Supersede>,
 
-    /// With --supersede: "newest" is the largest N (a pipeline or run number, a commit
-    /// time; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one that
-    /// already started on the name exits 73 without running (outdated).
+    /// With --supersede: "newest" is the largest N (a pipeline or run number that a
+    /// retry keeps, or the commit time; not Jenkins' or buildbot's BUILD_NUMBER, new for a
+    /// rebuild; 0 to 2^53-1), not the latest arrival; a run whose N is lower than one
+    /// that already started on the name exits 73 without running (outdated).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub order_key: Option<String>,
 
@@ -773,7 +774,8 @@ pub struct HistoryArgs {
     /// honoured; the width of the terminal, else $COLUMNS, else 80].
     #[arg(long)]
     pub timeline: bool,
-    /// With --timeline: how far back to draw, 1m to 365 days [default: 24h].
+    /// With --timeline: how far back to draw, 1m to 365 days [default: from the oldest
+    /// run shown to now, at a round column width].
     #[arg(
         long,
         value_name = "DURATION",

@@ -16,7 +16,7 @@ mod verbs;
 pub use run::{Member, RunConfig};
 pub use verbs::{
     AcquireConfig, DoctorConfig, ExtendConfig, ForgetConfig, HistoryConfig, LeaderConfig,
-    ListConfig, PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig, Whose,
+    ListConfig, PreemptConfig, ReleaseConfig, StatusConfig, TopConfig, WaitConfig, Whose, Window,
 };
 
 use std::ffi::OsString;

@@ -85,7 +85,7 @@ pub fn render() -> Vec<Generated> {
         Shell::Elvish,
         Shell::PowerShell,
     ] {
-        for mut cmd in [redlock.clone(), run.clone()] {
+        for mut cmd in [without_hidden_verbs(&redlock), run.clone()] {
             let bin = cmd.get_name().to_string();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, bin.clone(), &mut buf);
@@ -147,6 +147,8 @@ fn man(cmd: clap::Command, page_of: Page) -> Vec<u8> {
     let has_subcommands = cmd.has_subcommands();
     let has_version = cmd.get_version().is_some();
     let name = cmd.get_name().to_string();
+    let mut cmd_for_synopsis = cmd.clone();
+    cmd_for_synopsis.build();
     let page = clap_mangen::Man::new(cmd);
     // Writing into a Vec cannot fail.
     let _ = page.render_title(&mut buf);
@@ -159,6 +161,8 @@ fn man(cmd: clap::Command, page_of: Page) -> Vec<u8> {
             )
             .as_bytes(),
         );
+    } else if let Some(verb) = page_of.man().strip_prefix("redlock-") {
+        buf.extend_from_slice(verb_synopsis(&cmd_for_synopsis, verb).as_bytes());
     } else {
         let _ = page.render_synopsis_section(&mut buf);
     }
@@ -172,6 +176,78 @@ fn man(cmd: clap::Command, page_of: Page) -> Vec<u8> {
         let _ = page.render_version_section(&mut buf);
     }
     buf
+}
+
+/// A verb's SYNOPSIS as it is typed: `redlock top [--redis URL] ... [PATTERN]` (clap's
+/// would name the page, `redlock-top`, which is no command, and drop the values).
+fn verb_synopsis(cmd: &clap::Command, verb: &str) -> String {
+    let mut line = format!(
+        ".SH SYNOPSIS\n\\fB{}\\fR",
+        escape(&format!("redlock {verb}"))
+    );
+    let (options, positionals): (Vec<&clap::Arg>, Vec<&clap::Arg>) = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .partition(|a| !a.is_positional());
+    for arg in options {
+        let mut names = Vec::new();
+        if let Some(short) = arg.get_short() {
+            names.push(format!("\\fB\\-{short}\\fR"));
+        }
+        if let Some(long) = arg.get_long() {
+            names.push(format!("\\fB\\-\\-{}\\fR", escape(long)));
+        }
+        let mut shown = names.join("|");
+        if arg.get_action().takes_values() {
+            shown.push_str(&format!(" \\fI{}\\fR", value_name(arg)));
+        }
+        if matches!(arg.get_action(), clap::ArgAction::Append) {
+            shown.push_str("...");
+        }
+        line.push_str(&bracketed(&shown, arg.is_required_set()));
+    }
+    for arg in positionals {
+        let mut shown = format!("\\fI{}\\fR", value_name(arg));
+        if arg.get_num_args().is_some_and(|n| n.max_values() > 1) {
+            shown.push_str("...");
+        }
+        line.push_str(&bracketed(&shown, arg.is_required_set()));
+    }
+    line.push('\n');
+    line
+}
+
+/// An argument's value as the synopsis shows it: its value name, or its id in capitals.
+fn value_name(arg: &clap::Arg) -> String {
+    match arg.get_value_names() {
+        Some(names) if !names.is_empty() => escape(names[0].as_str()),
+        _ => escape(&arg.get_id().as_str().to_uppercase()),
+    }
+}
+
+/// ` WORD` when required, ` [WORD]` when not.
+fn bracketed(shown: &str, required: bool) -> String {
+    if required {
+        format!(" {shown}")
+    } else {
+        format!(" [{shown}]")
+    }
+}
+
+/// The `redlock` command that completion offers: its visible verbs only (clap's
+/// completions would offer the hidden maintainer verb `generate` too).
+fn without_hidden_verbs(cmd: &clap::Command) -> clap::Command {
+    let mut bare = clap::Command::new(cmd.get_name().to_string());
+    if let Some(about) = cmd.get_about() {
+        bare = bare.about(about.clone());
+    }
+    if let Some(version) = cmd.get_version() {
+        bare = bare.version(version.to_string());
+    }
+    if let Some(after) = cmd.get_after_long_help() {
+        bare = bare.after_long_help(after.clone());
+    }
+    bare.subcommands(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
 }
 
 /// Text for roff: backslashes and hyphens escaped.

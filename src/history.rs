@@ -51,6 +51,10 @@ pub struct RunRecord {
     pub status: Option<i64>,
     /// Whether the lock was lost (or given up at --max-hold) before the command ended.
     pub lost: bool,
+    /// Whether the run was asked to end: a signal to the wrapper (INT, TERM, HUP, QUIT)
+    /// reached the command (a stop, not a failure).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
     /// When the lock was taken and given back, Unix ms in the server's `TIME`.
     pub start_ms: u64,
     pub end_ms: u64,
@@ -100,7 +104,12 @@ impl RunRecord {
 
     /// Which row of the outcome table the record is.
     pub fn ended(&self) -> Outcome {
-        Outcome::of_record(self.life(), self.lost, self.status.unwrap_or_default())
+        Outcome::of_record(
+            self.life(),
+            self.lost,
+            self.stopped,
+            self.status.unwrap_or_default(),
+        )
     }
 
     /// Where the run is in its life, once judged (see [`RunRecord::judged`]).
@@ -262,6 +271,9 @@ struct Head<'a> {
     rerun_of: Option<&'a str>,
     duration_ms: u64,
     command_status: u8,
+    /// Asked to end by a signal to the wrapper.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stopped: bool,
     /// The other names of a run that held several.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     with: &'a [String],
@@ -280,6 +292,8 @@ pub struct Run<'a> {
     pub attempt: Option<(u32, &'a str)>,
     /// Another name of the run's whose loss (or preempt) ended it.
     pub ended_by: Option<&'a str>,
+    /// A signal to the wrapper ended the command: the run was asked to end.
+    pub stopped: bool,
 }
 
 impl Ending {
@@ -296,6 +310,7 @@ impl Ending {
             rerun_of: run.attempt.map(|(_, of)| of).filter(|of| !of.is_empty()),
             duration_ms: held_ms,
             command_status,
+            stopped: run.stopped,
             with: &run.meta.with,
             ended_by: run.ended_by,
         };
@@ -384,6 +399,7 @@ mod tests {
             start_ms: 0,
             attempt: None,
             ended_by: None,
+            stopped: false,
         };
         let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
         // What the release script appends.

@@ -336,11 +336,15 @@ impl Holder {
         }
     }
 
-    /// `, asked to stop by HOST pid N` for a holder preempted and still stopping;
+    /// `, asked to stop by HOST pid N` for a holder preempted and still stopping (`,
+    /// this run asked it to stop` in the log of the run that asked);
     /// `, --uninterruptible` for one that refuses to be.
     pub fn stop_note(&self) -> String {
         if let Some(request) = &self.stopping.preempt {
             let by = Who::deserialize(&request["by"]).unwrap_or_default();
+            if is_this_process(&by) {
+                return ", this run asked it to stop".to_string();
+            }
             return format!(", asked to stop by {}", by.host_pid_user());
         }
         if self.stopping.uninterruptible {
@@ -348,6 +352,36 @@ impl Holder {
         }
         String::new()
     }
+}
+
+/// This process's host as its metadata records it, and the machine's own name when
+/// that differs. REDLOCK_HOST: what operators read as the host (a CI job's name rather
+/// than a container's hash); the machine's own name is kept beside it for the proof of
+/// `release --if-dead`, which only the machine's name can give.
+fn host_names() -> (String, Option<String>) {
+    let machine = nix::unistd::gethostname()
+        .ok()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "?".into());
+    let shown = std::env::var("REDLOCK_HOST")
+        .ok()
+        .map(|h| {
+            crate::error::one_line(h.trim())
+                .chars()
+                .take(255)
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty());
+    match shown {
+        Some(shown) if shown != machine => (shown, Some(machine)),
+        _ => (machine, None),
+    }
+}
+
+/// Whether `who` is this process (its host as recorded, and its pid): a newcomer
+/// reading its own request to stop the holder.
+fn is_this_process(who: &Who) -> bool {
+    who.pid == Some(std::process::id()) && who.host.as_deref() == Some(host_names().0.as_str())
 }
 
 /// The metadata a lock this process takes is recorded with.
@@ -385,26 +419,7 @@ pub struct Meta {
 impl Meta {
     /// Metadata of this process, for `token`, recording `cmd`.
     pub fn local(token: &str, cmd: &str, ttl: Duration) -> Self {
-        let machine = nix::unistd::gethostname()
-            .ok()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "?".into());
-        // REDLOCK_HOST: what operators read as the host (a CI job's name rather than a
-        // container's hash); the machine's own name is kept beside it for the proof of
-        // `release --if-dead`, which only the machine's name can give.
-        let shown = std::env::var("REDLOCK_HOST")
-            .ok()
-            .map(|h| {
-                crate::error::one_line(h.trim())
-                    .chars()
-                    .take(255)
-                    .collect::<String>()
-            })
-            .filter(|h| !h.is_empty());
-        let (host, machine) = match shown {
-            Some(shown) if shown != machine => (shown, Some(machine)),
-            _ => (machine, None),
-        };
+        let (host, machine) = host_names();
         // $USER or $LOGNAME (cron sets LOGNAME) first: looking the uid up goes through
         // NSS (files, maybe LDAP), which costs more than the rest of the wrapper's
         // start-up; metadata is for display.

@@ -52,6 +52,8 @@ pub struct RunFacts {
     pub superseded: Option<Outcome>,
     /// Stopped for a newer run.
     pub preempted: bool,
+    /// Asked to end: a signal to the wrapper ended the command.
+    pub stopped: bool,
     /// The command's own exit status.
     pub command_status: Option<u8>,
     /// `--elect`: whether this host leads now (`None`: not an `--elect` run).
@@ -99,6 +101,7 @@ impl RunFacts {
             (true, _) if self.max_hold => Outcome::MaxHold,
             (true, _) if self.preempted => Outcome::Preempted,
             (true, _) if self.lost => Outcome::Lost,
+            (true, _) if self.stopped => Outcome::Stopped,
             (true, _) => match self.command_status {
                 None => Outcome::Error,
                 Some(0) => Outcome::Ran,
@@ -174,7 +177,8 @@ impl Metrics {
             // also for a run too short for a renewal to find it first.
             Event::Released if fields["result"] == "not_ours" => facts.lost = true,
             Event::Exited => {
-                facts.command_status = fields["command_status"].as_u64().map(|c| c as u8)
+                facts.command_status = fields["command_status"].as_u64().map(|c| c as u8);
+                facts.stopped = fields["stopped"] == true;
             }
             Event::Elected => {
                 let previous = Previous::read(&self.path, &self.name);
@@ -449,9 +453,16 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
     if let Some(success) = success.or_else(|| previous.value(SUCCESS.0)) {
         text.one(SUCCESS.0, SUCCESS.1, seconds(success));
     }
-    if let Some(leader) = facts.leader {
-        text.one(LEADER.0, LEADER.1, u8::from(leader).to_string());
-        text.one(TERMS.0, TERMS.1, facts.terms.to_string());
+    match facts.leader {
+        Some(leader) => {
+            text.one(LEADER.0, LEADER.1, u8::from(leader).to_string());
+            text.one(TERMS.0, TERMS.1, facts.terms.to_string());
+        }
+        // Not (yet) elected: an `--elect` wrapper's `acquired` write comes before its
+        // `elected` one, which counts the terms on from what the file kept.
+        None => [LEADER, TERMS]
+            .iter()
+            .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
     }
     let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
     text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));

@@ -31,6 +31,9 @@ pub enum Outcome {
     Outdated,
     /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`).
     Preempted,
+    /// Asked to end: a signal to the wrapper (INT, TERM, HUP, QUIT: `systemctl stop`,
+    /// Ctrl-C, a CI cancel) reached the command, which ended.
+    Stopped,
     /// The run failed before its command could run (Redis unreachable, a usage error,
     /// a signal while waiting).
     Error,
@@ -108,7 +111,7 @@ pub const ROWS: &[Row] = &[
         metric: Some("ran"),
         words: Some("exit {status}"),
         mark: Some(Mark {
-            rank: 4,
+            rank: 5,
             color: "\x1b[31m█\x1b[0m",
             letter: "x",
             legend: "exit non-zero",
@@ -149,7 +152,7 @@ pub const ROWS: &[Row] = &[
         metric: Some("lost"),
         words: Some("lost the lock, exit {status}"),
         mark: Some(Mark {
-            rank: 6,
+            rank: 7,
             color: "\x1b[35m█\x1b[0m",
             letter: "L",
             legend: "lost the lock",
@@ -172,7 +175,7 @@ pub const ROWS: &[Row] = &[
         metric: Some("timeout"),
         words: Some("stopped at --max-hold, exit {status}"),
         mark: Some(Mark {
-            rank: 5,
+            rank: 6,
             color: "\x1b[33m█\x1b[0m",
             letter: "M",
             legend: "stopped at --max-hold",
@@ -204,10 +207,24 @@ pub const ROWS: &[Row] = &[
         metric: Some("preempted"),
         words: Some("preempted by a newer run (the command exited {command}), exit {status}"),
         mark: Some(Mark {
-            rank: 3,
+            rank: 4,
             color: "\x1b[34m█\x1b[0m",
             letter: "P",
             legend: "preempted by a newer run",
+        }),
+    },
+    Row {
+        outcome: Outcome::Stopped,
+        name: "stopped: the wrapper was asked to end (a signal: INT, TERM, HUP, QUIT), passed it on, and the command ended",
+        status: Status::Command,
+        event: Some(Event::Exited),
+        metric: Some("stopped"),
+        words: Some("stopped on request (a signal to the wrapper), exit {status}"),
+        mark: Some(Mark {
+            rank: 3,
+            color: "\x1b[37m█\x1b[0m",
+            letter: "S",
+            legend: "stopped on request",
         }),
     },
     Row {
@@ -232,7 +249,7 @@ pub const ROWS: &[Row] = &[
         metric: None,
         words: Some("vanished: started, its end never recorded, its lease gone"),
         mark: Some(Mark {
-            rank: 7,
+            rank: 8,
             color: "\x1b[90m▓\x1b[0m",
             letter: "?",
             legend: "vanished (end never recorded)",
@@ -241,12 +258,13 @@ pub const ROWS: &[Row] = &[
 ];
 
 /// The order of the timeline's legend.
-pub const LEGEND: [Outcome; 7] = [
+pub const LEGEND: [Outcome; 8] = [
     Outcome::Ran,
     Outcome::Failed,
     Outcome::Lost,
     Outcome::MaxHold,
     Outcome::Preempted,
+    Outcome::Stopped,
     Outcome::Running,
     Outcome::Vanished,
 ];
@@ -260,9 +278,15 @@ impl Outcome {
     }
 
     /// The outcome of a record in the history, as the judge (`crate::lifecycle`) found
-    /// its life: in progress, vanished, or ended: lost (at `--max-hold` or not), or its
+    /// its life: in progress, vanished, or ended: lost (at `--max-hold` or not),
+    /// stopped on request (`stopped`: a signal to the wrapper ended it), or its
     /// command's status.
-    pub fn of_record(life: crate::lifecycle::Life, lost: bool, status: i64) -> Outcome {
+    pub fn of_record(
+        life: crate::lifecycle::Life,
+        lost: bool,
+        stopped: bool,
+        status: i64,
+    ) -> Outcome {
         use crate::lifecycle::Life;
         if life.in_progress() {
             Outcome::Running
@@ -274,6 +298,8 @@ impl Outcome {
             Outcome::Preempted
         } else if lost {
             Outcome::Lost
+        } else if stopped {
+            Outcome::Stopped
         } else if status == 0 {
             Outcome::Ran
         } else {
@@ -364,6 +390,7 @@ mod tests {
             Outcome::Superseded,
             Outcome::Outdated,
             Outcome::Preempted,
+            Outcome::Stopped,
             Outcome::Running,
             Outcome::Vanished,
         ] {
@@ -385,27 +412,32 @@ mod tests {
                 "timeout",
                 "superseded",
                 "outdated",
-                "preempted"
+                "preempted",
+                "stopped"
             ]
         );
         assert_eq!(
-            Outcome::of_record(Life::Ended, true, 124).words(124, None),
+            Outcome::of_record(Life::Ended, false, true, 143).words(143, Some(143)),
+            "stopped on request (a signal to the wrapper), exit 143"
+        );
+        assert_eq!(
+            Outcome::of_record(Life::Ended, true, false, 124).words(124, None),
             "stopped at --max-hold, exit 124"
         );
         assert_eq!(
-            Outcome::of_record(Life::Ended, true, 79).words(79, None),
+            Outcome::of_record(Life::Ended, true, false, 79).words(79, None),
             "lost the lock, exit 79"
         );
         assert_eq!(
-            Outcome::of_record(Life::Ended, false, 3).words(3, Some(3)),
+            Outcome::of_record(Life::Ended, false, false, 3).words(3, Some(3)),
             "exit 3"
         );
         let mut ranks: Vec<u8> = ROWS.iter().filter_map(|r| r.mark).map(|m| m.rank).collect();
         ranks.sort();
         ranks.dedup();
-        assert_eq!(ranks.len(), 7, "distinct ranks");
+        assert_eq!(ranks.len(), 8, "distinct ranks");
         assert_eq!(
-            Outcome::of_record(Life::Vanished, false, 0),
+            Outcome::of_record(Life::Vanished, false, false, 0),
             Outcome::Vanished,
             "a vanished run is never a success"
         );

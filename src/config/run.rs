@@ -124,14 +124,20 @@ fn shown(raw: &OsString) -> String {
 /// Where `name` is among `names`, or the line saying it is not one of them (`flag
 /// given` as the user gave it).
 fn find(names: &[Name], given: &str, name: &str) -> Result<usize> {
+    let listed = || -> Vec<String> { names.iter().map(|n| shown(&n.raw)).collect() };
+    if name.is_empty() {
+        return Err(Error::usage(format!(
+            "{given}: the name is empty; name one of the --key names ({})",
+            listed().join(", ")
+        )));
+    }
     names
         .iter()
         .position(|n| n.raw.as_encoded_bytes() == name.as_bytes())
         .ok_or_else(|| {
-            let listed: Vec<String> = names.iter().map(|n| shown(&n.raw)).collect();
             Error::usage(format!(
                 "{given}: {name:?} is not one of the --key names ({}); give --key {name} too, or fix the name",
-                listed.join(", ")
+                listed().join(", ")
             ))
         })
 }

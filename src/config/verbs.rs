@@ -48,6 +48,15 @@ impl StatusConfig {
     }
 }
 
+/// The window of `history --timeline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// `--since D`: the last D.
+    Last(Duration),
+    /// No `--since`: from the oldest run shown to now, at a round column width.
+    Fit,
+}
+
 /// A checked `redlock history`.
 #[derive(Debug, Clone)]
 pub struct HistoryConfig {
@@ -55,8 +64,8 @@ pub struct HistoryConfig {
     pub keys: LockKeys,
     pub limit: usize,
     pub json: bool,
-    /// `--timeline` (with `--since`, how far back): draw the runs.
-    pub timeline: Option<Duration>,
+    /// `--timeline`: draw the runs, over this window.
+    pub timeline: Option<Window>,
     /// With `--timeline`, NAME as a glob over names (it has `*`, `?` or `[`): the SCAN
     /// pattern of their lock keys (their history keys are found by it).
     pub pattern: Option<Vec<u8>>,
@@ -73,8 +82,8 @@ impl HistoryConfig {
         };
         let timeline = match (args.timeline, args.since.as_deref()) {
             (false, _) => None,
-            (true, None) => Some(Duration::from_secs(24 * 3600)),
-            (true, Some(raw)) => Some(bounded(SINCE, raw)?),
+            (true, None) => Some(Window::Fit),
+            (true, Some(raw)) => Some(Window::Last(bounded(SINCE, raw)?)),
         };
         let globbed = args.key.as_bytes().iter().any(|b| b"*?[".contains(b));
         let pattern =

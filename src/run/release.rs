@@ -13,13 +13,37 @@ use crate::policy::Completion;
 use crate::report::{Reporter, human};
 use crate::timing::{self, Point};
 
+/// How the command's run ended, for its release: whether the lock was lost and why,
+/// when the lease ends if it is still held, and whether a signal to the wrapper ended
+/// the command (`stopped`: the run was asked to end).
+#[derive(Clone)]
+pub(super) struct Ended {
+    pub lost: Option<Lost>,
+    pub lease_end: Option<Point>,
+    pub stopped: bool,
+}
+
+impl Ended {
+    pub fn of(outcome: &crate::supervise::Outcome) -> Ended {
+        Ended {
+            lost: outcome.lost.clone(),
+            lease_end: outcome.lease_end,
+            stopped: outcome.signalled.is_some(),
+        }
+    }
+}
+
 /// The release after the command ended, and the status it makes the run's.
 /// `ended_by`: another name of the run whose loss ended it (its record says so).
 pub(super) async fn release_after(
     config: &RunConfig,
     (lease, ended_by): (&Lease, Option<&str>),
     meta: &Meta,
-    (lost, lease_end): (Option<Lost>, Option<Point>),
+    Ended {
+        lost,
+        lease_end,
+        stopped,
+    }: Ended,
     code: u8,
     acquired_at: Point,
     report: &Reporter,
@@ -32,6 +56,7 @@ pub(super) async fn release_after(
         start_ms: lease.acquired_ms(),
         attempt: lease.attempt(),
         ended_by,
+        stopped,
     };
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {

@@ -472,7 +472,8 @@ pub(super) async fn finish(
     acquired_at: Point,
 ) -> u8 {
     let code = child::exit_code(outcome.status);
-    let ended = (outcome.lost, outcome.lease_end);
+    let ended = release::Ended::of(&outcome);
+    let stopped = ended.stopped;
     let mut status = code;
     let all: Vec<usize> = (0..leases.len()).collect();
     for i in set::last_first(leases, &all) {
@@ -491,16 +492,18 @@ pub(super) async fn finish(
             status = said;
         }
     }
-    exited(run, &leases[0], (code, status), acquired_at, &metas[0].with);
+    let with = &metas[0].with;
+    exited(run, &leases[0], (code, status, stopped), acquired_at, with);
     status
 }
 
 /// Says the run ended: the `exited` event, with the command's status and the run's
-/// (`code`, `status`), and the other names of a run that held several (`with`).
+/// (`code`, `status`), whether a signal to the wrapper ended it (`stopped`), and the
+/// other names of a run that held several (`with`).
 pub(super) fn exited(
     run: &Run<'_>,
     lease: &Lease,
-    (code, status): (u8, u8),
+    (code, status, stopped): (u8, u8, bool),
     acquired_at: Point,
     with: &[String],
 ) {
@@ -510,6 +513,9 @@ pub(super) fn exited(
         "held_ms": crate::clock::now().saturating_sub(acquired_at).as_millis() as u64,
         "fence": lease.fence(),
     });
+    if stopped {
+        fields["stopped"] = true.into();
+    }
     if !with.is_empty() {
         fields["with"] = with.into();
     }

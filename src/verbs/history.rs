@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::os::unix::ffi::OsStrExt;
 
 use super::{JsonName, list, open, print_json, print_line, timeline};
-use crate::config::{DEFAULT_TTL, HistoryConfig};
+use crate::config::{DEFAULT_TTL, HistoryConfig, Window};
 use crate::error::{Error, Kind, Result};
 use crate::history::{RunRecord, merge};
 use crate::keys::LockKeys;
@@ -24,8 +24,8 @@ struct HistoryJson<'a> {
 
 pub async fn run(config: HistoryConfig) -> Result<u8> {
     let nodes = open(&config.conn, DEFAULT_TTL).await?;
-    if let Some(since) = config.timeline {
-        return draw(&nodes, &config, since).await;
+    if let Some(window) = config.timeline {
+        return draw(&nodes, &config, window).await;
     }
     let runs = read_with_holder(&nodes, &config.keys, config.limit).await?;
     if config.json {
@@ -49,8 +49,9 @@ pub async fn run(config: HistoryConfig) -> Result<u8> {
     Ok(0)
 }
 
-/// `--timeline`: the picture of each name's runs of the last `since`, then a legend.
-async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration) -> Result<u8> {
+/// `--timeline`: the picture of each name's runs in `window` (without `--since`, each
+/// name's own runs fit theirs), then a legend.
+async fn draw(nodes: &Nodes, config: &HistoryConfig, window: Window) -> Result<u8> {
     let names = match &config.pattern {
         None => vec![config.keys.clone()],
         Some(pattern) => list::names_by(nodes, &config.conn.prefix, pattern, &[b":history"])
@@ -65,7 +66,6 @@ async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration)
     };
     let style = timeline::style();
     let to_ms = crate::clock::wall_ms();
-    let from_ms = to_ms.saturating_sub(since.as_millis() as u64);
     if names.is_empty() {
         print_line("no lock matches with a run history");
         return Ok(0);
@@ -73,6 +73,10 @@ async fn draw(nodes: &Nodes, config: &HistoryConfig, since: std::time::Duration)
     let mut out = String::new();
     for keys in &names {
         let runs = read_with_holder(nodes, keys, config.limit).await?;
+        let from_ms = match window {
+            Window::Last(since) => to_ms.saturating_sub(since.as_millis() as u64),
+            Window::Fit => timeline::fitted_from(&runs, to_ms, style),
+        };
         out.push_str(&timeline::render(
             &keys.display_name(),
             &runs,

@@ -225,6 +225,10 @@ async fn held(nodes: &Nodes, target: &Target<'_>) -> Result<Vec<(u32, Holder)>> 
 fn refused(target: &Target<'_>, slot: Option<u32>, holder: &Holder, why: &Alive) -> Error {
     let name = target.keys.display_name();
     let then = match why {
+        // A shared name or a semaphore has no one holder that `preempt` could ask.
+        Alive::Runs(_) if !target.kind.rules().can_be_asked() => {
+            "it renews the lock while it runs: stop its command".to_string()
+        }
         Alive::Runs(_) => format!(
             "it renews the lock while it runs: stop its command, or ask it to with redlock preempt {name}"
         ),
@@ -375,10 +379,14 @@ impl Released {
                     .since_ms
                     .map(|s| format!(", since {}", rfc3339(s)))
                     .unwrap_or_default();
+                // The shared marker is no token: its holders each have their own.
+                let token = match h.token.as_str() {
+                    crate::keys::SHARED => String::new(),
+                    _ => format!(" (token {}…)", h.token_prefix()),
+                };
                 format!(
-                    "removed {name}{from}: it was held by {}{since} (token {}…)",
+                    "removed {name}{from}: it was held by {}{since}{token}",
                     h.describe(wall_ms()),
-                    h.token_prefix()
                 )
             }
             (Outcome::Free, _) => format!(

@@ -111,10 +111,28 @@ pub struct SlotState {
     pub ttl_left_ms: Option<u64>,
 }
 
+/// How many times a read that fell between two changes of a shared name is made again.
+const READS: usize = 5;
+
 /// Reads one lock on every node: a plain lock, or every slot of a semaphore (the
 /// mode key says `limit L` while one is in use; its first slot's holder stands for it
-/// where one holder is shown).
+/// where one holder is shown). The read takes several requests, and a shared name can
+/// change between them (its mode key read before its first share came, its shares
+/// after its last one left: the marker `shared` held by nobody); such a read is made
+/// again, so that what is shown is one state (newcomer-6 P10).
 pub async fn read(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
+    let mut state = read_once(nodes, keys).await?;
+    for _ in 1..READS {
+        if !state.between_changes() {
+            break;
+        }
+        state = read_once(nodes, keys).await?;
+    }
+    Ok(state)
+}
+
+/// One read of [`read`].
+async fn read_once(nodes: &Nodes, keys: &LockKeys) -> Result<LockState> {
     let kind = mode_of(nodes, keys).await;
     let rules = kind.rules();
     if let Some(set) = rules.holders_set(keys) {
@@ -370,6 +388,16 @@ impl LockState {
             local: None,
             waiting: None,
         }
+    }
+
+    /// Whether the read fell between two changes of a shared name: its marker seen
+    /// with no share behind it.
+    fn between_changes(&self) -> bool {
+        self.shares.is_empty()
+            && self
+                .holder
+                .as_ref()
+                .is_some_and(|h| h.token == crate::keys::SHARED)
     }
 
     /// "2 of 3 nodes (1 unreachable)".

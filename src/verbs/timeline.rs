@@ -177,16 +177,63 @@ impl Frame {
     }
 }
 
-/// The picture of one lock's `runs` between `from_ms` and `to_ms`.
-pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: Style) -> String {
-    let span = to_ms.saturating_sub(from_ms).max(1);
-    let shown: Vec<&RunRecord> = runs
+/// The column widths a fitted window is drawn at (ms): round ones, so that the axis
+/// and "one column" read at a glance.
+const COLUMN_WIDTHS: [u64; 21] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    15_000,
+    20_000,
+    30_000,
+    60_000,
+    2 * 60_000,
+    5 * 60_000,
+    10 * 60_000,
+    15 * 60_000,
+    20 * 60_000,
+    30 * 60_000,
+    3_600_000,
+    2 * 3_600_000,
+    3 * 3_600_000,
+    6 * 3_600_000,
+    12 * 3_600_000,
+    86_400_000,
+    2 * 86_400_000,
+];
+
+/// Where the window starts when none is asked for (`--timeline` without `--since`):
+/// early enough for the oldest of `runs` that has a start, at the finest round column
+/// width that holds it up to `to_ms`; a day when no run has a start.
+pub fn fitted_from(runs: &[RunRecord], to_ms: u64, style: Style) -> u64 {
+    let started: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| end_of(r, to_ms) >= from_ms && r.start_ms <= to_ms && r.start_ms > 0)
+        .filter(|r| r.start_ms > 0 && r.start_ms <= to_ms)
         .collect();
-    let mut hosts: Vec<String> = shown.iter().map(|r| host_of(r)).collect();
+    let Some(oldest) = started.iter().map(|r| r.start_ms).min() else {
+        return to_ms.saturating_sub(86_400_000);
+    };
+    let (_, bar_w) = widths(&hosts(&started), style);
+    let need = to_ms - oldest;
+    let column = COLUMN_WIDTHS
+        .iter()
+        .copied()
+        .find(|c| c * bar_w as u64 > need)
+        .unwrap_or(COLUMN_WIDTHS[COLUMN_WIDTHS.len() - 1]);
+    to_ms.saturating_sub(column * bar_w as u64)
+}
+
+/// The hosts of `runs`, sorted, once each.
+fn hosts(runs: &[&RunRecord]) -> Vec<String> {
+    let mut hosts: Vec<String> = runs.iter().map(|r| host_of(r)).collect();
     hosts.sort();
     hosts.dedup();
+    hosts
+}
+
+/// The width of the host labels and of the bars, for rows of `hosts`.
+fn widths(hosts: &[String], style: Style) -> (usize, usize) {
     let label_w = hosts
         .iter()
         .map(|h| h.chars().count())
@@ -194,7 +241,18 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         .unwrap_or(0)
         .clamp(4, 20);
     // "  host │bars│": the bars take what the label and the frame leave.
-    let bar_w = style.width.saturating_sub(label_w + 5).max(10);
+    (label_w, style.width.saturating_sub(label_w + 5).max(10))
+}
+
+/// The picture of one lock's `runs` between `from_ms` and `to_ms`.
+pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: Style) -> String {
+    let span = to_ms.saturating_sub(from_ms).max(1);
+    let shown: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| end_of(r, to_ms) >= from_ms && r.start_ms <= to_ms && r.start_ms > 0)
+        .collect();
+    let hosts = hosts(&shown);
+    let (label_w, bar_w) = widths(&hosts, style);
     let frame = Frame {
         from_ms,
         to_ms,
@@ -338,6 +396,22 @@ mod tests {
             color: false,
         };
         render("nightly", &history(), T0, T0 + 86_400_000, style)
+    }
+
+    /// Without `--since` the window reaches the oldest run at a round column width
+    /// (60 columns: 50 of bars; the oldest run 23 h back needs 30 m columns), and is a
+    /// day when no run has a start.
+    #[test]
+    fn a_fitted_window_holds_the_oldest_run_at_a_round_column() {
+        let style = Style {
+            width: 60,
+            color: false,
+        };
+        let to = T0 + 86_400_000;
+        assert_eq!(fitted_from(&history(), to, style), to - 50 * 30 * 60_000);
+        assert_eq!(fitted_from(&[], to, style), T0);
+        let recent = [run("web-1", 1430, 1, 0, false)];
+        assert_eq!(fitted_from(&recent, to, style), to - 50 * 15_000);
     }
 
     #[test]

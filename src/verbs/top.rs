@@ -1,12 +1,13 @@
 //! `redlock top [PATTERN]`: a live full-screen view of the locks under the prefix:
 //! state, holder, held for, ttl left, fence, waiters (a fair queue's line, a
 //! semaphore's slots), last run; refreshed every `-n` (1 s), sorted by what needs
-//! attention (waiters behind a holder first, then the longest held). `q`, Esc or
+//! attention (waiters behind a holder first, then the longest held, then the free names
+//! with a history: a cron job between its runs). `q`, Esc or
 //! Ctrl-C quits; the terminal is restored on every exit. `--once` prints one frame as
 //! text and exits, for scripts and tests.
 //!
-//! Cost to Redis per refresh: the SCAN pages of the pattern (for the lock keys and the
-//! mode keys), then per lock what `redlock status` reads (the mode key, the holder
+//! Cost to Redis per refresh: the SCAN pages of the pattern (for the lock keys, the
+//! mode keys and the history keys), then per lock what `redlock status` reads (the mode key, the holder
 //! script, each slot of a semaphore, a fair queue's members) plus an SCARD of its
 //! waiters and an LRANGE of its last run: 9 commands a lock, scripts' included. The
 //! locks are read 1,000 at a time, their requests pipelined on one connection (2,000
@@ -21,7 +22,7 @@ use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Row, Table};
 
-use super::list::{each_lock, names};
+use super::list::{each_lock, names_by};
 use super::state::{LockState, read, waiters};
 use super::{history, open};
 use crate::clock::wall_ms;
@@ -34,8 +35,9 @@ use crate::report::human;
 #[derive(Debug, Clone)]
 struct Line {
     cells: [String; 8],
-    /// Sorts the rows: waiters behind a holder first, then the longest held.
-    attention: (bool, u64),
+    /// Sorts the rows: waiters behind a holder first, then the longest held, then the
+    /// free names (with a history).
+    attention: (bool, bool, u64),
 }
 
 const HEADER: [&str; 8] = [
@@ -55,7 +57,10 @@ pub async fn run(config: TopConfig) -> Result<u8> {
 /// The locks under the pattern, most in need of attention first.
 async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
     let now = wall_ms();
-    let names = names(nodes, &config.conn.prefix, &config.matcher).await?;
+    // Held or waited for (the lock key, a semaphore's mode key), or free with a
+    // history: a cron job between its runs is a row too.
+    let suffixes: [&[u8]; 3] = [b"", b":mode", b":history"];
+    let names = names_by(nodes, &config.conn.prefix, &config.matcher, &suffixes).await?;
     // Every lock's reads at once (see `each_lock`): a frame of 2,000 locks is a few
     // round trips, not thousands one after another.
     let read = each_lock(&names, &config.conn.prefix, |keys| async move {
@@ -156,6 +161,7 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
         }
     });
     let queued = state.queue.as_ref().map_or(waiters, |q| q.len() as u64);
+    let in_use = state_text != "free" || queued > 0;
     Line {
         cells: [
             state.name.clone(),
@@ -169,7 +175,7 @@ fn line(state: &LockState, waiters: u64, last: Option<String>, now: u64) -> Line
             waiting,
             last.unwrap_or_default(),
         ],
-        attention: (queued > 0 && holder.is_some(), held_ms.unwrap_or(0)),
+        attention: (queued > 0 && holder.is_some(), in_use, held_ms.unwrap_or(0)),
     }
 }
 
@@ -526,7 +532,7 @@ mod tests {
     fn line(cells: [&str; 8]) -> Line {
         Line {
             cells: cells.map(String::from),
-            attention: (false, 0),
+            attention: (false, true, 0),
         }
     }
 

@@ -29,6 +29,81 @@ fn man_pages_and_completions_are_current() {
     );
 }
 
+/// Issue 52 item 9: a verb's page shows the command as it is typed (`redlock top`;
+/// there is no `redlock-top`) and every option's value (`[--redis URL]`, not
+/// `[--redis]`); and no completion offers the hidden maintainer verb `generate`.
+#[test]
+fn verb_pages_show_the_command_as_typed_and_completion_hides_generate() {
+    use clap::CommandFactory;
+    let cli = redlock::cli::Cli::command();
+    for file in redlock::docs::render() {
+        let text = String::from_utf8_lossy(&file.contents);
+        if file.dir == redlock::docs::Dir::Completions {
+            assert!(!text.contains("generate"), "{} offers generate", file.name);
+            continue;
+        }
+        let Some(verb) = file
+            .name
+            .strip_prefix("redlock-")
+            .and_then(|n| n.strip_suffix(".1"))
+        else {
+            continue;
+        };
+        let synopsis = text.split(".SH SYNOPSIS\n").nth(1).expect("SYNOPSIS");
+        let synopsis = synopsis.lines().next().unwrap_or_default();
+        let typed = if verb == "run" {
+            "redlock\\-run".to_string()
+        } else {
+            format!("redlock {verb}")
+        };
+        assert!(
+            synopsis.starts_with(&format!("\\fB{typed}\\fR")),
+            "{}: {synopsis}",
+            file.name
+        );
+        let cmd = cli.find_subcommand(verb).expect("a verb");
+        for arg in cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && !a.is_positional())
+        {
+            let (Some(long), Some(values)) = (arg.get_long(), arg.get_value_names()) else {
+                continue;
+            };
+            if verb == "run" || !arg.get_action().takes_values() {
+                continue;
+            }
+            let shown = format!(
+                "\\-\\-{}\\fR \\fI{}\\fR",
+                long.replace('-', "\\-"),
+                values[0]
+            );
+            assert!(
+                synopsis.contains(&shown),
+                "{}: no {shown} in {synopsis}",
+                file.name
+            );
+        }
+    }
+}
+
+/// Issue 52 item 10: where the CI guide offers `$BUILD_NUMBER` as an `--order-key`, it
+/// says that Jenkins and buildbot give a rebuild of an old build a new, larger number
+/// (so a rebuilt old build counts as new there), and what to use instead.
+#[test]
+fn the_ci_guide_says_a_rebuild_gets_a_new_build_number() {
+    let page = doc("docs/guide/ci.md");
+    let item = page
+        .split("\n- ")
+        .find(|item| item.starts_with("`--order-key N`"))
+        .expect("the --order-key item");
+    for needle in ["Jenkins", "buildbot", "rebuild", "git log -1 --format=%ct"] {
+        assert!(
+            item.contains(needle),
+            "the --order-key item lacks {needle}:\n{item}"
+        );
+    }
+}
+
 /// The page `page` holds `table` exactly as `source` renders it.
 fn assert_page_carries(page: &str, what: &str, source: &str, table: String) {
     assert!(

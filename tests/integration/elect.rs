@@ -1210,6 +1210,81 @@ fn the_last_term_says_it_exits_not_that_it_stands_by() {
     );
 }
 
+/// Issue 52 item 1 (newcomer-6 P3): `redlock_leader_terms` is kept across wrapper
+/// runs, as its HELP says: two terms led by one host, one wrapper each, read 2 (the
+/// second wrapper's `acquired` write dropped the count before its `elected` read it).
+#[test]
+fn leader_terms_are_kept_across_wrapper_runs() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let metrics = s.path("b.prom");
+    for term in 1..=2 {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "b"))
+                .args(["--elect", "--elect-max-terms", "1", "--metrics"])
+                .arg(&metrics)
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let prom = std::fs::read_to_string(&metrics).unwrap();
+        assert!(
+            prom.contains(&format!("redlock_leader_terms{{name=\"b\"}} {term}")),
+            "after {term} wrapper runs: {prom}"
+        );
+    }
+}
+
+/// Issue 52 item 4 (newcomer-6 P8): a leader stopped by SIGTERM (`systemctl stop`) was
+/// asked to end: its term is a stop, not a failure, in the history (its words and
+/// `stopped` in the JSON), the timeline (its own mark, not `x`) and the metrics
+/// (`outcome="stopped"`); the wrapper's exit status stays the command's (143).
+#[test]
+fn a_leader_stopped_by_sigterm_reads_as_stopped_not_failed() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (ready, metrics) = (s.path("ready"), s.path("web.prom"));
+    let script = format!("touch '{}'; exec sleep 1000", ready.display());
+    let mut leader = redlock_run()
+        .args(lock_args(&redis, "web"))
+        .args(["--elect", "--metrics", &metrics.display().to_string()])
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(
+        wait_for_file(&ready, "", READY),
+        "the command never started"
+    );
+    kill(Pid::from_raw(leader.id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(
+        wait_child(&mut leader, Duration::from_secs(10)).code(),
+        Some(143)
+    );
+    let url = redis.url();
+    let said = stdout(&output(redlock().args(["history", "web", "--redis", &url])));
+    assert!(said.contains("stopped"), "{said}");
+    let json = stdout(&output(
+        redlock().args(["history", "web", "--json", "--redis", &url]),
+    ));
+    let doc: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(doc["runs"][0]["stopped"], true, "{doc}");
+    assert_eq!(doc["runs"][0]["status"], 143, "{doc}");
+    let picture = stdout(&output(
+        redlock()
+            .args(["history", "web", "--timeline", "--redis", &url])
+            .env("COLUMNS", "80"),
+    ));
+    let row = picture.lines().nth(1).unwrap_or_default();
+    assert!(row.contains('S') && !row.contains('x'), "{picture}");
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        prom.contains("redlock_last_outcome{name=\"web\",outcome=\"stopped\"} 1"),
+        "{prom}"
+    );
+}
+
 // What a term leaves behind (issue 40) -----------------------------------------------
 
 /// The zombie children of `pid` (`/proc/*/stat`: state Z, parent `pid`).

@@ -771,6 +771,11 @@ fn run_trial(
             format!("{odd:?}")
         });
     }
+    let nested_text = if d.nest {
+        format!(", {nested} nested runs")
+    } else {
+        String::new()
+    };
     summary(&format!(
         "generated seed {} {:?}{}{} {:?} local queue {:?}{} faults {:?}{}{}: {} runs, {} sections{}, \
          {} injections, exits {:?}{}, {} invariants, {} violations, {:.1} s",
@@ -799,15 +804,7 @@ fn run_trial(
         },
         report.runs,
         v.sections,
-        format!(
-            "{}{}",
-            names_text(&report, holds.as_ref()),
-            if d.nest {
-                format!(", {nested} nested runs")
-            } else {
-                String::new()
-            }
-        ),
+        names_text(&report, holds.as_ref()) + &nested_text,
         s.injections,
         report.statuses,
         if d.kind == Kind::Fair {

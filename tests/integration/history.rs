@@ -344,12 +344,57 @@ fn at_fixed_now(args: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// Issue 52 item 6 (newcomer-6 P7): without `--since` the window fits the runs
+/// recorded (the oldest shown to now) at a round column width: a minute job's last 20
+/// runs are 20 marks, not one 20-minute column of a 24-hour day.
+#[test]
+fn timeline_without_since_fits_the_runs_recorded() {
+    let redis = Redis::start();
+    let key = format!("{}:history", lock_key("close-order"));
+    // 23:40 to 23:59 of 2026-11-26, one 5 s run a minute; now is 00:00 the next day.
+    for minute in 0..20u64 {
+        let start_ms = T0 + (23 * 60 + 40 + minute) * 60_000;
+        let r = serde_json::json!({
+            "token": format!("tok-{minute}"), "host": "web-1", "pid": 42, "user": "ops",
+            "cmd": "./close_orders.sh", "fence": minute + 1, "duration_ms": 5_000,
+            "command_status": 0, "status": 0, "lost": false,
+            "start_ms": start_ms, "end_ms": start_ms + 5_000,
+        });
+        let _: i64 = redis.cmd(&["LPUSH", &key, &r.to_string()]);
+    }
+    let out = output(
+        at_fixed_now(&["close-order", "--timeline", "--redis", &redis.url()]).env("COLUMNS", "80"),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.contains("web-1 |"))
+        .expect("the row");
+    let marks = row.split(|c| c != '#').filter(|s| !s.is_empty()).count();
+    assert_eq!(marks, 20, "every run its own mark:\n{text}");
+    let head = text.lines().next().unwrap_or_default();
+    assert!(head.starts_with("close-order: 2026-11-26 23:"), "{text}");
+    assert!(head.ends_with("UTC, one column 20s"), "{text}");
+    for line in text.lines().take(4) {
+        assert!(line.chars().count() <= 80, "{line:?}");
+    }
+}
+
 #[test]
 fn timeline_in_a_pipe_is_the_golden_picture_at_the_width_asked() {
     let redis = Redis::start();
     fixed_history(&redis, "nightly");
     let out = output(
-        at_fixed_now(&["nightly", "--timeline", "--redis", &redis.url()]).env("COLUMNS", "60"),
+        at_fixed_now(&[
+            "nightly",
+            "--timeline",
+            "--since",
+            "24h",
+            "--redis",
+            &redis.url(),
+        ])
+        .env("COLUMNS", "60"),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let want = "\
@@ -361,7 +406,8 @@ nightly: 2026-11-26 00:00 to 2026-11-27 00:00 UTC, one column 28m 48s
          00:00       06:00        12:00       18:00
   # exit 0   x exit non-zero   L lost the lock
   M stopped at --max-hold   P preempted by a newer run
-  : running   ? vanished (end never recorded)
+  S stopped on request   : running
+  ? vanished (end never recorded)
 ";
     assert_eq!(stdout(&out), want, "\n{}", stdout(&out));
     // 80 columns without COLUMNS; every drawn line within it.
@@ -449,6 +495,8 @@ fn timeline_over_a_pattern_draws_every_name() {
     let out = output(&mut at_fixed_now(&[
         "nightly-*",
         "--timeline",
+        "--since",
+        "24h",
         "--redis",
         &redis.url(),
     ]));

@@ -532,6 +532,114 @@ fn release_if_dead_removes_only_the_dead_share() {
     live.wait().unwrap();
 }
 
+/// Issue 52 item 11: the texts about a shared name say what can be done to it.
+/// `release --if-dead` refused by a live share does not suggest `redlock preempt`
+/// (which refuses shared names, 64); `release --force` says the shared holders held
+/// it, with no token (the marker `shared` is none); `--limit =2` refuses the empty
+/// name as such (not "give --key  too").
+#[test]
+fn texts_about_a_shared_name_say_what_can_be_done() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut live = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = live.id().to_string();
+    let share = ["acquire", "pause", "--shared", "--holder-pid", &pid];
+    let out = output(redlock().args(share).args(["--ttl", "1m", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output(redlock().args(["release", "pause", "--if-dead", "--redis", &url]));
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("preempt"), "{}", stderr(&out));
+    let out = output(redlock().args(["release", "pause", "--force", "--redis", &url]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("held by its shared holders"), "{said}");
+    assert!(!said.contains("token"), "{said}");
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let out =
+        output(redlock_run().args(["--key", "a", "--key", "b", "--limit", "=2", "--", "true"]));
+    assert_eq!(code(&out), 64, "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("--key  "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+}
+
+/// Issue 52 item 8 (newcomer-6 P10): `status --json` of a shared name is one
+/// consistent state while shares come and go: free with no holder, or held by shares
+/// (`shared_by` as many as `shares`, the holder the first of them, with its host),
+/// never the marker `shared` as a holder with null fields. 2,000 samples while four
+/// loops take and give back shares.
+#[test]
+fn status_json_of_a_shared_name_is_one_state_while_shares_come_and_go() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, stop) = (url.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let out =
+                        output(redlock().args(["acquire", "db", "--shared", "--redis", &url]));
+                    let token = stdout(&out).trim().to_string();
+                    let _ = output(
+                        redlock().args(["release", "db", "--token", &token, "--redis", &url]),
+                    );
+                }
+            })
+        })
+        .collect();
+    let samples = Arc::new(AtomicUsize::new(0));
+    let bad = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let samplers: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, samples, bad) = (url.clone(), samples.clone(), bad.clone());
+            std::thread::spawn(move || {
+                while samples.fetch_add(1, Ordering::Relaxed) < 2000 {
+                    let out = output(redlock().args(["status", "db", "--json", "--redis", &url]));
+                    let doc: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+                    if let Some(why) = inconsistent(&doc) {
+                        bad.lock().unwrap().push(format!("{why}: {doc}"));
+                    }
+                }
+            })
+        })
+        .collect();
+    for s in samplers {
+        s.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in churn {
+        c.join().unwrap();
+    }
+    let bad = bad.lock().unwrap();
+    assert!(
+        bad.is_empty(),
+        "{} of 2000 samples: {:?}",
+        bad.len(),
+        bad.first()
+    );
+}
+
+/// Why a `status --json` of a shared name is not one state (None: it is).
+fn inconsistent(doc: &serde_json::Value) -> Option<&'static str> {
+    let shares = doc["shares"].as_array().map_or(0, Vec::len);
+    match doc["state"].as_str() {
+        Some("free") if doc["holder"].is_null() && shares == 0 => None,
+        Some("free") => Some("free with a holder or shares"),
+        Some("held") if doc["holder"]["token"] == "shared" => Some("the marker as a holder"),
+        Some("held") if doc["holder"]["host"].is_null() => Some("a holder without a host"),
+        Some("held") if doc["shared_by"].as_u64() != Some(shares as u64) => {
+            Some("shared_by is not the shares")
+        }
+        Some("held") if shares > 0 && doc["holder"] != doc["shares"][0] => {
+            Some("the holder is not the first share")
+        }
+        Some("held") => None,
+        _ => Some("no state"),
+    }
+}
+
 /// The verbs that speak of one holder say what a shared name is: `preempt` is refused
 /// (64, one line: no one holder), `leader` says shared runs hold it.
 #[test]

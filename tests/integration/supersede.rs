@@ -226,6 +226,45 @@ fn a_preempted_holder_cleans_up_before_the_newcomer_starts() {
     ));
 }
 
+/// Issue 52 item 7 (newcomer-6 P9): a `--supersede running` newcomer's own waiting
+/// line says who holds and that this run asked it to stop, not "asked to stop by"
+/// itself under its own host and pid.
+#[test]
+fn the_newcomer_says_it_asked_the_holder_to_stop() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let d = s.path("").display().to_string();
+    let flags = ["--supersede", "running", "--wait", "1m"];
+    let holder = run_as(
+        "ci-a",
+        &redis,
+        "stg",
+        &flags,
+        &format!("trap 'sleep 1; exit 0' TERM; touch {d}/ready; while :; do sleep 0.05; done"),
+    );
+    let holder = watch(holder);
+    waits_for(&s.path("ready"));
+    let (_, new) = watch(run_as("ci-b", &redis, "stg", &flags, "true"))
+        .join()
+        .unwrap();
+    let (_, held) = holder.join().unwrap();
+    assert_eq!(
+        held.status.code(),
+        Some(codes::PREEMPTED),
+        "{}",
+        stderr(&held)
+    );
+    assert_eq!(new.status.code(), Some(0), "{}", stderr(&new));
+    let said = stderr(&new);
+    let line = said
+        .lines()
+        .find(|l| l.contains("waiting for stg"))
+        .unwrap_or_else(|| panic!("no waiting line: {said}"));
+    assert!(line.contains("held by ci-a pid"), "{line}");
+    assert!(line.contains("this run asked it to stop"), "{line}");
+    assert!(!line.contains("by ci-b"), "{line}");
+}
+
 /// An `--uninterruptible` holder is never preempted: the newcomer waits for it, and
 /// its waiting line says why.
 #[test]

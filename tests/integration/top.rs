@@ -88,7 +88,10 @@ impl Tmux {
 
     /// A session of `x`×`y`.
     fn sized(command: &str, x: u16, y: u16) -> Tmux {
-        let socket = format!("redlock-top-{}-{x}", std::process::id());
+        // One server per session: tests run at once in one process.
+        static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("redlock-top-{}-{x}-{n}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
             .cmd()
@@ -400,5 +403,44 @@ fn top_never_cuts_a_number_and_shows_ttl_and_fence_from_120_columns() {
             assert!(deploy.contains(fence), "{x}×{y}:\n{screen}");
         }
     }
+    stop(running);
+}
+
+/// Issue 52 item 5 (newcomer-6 P5): a free name with a history is a row (state free,
+/// its last run), after the held and waited ones; `top` said "(no locks)" for a cron
+/// job between its runs. At 80 columns the row keeps its state and last run.
+#[test]
+fn a_free_name_with_a_history_is_a_row_after_the_held_ones() {
+    let redis = Redis::start();
+    let url = redis.url();
+    for _ in 0..3 {
+        let ran =
+            output(redlock_run().args(["--redis", &url, "--key", "close-order", "--", "true"]));
+        assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    }
+    let text = once(&redis);
+    let row = text.lines().find(|l| l.starts_with("close-order "));
+    let row = row.unwrap_or_else(|| panic!("no row for the free name:\n{text}"));
+    assert!(row.contains(" free ") && row.contains("exit 0, "), "{text}");
+    let running = vec![holder(&redis, "deploy", &[])];
+    assert!(eventually(READY, || once(&redis).contains("deploy ")));
+    let text = once(&redis);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |name: &str| lines.iter().position(|l| l.starts_with(name)).unwrap();
+    assert!(at("deploy ") < at("close-order "), "{text}");
+    let tmux = Tmux::sized(
+        &format!("'{REDLOCK}' top --redis '{url}' -n 300ms; sleep 60"),
+        80,
+        24,
+    );
+    let legible = eventually(Duration::from_secs(8), || {
+        let screen = tmux.screen();
+        let row = screen
+            .lines()
+            .find(|l| l.contains("close-order"))
+            .unwrap_or("");
+        row.contains("free") && row.contains("exit 0")
+    });
+    assert!(legible, "80×24:\n{}", tmux.screen());
     stop(running);
 }
