@@ -427,11 +427,14 @@ impl Lease {
         self.kind().wake_key(self.name_keys(), self.token())
     }
 
-    /// Waits until `until` for a request to stop on this holder's own wake list (see
-    /// [`Session::listen`]).
-    pub async fn listen(&self, until: Point) -> Option<Preempt> {
+    /// Waits until `until` for a request to stop on this holder's own wake list and on
+    /// `others`' (the other names of a run that holds several, see
+    /// [`Session::listen`]): the request and the lease it came for (0: this one, `i`:
+    /// `others[i - 1]`).
+    pub async fn listen(&self, until: Point, others: &[&Lease]) -> Option<(usize, Preempt)> {
         let blocking = self.kind().listens_blocking();
-        self.session.listen(until, blocking).await
+        let lists: Vec<Vec<u8>> = others.iter().map(|l| l.own_wake()).collect();
+        self.session.listen(until, blocking, &lists).await
     }
 
     /// Whether `redlock preempt` can ask this holder to stop, so it waits for the

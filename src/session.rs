@@ -503,28 +503,46 @@ impl Session {
 
     /// Waits until `until` for a request to stop on this holder's own wake list
     /// (`redlock preempt`, or a newcomer with `--supersede running`, pushes it there),
-    /// so that the holder acts within a round trip rather than at its next renewal
-    /// (which finds the request too, should this miss it). The pop goes to the primary
-    /// node, on the holder's one connection there ([`crate::redis::Node::hold_pop`]);
-    /// through a Cluster, where calls route by slot, a newest-wins holder pops on a
-    /// blocking connection of its own (`blocking`: the kind says so), and any other
-    /// only sleeps. `None` when `until` came (a failed pop sleeps out the rest: a
-    /// failing node is never polled).
-    pub async fn listen(&self, until: Point, blocking: bool) -> Option<Preempt> {
-        let own = self.keys.own_wake(&self.token);
+    /// and on `others` (the own wake lists of the other names a run of several names
+    /// holds, on the same server), so that the holder acts within a round trip rather
+    /// than at its next renewal (which finds the request too, should this miss it). One
+    /// pop over every list goes to the primary node, on the holder's one connection
+    /// there ([`crate::redis::Node::hold_pop`]); through a Cluster, where calls route by
+    /// slot, a newest-wins holder of one name pops on a blocking connection of its own
+    /// (`blocking`: the kind says so), and any other only sleeps. The request and which
+    /// list it came on (0: this holder's, `i`: `others[i - 1]`); `None` when `until`
+    /// came (a failed pop sleeps out the rest: a failing node is never polled).
+    pub async fn listen(
+        &self,
+        until: Point,
+        blocking: bool,
+        others: &[Vec<u8>],
+    ) -> Option<(usize, Preempt)> {
+        let lists: Vec<Vec<u8>> = std::iter::once(self.own_wake())
+            .chain(others.iter().cloned())
+            .collect();
         let wait = until.saturating_sub(crate::clock::now());
         let popped = match self.nodes.primary() {
-            Some(primary) if primary.can_hold() => primary.hold_pop(&own, wait).await,
-            Some(primary) if blocking => primary.blocking_pop(&own, wait).await,
+            Some(primary) if primary.can_hold() => primary.hold_pop(&lists, wait).await,
+            Some(primary) if blocking && others.is_empty() => {
+                let popped = primary.blocking_pop(&lists[0], wait).await;
+                popped.map(|found| found.map(|element| (lists[0].clone(), element)))
+            }
             _ => Ok(None),
         };
-        if let Ok(Some(element)) = popped {
-            return Some(Preempt::parse(&element));
+        if let Ok(Some((list, element))) = popped {
+            let which = lists.iter().position(|l| *l == list).unwrap_or(0);
+            return Some((which, Preempt::parse(&element)));
         }
         if let Some(rest) = until.checked_sub(crate::clock::now()) {
             tokio::time::sleep(rest).await;
         }
         None
+    }
+
+    /// This holder's own wake list: where a request to stop it is pushed.
+    pub fn own_wake(&self) -> Vec<u8> {
+        self.keys.own_wake(&self.token)
     }
 
     /// Ends [`Session::listen`]'s hold: the primary's calls (the release) go through its

@@ -330,23 +330,17 @@ impl<'a> Supervisor<'a> {
             return None;
         };
         let until = crate::timing::listen_until(now, budget.next_renew(*t_sent, *last_attempt))?;
-        let waits: Vec<_> = std::iter::once(lease)
+        let asked: Vec<&Lease> = std::iter::once(lease)
             .chain(self.also)
             .filter(|l| l.can_be_asked())
-            .map(|l| {
-                Box::pin(async move {
-                    let request = l.listen(until).await?;
-                    Some((request, l.keys().display_name()))
-                })
-            })
             .collect();
-        if waits.is_empty() {
-            return None;
-        }
-        // The first request on any name; a wait that ends without one ends at `until`,
-        // as every other does.
+        let (first, others) = asked.split_first()?;
+        let (first, others) = (*first, others.to_vec());
+        // One wait over every name that can be asked: the first request on any of them.
         Some(Box::pin(async move {
-            futures_util::future::select_all(waits).await.0
+            let (which, request) = first.listen(until, &others).await?;
+            let name = if which == 0 { first } else { others[which - 1] };
+            Some((request, name.keys().display_name()))
         }))
     }
 

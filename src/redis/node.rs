@@ -374,7 +374,8 @@ impl Node {
         !matches!(self.link, Link::Cluster(_))
     }
 
-    /// `BLPOP key` for at most `wait` on the holder's one connection: made on first
+    /// `BLPOP key…` for at most `wait` on the holder's one connection (one pop over
+    /// every list a run of several names listens on: the list and the element popped): made on first
     /// use (the waiter's idle blocking connection, else a new one), after which the
     /// node's own connection is closed and every call goes through this one, in order
     /// behind the pop; so the caller ends each pop before a call is due (the renewal).
@@ -382,13 +383,17 @@ impl Node {
     /// that fails on it drops the hold connection ([`Node::unhold`], in
     /// [`Node::finish`]): calls go back to the node's own connection, made anew on
     /// first use, and the next pop makes a new hold connection.
-    pub async fn hold_pop(&self, key: &[u8], wait: Duration) -> Result<Option<Vec<u8>>> {
+    pub async fn hold_pop(
+        &self,
+        keys: &[Vec<u8>],
+        wait: Duration,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut conn = self.held().await?;
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
-        let cmd = redis::cmd("BLPOP").arg(key).arg(seconds).clone();
+        let cmd = redis::cmd("BLPOP").arg(keys).arg(seconds).clone();
         let limit = wait + self.timeout.max(MIN_CONNECT_TIMEOUT);
         let popped = tokio::time::timeout(limit, cmd.query_async::<Value>(&mut conn)).await;
-        self.finish(popped).map(popped_element)
+        self.finish(popped).map(popped_pair)
     }
 
     /// The hold connection, made (and the node's own closed) if there is none yet.
@@ -593,14 +598,27 @@ fn master_slots(reply: Value) -> Vec<u16> {
 }
 
 /// The element of a `BLPOP` reply (`[key, element]`), `None` for a timeout (nil).
-fn popped_element(value: Value) -> Option<Vec<u8>> {
+/// A `BLPOP`'s reply: the list and the element popped; `None` when the wait ran out.
+/// Anything else is an empty request (it still wakes the holder: a request to stop).
+fn popped_pair(value: Value) -> Option<(Vec<u8>, Vec<u8>)> {
     match value {
-        Value::Array(items) => match items.into_iter().nth(1) {
-            Some(Value::BulkString(element)) => Some(element),
-            Some(_) => Some(Vec::new()),
-            None => None,
-        },
+        Value::Array(items) => {
+            let mut items = items.into_iter();
+            let list = match items.next() {
+                Some(Value::BulkString(list)) => list,
+                _ => Vec::new(),
+            };
+            match items.next()? {
+                Value::BulkString(element) => Some((list, element)),
+                _ => Some((list, Vec::new())),
+            }
+        }
         Value::Nil => None,
-        _ => Some(Vec::new()),
+        _ => Some((Vec::new(), Vec::new())),
     }
+}
+
+/// A `BLPOP`'s element (see [`popped_pair`]).
+fn popped_element(value: Value) -> Option<Vec<u8>> {
+    popped_pair(value).map(|(_, element)| element)
 }

@@ -100,7 +100,7 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     if run.config.policy.elect.is_some() {
         return elect::elect(&mut run, lease, head).await;
     }
-    let mut leases = set::connect_others(&mut run, lease).await?;
+    let mut leases = set::leases(&run, lease);
     term::term(&mut run, &mut leases, head).await
 }
 
@@ -194,16 +194,28 @@ impl<'r> Run<'r> {
             self.report,
         );
         match connected.await? {
-            Connected::Up(nodes) => Ok(Lease::new(nodes, keys, config.budget.ttl, new_token())
-                .completion(config.policy.completion.clone())
-                .retain(config.retain)
-                .mode(mode)
-                .newest(
-                    config.policy.newest.and_then(|n| n.order_key),
-                    config.policy.newest.is_some_and(|n| n.preempts()),
-                )),
+            Connected::Up(nodes) => Ok(self.lease_over(nodes, keys, mode)),
             Connected::Interrupted(sig) => Err(self.interrupted_while_waiting(sig)),
         }
+    }
+
+    /// The lease of `keys`, a lock of `mode`, with a token of its own, over `nodes`
+    /// (the names of a run share the nodes' connections).
+    fn lease_over(
+        &self,
+        nodes: crate::quorum::Nodes,
+        keys: crate::keys::LockKeys,
+        mode: Mode,
+    ) -> Lease {
+        let config = &self.config;
+        Lease::new(nodes, keys, config.budget.ttl, new_token())
+            .completion(config.policy.completion.clone())
+            .retain(config.retain)
+            .mode(mode)
+            .newest(
+                config.policy.newest.and_then(|n| n.order_key),
+                config.policy.newest.is_some_and(|n| n.preempts()),
+            )
     }
 
     /// Whether waiting may be reported off a terminal (see `wait/progress.rs`): not

@@ -22,14 +22,19 @@ use crate::lease::{Acquire, Lease};
 use crate::timing::Point;
 use crate::wait::{self, WaitAs, Waited};
 
-/// The leases of every name, the first name's first; the names after the first each
-/// over its own connection, with its own token.
-pub(super) async fn connect_others(run: &mut Run<'_>, first: Lease) -> Step<Vec<Lease>> {
-    let mut leases = vec![first];
-    for member in run.config.also.clone() {
-        leases.push(run.connect_as(member.keys, member.mode).await?);
-    }
-    Ok(leases)
+/// The leases of every name, the first name's first, each with its own token, over
+/// the first name's nodes: a run of several names talks to each node over one
+/// connection (and, while it holds, one pop over every name's request list).
+pub(super) fn leases(run: &Run<'_>, first: Lease) -> Vec<Lease> {
+    let nodes = first.nodes().clone();
+    let others = run
+        .config
+        .also
+        .iter()
+        .map(|member| run.lease_over(nodes.clone(), member.keys.clone(), member.mode));
+    std::iter::once(first)
+        .chain(others.collect::<Vec<_>>())
+        .collect()
 }
 
 /// What one pass over the names found.
