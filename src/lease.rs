@@ -144,6 +144,14 @@ impl Lease {
         Some((grant.attempt, grant.rerun_of.as_str()))
     }
 
+    /// A vanished run this run tells: the start mark no try had told, which the acquire
+    /// marked told (`None` for none, or before the acquisition).
+    pub fn told_vanished(&self) -> Option<&[u8]> {
+        self.grant()
+            .map(|g| g.told.as_slice())
+            .filter(|t| !t.is_empty())
+    }
+
     /// `--once-per`: the start of this run's slot (server time, ms).
     pub fn slot_start_ms(&self) -> Option<u64> {
         let period = self.completion.once_per_ms();
@@ -235,6 +243,7 @@ impl Lease {
                 .held_keys(self.name_keys(), votes.slot.max(1), self.token()),
             attempt: votes.attempt.0,
             rerun_of: votes.attempt.1.chars().take(8).collect(),
+            told: votes.told.clone(),
         });
         Ok(())
     }

@@ -56,6 +56,9 @@ pub struct Grant {
     /// neither), and the vanished run it reruns (a token prefix; '' for none).
     pub attempt: u32,
     pub rerun_of: String,
+    /// A vanished run this try tells (its start mark; empty for none; see
+    /// `Acquired::Yes`).
+    pub told: Vec<u8>,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait
@@ -251,6 +254,8 @@ pub struct Votes {
     pub answered: usize,
     /// `--once-per`: this run's attempt in its slot, and the vanished run it reruns.
     pub attempt: (u32, String),
+    /// A vanished run a node said this try tells (the first node's that said so).
+    pub told: Vec<u8>,
     /// The semaphore slot taken (single node).
     pub slot: u32,
     /// The name is in use as another kind of lock (the mode key's value).
@@ -285,8 +290,12 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 attempt,
                 rerun_of,
                 wake,
+                told,
             }) => {
                 votes.wake.extend(wake);
+                if votes.told.is_empty() {
+                    votes.told = told;
+                }
                 votes.yes += 1;
                 votes.slot = slot;
                 if attempt > votes.attempt.0 {
@@ -614,6 +623,7 @@ mod tests {
             attempt: 0,
             rerun_of: String::new(),
             wake: Vec::new(),
+            told: Vec::new(),
         })
     }
 
@@ -647,6 +657,7 @@ mod tests {
                 why: Closed::Ran,
                 record: Vec::new(),
                 now_ms: 0,
+                told: false,
             }))
         };
         // One node that missed a failed run's release never vetoes the others.

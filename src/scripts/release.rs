@@ -12,7 +12,8 @@ use crate::keys::LockKeys;
 use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
-/// record (`done` is set to the run's record when it succeeded). ARGV: token, keep ms (0 = delete),
+/// record (`done` is set to the run's record when it succeeded; its `run`, this run's
+/// start mark, is removed: an ended run is never taken for a vanished one). ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
@@ -46,7 +47,8 @@ use crate::redis::reply::{array, int, string};
 /// once after a grace period (a woken waiter may be stopped). A wake list of another
 /// type is left alone (the waiters then find the release by polling).
 /// Cost: GET, DEL, SCARD (+ LPUSH, PEXPIRE when someone waits; + LPUSH, PEXPIRE, and
-/// LTRIM once the history is full, for the run's record).
+/// LTRIM once the history is full, for the run's record; + HGET, HDEL of a `--once-id`
+/// run's start mark).
 pub static TEXT: LazyLock<String> = LazyLock::new(|| {
     splice(
         r#"
@@ -115,6 +117,14 @@ if KEYS[8] and succeeded then
     redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
+-- Whatever its end, the run is no longer the ID's run in progress: its start mark goes,
+-- so that the next try never takes an ended run for a vanished one (one it must tell).
+if KEYS[8] then
+  local running = redis.pcall('HGET', KEYS[8], 'run')
+  if type(running) == 'string' and string.find(running, '"token":"' .. token .. '"', 1, true) then
+    redis.call('HDEL', KEYS[8], 'run')
+  end
+end
 if not ours then
   if ours_meta then
     redis.call('DEL', KEYS[2])
@@ -172,7 +182,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("70294732118a7cf843cf4834e624652fe5f1f481", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("dbd69f069ce14bdb53d009ea3c7828cc77817969", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -197,6 +207,8 @@ pub const CALLS: &[Need] = &[
     on("pexpire", Key::Wake),
     on("hset", Key::Once),
     on("pexpire", Key::Once),
+    on("hget", Key::Once),
+    on("hdel", Key::Once),
 ];
 
 /// The run's record for the history, as the release completes it (see [`TEXT`]).
