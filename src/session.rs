@@ -304,8 +304,10 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 votes.fence = votes.fence.max(fence);
                 votes.now_ms = votes.now_ms.max(now_ms);
             }
-            Ok(Acquired::Skipped(skip)) => {
+            Ok(Acquired::Skipped(mut skip)) => {
                 votes.skips += 1;
+                // A node that marked a vanished run told: this try tells it.
+                skip.told |= votes.skipped.as_ref().is_some_and(|s| s.told);
                 votes.skipped = Some(skip);
             }
             Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
@@ -669,6 +671,20 @@ mod tests {
         assert!(tally(vec![ran(), Err(Error::unreachable("down"))]).closes());
         assert!(tally(vec![ran()]).closes());
         assert!(!tally(vec![yes(1, 1)]).closes());
+        // The node that marked a vanished run told decides that this try tells it.
+        let told = || {
+            Ok(Acquired::Skipped(Skip {
+                slot_ms: 60_000,
+                why: Closed::Ran,
+                record: Vec::new(),
+                now_ms: 0,
+                told: true,
+            }))
+        };
+        let skipped = |votes: Votes| votes.skipped.is_some_and(|s| s.told);
+        assert!(skipped(tally(vec![told(), ran()])));
+        assert!(skipped(tally(vec![ran(), told()])));
+        assert!(!skipped(tally(vec![ran(), ran()])));
     }
 
     #[test]
