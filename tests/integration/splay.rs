@@ -53,16 +53,7 @@ fn a_fleet_spreads_its_tries_over_the_splay_and_the_winner_rotates() {
         ran, fired,
         "one run per slot, for the slot fired in:\n{text}"
     );
-    let mut wins: HashMap<&str, usize> = HashMap::new();
-    for (_, host) in &runs {
-        *wins.entry(host).or_default() += 1;
-    }
-    let most = *wins.values().max().unwrap();
-    assert!(wins.len() >= 3, "winners: {wins:?}");
-    assert!(
-        most * 2 <= slots,
-        "one host won {most} of {slots}: {wins:?}"
-    );
+    let tally = assert_winners_rotate(&runs);
     let moving = offsets
         .values()
         .filter(|o| o.iter().max().unwrap() - o.iter().min().unwrap() > 600)
@@ -74,12 +65,29 @@ fn a_fleet_spreads_its_tries_over_the_splay_and_the_winner_rotates() {
         "a try past the window: {all:?}"
     );
     let busiest = assert_spread(&all);
-    let mut tally: Vec<_> = wins.into_iter().collect();
-    tally.sort();
     summary(&format!(
         "splay: {hosts} hosts, {slots} slots of 5 s, --splay 3500ms: one run per slot; wins per host {tally:?}; at most {busiest} of {} tries in one second",
         all.len()
     ));
+}
+
+/// The slots' winners (slot, host): at least 3 different hosts, none in more than half
+/// of the slots. Returns the wins per host.
+fn assert_winners_rotate(runs: &[(u64, &str)]) -> Vec<(String, usize)> {
+    let mut wins: HashMap<String, usize> = HashMap::new();
+    for (_, host) in runs {
+        *wins.entry(host.to_string()).or_default() += 1;
+    }
+    let most = *wins.values().max().unwrap();
+    assert!(wins.len() >= 3, "winners: {wins:?}");
+    assert!(
+        most * 2 <= runs.len(),
+        "one host won {most} of {}: {wins:?}",
+        runs.len()
+    );
+    let mut tally: Vec<_> = wins.into_iter().collect();
+    tally.sort();
+    tally
 }
 
 /// One slot's tries: `hosts` runs of `--once-per 5s --splay 3500ms` started together,

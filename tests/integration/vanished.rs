@@ -54,44 +54,34 @@ fn kill_run(wrapper: i32, command: i32) {
     }
 }
 
-/// The default cron line on three hosts that fire together: slot k's winner is
-/// SIGKILLed (its wrapper and its command) mid-job, while the other two tries of slot k
-/// were silent `in_progress` skips. Slot k+1 runs once, and exactly one of its tries
-/// says, in one line, which run vanished (its slot, host, pid and start), with a
-/// `vanished` event and `redlock_vanished_runs_total` 1 in its metrics; the other tries
-/// print nothing.
-#[test]
-fn a_vanished_run_is_told_once_by_the_next_slot() {
-    let namespaces = hosts_can_be_namespaces();
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let (log, runs) = (s.path("begun"), s.path("runs"));
-    let slot = redis.now_ms() / 4000 * 4000 + 4000;
+/// Slot k (starting at `slot`) on three hosts that fire together: the two that lose are
+/// silent `in_progress` skips, then the winner is SIGKILLed (its wrapper and its
+/// command) mid-job; returns once its lease is gone, within slot k: (the winner's
+/// wrapper pid, its host).
+fn slot_whose_winner_is_killed(redis: &Redis, s: &Scratch, slot: u64, ns: bool) -> (i32, String) {
+    let log = s.path("begun");
     redis.sleep_until(slot + 100);
     let job = format!(
         "echo \"BEGIN $PPID $$ $(hostname)\" >> '{}'; sleep 5",
         log.display()
     );
-    let mut tries = fire(&redis, &s, 3, &job, namespaces);
+    let mut tries = fire(redis, s, 3, &job, ns);
     let (wrapper, command, host) = begun(&log);
     let winner = tries.iter().position(|c| c.id() as i32 == wrapper);
-    let winner = tries.remove(winner.expect("the winner is one of the tries"));
+    let mut winner = tries.remove(winner.expect("the winner is one of the tries"));
     for child in tries {
         assert_eq!(finish(child, READY), (codes::BUSY, String::new()), "slot k");
     }
     kill_run(wrapper, command);
-    let mut winner = winner;
     wait_child(&mut winner, READY);
     assert!(eventually(READY, || !redis.exists(&lock_key("told"))));
     assert!(redis.now_ms() < slot + 4000, "the lease outlived slot k");
-    redis.sleep_until(slot + 4100);
-    let job = format!("echo \"RUN $REDLOCK_SLOT_START\" >> '{}'", runs.display());
-    let ends: Vec<(i32, String)> = fire(&redis, &s, 3, &job, namespaces)
-        .into_iter()
-        .map(|c| finish(c, READY))
-        .collect();
-    let ran = std::fs::read_to_string(&runs).unwrap_or_default();
-    assert_eq!(ran, format!("RUN {}\n", slot + 4000), "slot k+1 runs once");
+    (wrapper, host)
+}
+
+/// Of the tries' stderr (`ends`), exactly one says something: one line naming the run
+/// of `host` and `wrapper` that vanished in the slot starting at `slot`. Returns it.
+fn told_once(ends: &[(i32, String)], host: &str, wrapper: i32, slot: u64) -> String {
     let told: Vec<&String> = ends
         .iter()
         .map(|(_, e)| e)
@@ -109,6 +99,32 @@ fn a_vanished_run_is_told_once_by_the_next_slot() {
     ] {
         assert!(line.contains(&needle), "{needle:?} not in {line}");
     }
+    line.clone()
+}
+
+/// The default cron line on three hosts that fire together: slot k's winner is
+/// SIGKILLed (its wrapper and its command) mid-job, while the other two tries of slot k
+/// were silent `in_progress` skips. Slot k+1 runs once, and exactly one of its tries
+/// says, in one line, which run vanished (its slot, host, pid and start), with a
+/// `vanished` event and `redlock_vanished_runs_total` 1 in its metrics; the other tries
+/// print nothing.
+#[test]
+fn a_vanished_run_is_told_once_by_the_next_slot() {
+    let namespaces = hosts_can_be_namespaces();
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let runs = s.path("runs");
+    let slot = redis.now_ms() / 4000 * 4000 + 4000;
+    let (wrapper, host) = slot_whose_winner_is_killed(&redis, &s, slot, namespaces);
+    redis.sleep_until(slot + 4100);
+    let job = format!("echo \"RUN $REDLOCK_SLOT_START\" >> '{}'", runs.display());
+    let ends: Vec<(i32, String)> = fire(&redis, &s, 3, &job, namespaces)
+        .into_iter()
+        .map(|c| finish(c, READY))
+        .collect();
+    let ran = std::fs::read_to_string(&runs).unwrap_or_default();
+    assert_eq!(ran, format!("RUN {}\n", slot + 4000), "slot k+1 runs once");
+    let line = told_once(&ends, &host, wrapper, slot);
     let said = |file: &str, needle: &str| {
         (0..3)
             .filter(|h| {
@@ -119,13 +135,10 @@ fn a_vanished_run_is_told_once_by_the_next_slot() {
             .count()
     };
     assert_eq!(said("events", "\"event\":\"vanished\""), 1);
+    let count = |n: u32| format!("redlock_vanished_runs_total{{name=\"told\"}} {n}");
     assert_eq!(
-        said("metrics", "redlock_vanished_runs_total{name=\"told\"} 1"),
-        1
-    );
-    assert_eq!(
-        said("metrics", "redlock_vanished_runs_total{name=\"told\"} 0"),
-        2
+        (said("metrics", &count(1)), said("metrics", &count(0))),
+        (1, 2)
     );
     summary(&format!(
         "vanished: 3 hosts{}, slot k's winner SIGKILLed: slot k+1 ran once, 1 of its 3 tries told it: {line}",
