@@ -56,9 +56,6 @@ pub struct Grant {
     /// neither), and the vanished run it reruns (a token prefix; '' for none).
     pub attempt: u32,
     pub rerun_of: String,
-    /// A vanished run this try tells (its start mark; empty for none; see
-    /// `Acquired::Yes`).
-    pub told: Vec<u8>,
 }
 
 /// Takes `token` out of the lock's waiters, on the primary node where waiters wait

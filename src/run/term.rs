@@ -41,7 +41,6 @@ pub(super) async fn begin(run: &mut Run<'_>, lease: &Lease, head: Option<Head>) 
     let meta = holder_meta(run, lease);
     let (t_sent, guard) = take(run, lease, &meta, head).await?;
     let acquired_at = crate::clock::now();
-    super::vanished::tell_taken(run, lease);
     announce(run, lease, &[]);
     interrupted_before_start(run, (lease, &[]), acquired_at).await?;
     if lease.records_start() {
@@ -159,6 +158,7 @@ async fn take(
     );
     let waited = waited.await;
     drop(head);
+    super::vanished::tell_found(run, lease);
     match waited? {
         Waited::Acquired { t_sent } => Ok((t_sent, guard)),
         Waited::Busy(_) if waited_out_the_slot(run, lease) => {

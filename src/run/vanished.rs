@@ -15,11 +15,13 @@ use crate::history::RunRecord;
 use crate::lease::Lease;
 use crate::report::{human, rfc3339, shown};
 
-/// After the acquire: the vanished run this run's acquire found untold, said.
-pub(super) fn tell_taken(run: &Run<'_>, lease: &Lease) {
+/// After the acquire rounds: the vanished run one of them found untold (and marked
+/// told), said, whatever the rounds gave (most often the lock: the try that takes the
+/// next slot, or the ID's next attempt).
+pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
     let Some(run_record) = lease
-        .told_vanished()
-        .and_then(RunRecord::parse)
+        .take_told()
+        .and_then(|t| RunRecord::parse(&t))
         .and_then(|r| r.judged(false))
     else {
         return;
@@ -29,9 +31,13 @@ pub(super) fn tell_taken(run: &Run<'_>, lease: &Lease) {
     let described = run_record.describe();
     let line = match (&completion.once_id, completion.once_per) {
         (Some(id), _) => format!(
-            "{name}: the last run of --once-id {} vanished: {described}; running it again (attempt {})",
+            "{name}: the last run of --once-id {} vanished: {described}; {}",
             shown(id),
-            lease.attempt().map_or(1, |(n, _)| n)
+            lease
+                .attempt()
+                .map_or("the next run of the ID runs it again".into(), |(n, _)| {
+                    format!("running it again (attempt {n})")
+                })
         ),
         (None, period) => {
             let period = period.unwrap_or_default();
