@@ -289,9 +289,10 @@ pub struct RunArgs {
 
     /// With --once-per: spread a fleet's tries over the first D of each slot (D shorter
     /// than the period). The try first fixes its slot from the Redis server's time, then
-    /// waits an offset in [0, D) that is the same for this host and name every slot
-    /// (different hosts spread), then tries for that slot only: it never runs on behalf
-    /// of the next one. The run starts up to D later.
+    /// waits an offset in [0, D) drawn from this host, the name and the slot (different
+    /// hosts spread; each slot draws again, so the host that runs the job rotates), then
+    /// tries for that slot only: it never runs on behalf of the next one. The run starts
+    /// up to D later.
     #[arg(long, value_name = "D")]
     pub splay: Option<String>,
 

@@ -1,6 +1,6 @@
 //! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
 //! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
-//! `exited`, `skipped`, `preempted` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
+//! `exited`, `skipped`, `preempted`, `vanished` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
 //! `name`; the other fields depend on the event (docs/operations/events.md). Keys come sorted.
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
@@ -33,6 +33,9 @@ pub enum Event {
     Elected,
     /// `--elect`: a term ends (lost, the command exited, or the wrapper was stopped).
     Deposed,
+    /// A run that vanished (started, never ended, its lease gone), told by the one try
+    /// that found it untold (`--once-per`, `--once-id`).
+    Vanished,
 }
 
 impl Event {
@@ -50,6 +53,7 @@ impl Event {
             Event::Preempted => "preempted",
             Event::Elected => "elected",
             Event::Deposed => "deposed",
+            Event::Vanished => "vanished",
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct Lease {
     slot_pin: Cell<u64>,
     /// `--once-per`: this run now waits for its slot's run in progress.
     waits_for_run: Cell<bool>,
+    /// A vanished run an acquire round marked told, for this run to say (see
+    /// [`Lease::take_told`]).
+    told: std::cell::RefCell<Vec<u8>>,
 }
 
 /// A lease is its session with a kind: what every kind shares is asked of the session.
@@ -73,6 +76,7 @@ impl Lease {
             completion: Completion::default(),
             once_key: None,
             place: Cell::new(None),
+            told: Default::default(),
             slot_pin: Cell::new(0),
             waits_for_run: Cell::new(false),
         }
@@ -84,6 +88,7 @@ impl Lease {
         Lease {
             session: self.session.next_term(),
             place: Cell::new(None),
+            told: Default::default(),
             slot_pin: Cell::new(0),
             waits_for_run: Cell::new(false),
             ..self
@@ -144,6 +149,13 @@ impl Lease {
         Some((grant.attempt, grant.rerun_of.as_str()))
     }
 
+    /// A vanished run this run must tell, taken once: the start mark no try had told,
+    /// which an acquire round marked told (`None`: none). Kept whatever the round gave
+    /// (a grant given back as too late, a busy lock), so the run that received it says it.
+    pub fn take_told(&self) -> Option<Vec<u8>> {
+        Some(self.told.take()).filter(|t| !t.is_empty())
+    }
+
     /// `--once-per`: the start of this run's slot (server time, ms).
     pub fn slot_start_ms(&self) -> Option<u64> {
         let period = self.completion.once_per_ms();
@@ -187,6 +199,9 @@ impl Lease {
         // running`): who asks.
         let request = self.kind().preempt_request(&who);
         let mut votes = self.vote(meta, waiter, &who, &request).await;
+        if !votes.told.is_empty() {
+            self.told.replace(std::mem::take(&mut votes.told));
+        }
         let elapsed = crate::clock::now().saturating_sub(t_sent);
         if votes.place.is_some() {
             self.place.set(votes.place);

@@ -62,6 +62,9 @@ pub struct RunFacts {
     pub terms: u64,
     /// A run of several names: the names it held with the file's name.
     pub with: Vec<String>,
+    /// This run told a vanished run: the vanished runs this host has told, this one
+    /// included (`None`: it told none; the file's count is kept).
+    pub vanished_told: Option<u64>,
 }
 
 impl RunFacts {
@@ -173,6 +176,10 @@ impl Metrics {
             }
             Event::Skipped => facts.skipped(fields),
             Event::Preempted => facts.preempted = true,
+            Event::Vanished => {
+                let previous = Previous::read(&self.path, &self.name);
+                facts.vanished_told = Some(previous.value(VANISHED.0).unwrap_or(0.0) as u64 + 1);
+            }
             // The release found the key no longer ours: the lock was lost (exit 79),
             // also for a run too short for a renewal to find it first.
             Event::Released if fields["result"] == "not_ours" => facts.lost = true,
@@ -294,6 +301,13 @@ impl Text {
             self.out
                 .push_str(&format!("{metric}{{{labels}}} {value}\n"));
         }
+    }
+
+    /// A counter with one row, under `labels`.
+    fn counter(&mut self, metric: &str, help: &str, labels: &str, value: u64) {
+        self.out.push_str(&format!(
+            "# HELP {metric} {help}\n# TYPE {metric} counter\n{metric}{{{labels}}} {value}\n"
+        ));
     }
 
     /// A gauge with one row, under the run's labels.
@@ -418,6 +432,10 @@ const SUCCESS: (&str, &str) = (
     "redlock_last_success_timestamp_seconds",
     "When a run last ended with its command exiting 0 (kept across runs that did not).",
 );
+const VANISHED: (&str, &str) = (
+    "redlock_vanished_runs_total",
+    "Runs of this name that vanished (started, never ended, their lease gone) that a try of this host told, once in the fleet (kept across runs).",
+);
 const FIRST_TRY: (&str, &str) = (
     "redlock_first_try_timestamp_seconds",
     "When this file recorded its first try (kept): a job tried since then that never succeeded is missed.",
@@ -464,6 +482,12 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
             .iter()
             .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
     }
+    let vanished = facts
+        .vanished_told
+        .or_else(|| previous.value(VANISHED.0).map(|v| v as u64));
+    // Under the name only: a count of the name's, whichever slot a run held.
+    let name_only = format!("name=\"{}\"", escape(name));
+    text.counter(VANISHED.0, VANISHED.1, &name_only, vanished.unwrap_or(0));
     let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
     text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));
     text.out
@@ -678,6 +702,32 @@ mod tests {
         assert!(ok.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 110.000\n"));
         let failed = render("job", &facts(), Some(&end(1)), &before(50.0));
         assert!(failed.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 50.000\n"));
+    }
+
+    #[test]
+    fn the_vanished_runs_told_are_counted_across_runs_once_each() {
+        let before = |n: u64| Previous {
+            text: format!("redlock_vanished_runs_total{{name=\"job\"}} {n}\n"),
+            name: "job".into(),
+        };
+        let line = |n: u64| format!("redlock_vanished_runs_total{{name=\"job\"}} {n}\n");
+        let first = render("job", &facts(), None, &Previous::default());
+        assert!(
+            first.contains(&line(0)),
+            "written from the first try: {first}"
+        );
+        assert!(first.contains("# TYPE redlock_vanished_runs_total counter\n"));
+        // The run that told one: the count it found plus one, at its start and its end
+        // alike (the end reads the file the start wrote: never counted twice).
+        let told = RunFacts {
+            vanished_told: Some(3),
+            slot: Some(2),
+            ..facts()
+        };
+        assert!(render("job", &told, None, &before(2)).contains(&line(3)));
+        assert!(render("job", &told, Some(&end(0)), &before(3)).contains(&line(3)));
+        // A run that told none keeps the count.
+        assert!(render("job", &facts(), Some(&end(75)), &before(3)).contains(&line(3)));
     }
 
     #[test]

@@ -245,7 +245,7 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Vanished,
         name: "vanished: started, never ended, its lease gone (its host died or its release was lost; it may have done its work)",
         status: Status::None,
-        event: None,
+        event: Some(Event::Vanished),
         metric: None,
         words: Some("vanished: started, its end never recorded, its lease gone"),
         mark: Some(Mark {

@@ -251,6 +251,8 @@ pub struct Votes {
     pub answered: usize,
     /// `--once-per`: this run's attempt in its slot, and the vanished run it reruns.
     pub attempt: (u32, String),
+    /// A vanished run a node said this try tells (the first node's that said so).
+    pub told: Vec<u8>,
     /// The semaphore slot taken (single node).
     pub slot: u32,
     /// The name is in use as another kind of lock (the mode key's value).
@@ -285,8 +287,12 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 attempt,
                 rerun_of,
                 wake,
+                told,
             }) => {
                 votes.wake.extend(wake);
+                if votes.told.is_empty() {
+                    votes.told = told;
+                }
                 votes.yes += 1;
                 votes.slot = slot;
                 if attempt > votes.attempt.0 {
@@ -295,8 +301,10 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 votes.fence = votes.fence.max(fence);
                 votes.now_ms = votes.now_ms.max(now_ms);
             }
-            Ok(Acquired::Skipped(skip)) => {
+            Ok(Acquired::Skipped(mut skip)) => {
                 votes.skips += 1;
+                // A node that marked a vanished run told: this try tells it.
+                skip.told |= votes.skipped.as_ref().is_some_and(|s| s.told);
                 votes.skipped = Some(skip);
             }
             Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
@@ -659,6 +667,7 @@ mod tests {
             attempt: 0,
             rerun_of: String::new(),
             wake: Vec::new(),
+            told: Vec::new(),
         })
     }
 
@@ -692,6 +701,7 @@ mod tests {
                 why: Closed::Ran,
                 record: Vec::new(),
                 now_ms: 0,
+                told: false,
             }))
         };
         // One node that missed a failed run's release never vetoes the others.
@@ -703,6 +713,20 @@ mod tests {
         assert!(tally(vec![ran(), Err(Error::unreachable("down"))]).closes());
         assert!(tally(vec![ran()]).closes());
         assert!(!tally(vec![yes(1, 1)]).closes());
+        // The node that marked a vanished run told decides that this try tells it.
+        let told = || {
+            Ok(Acquired::Skipped(Skip {
+                slot_ms: 60_000,
+                why: Closed::Ran,
+                record: Vec::new(),
+                now_ms: 0,
+                told: true,
+            }))
+        };
+        let skipped = |votes: Votes| votes.skipped.is_some_and(|s| s.told);
+        assert!(skipped(tally(vec![told(), ran()])));
+        assert!(skipped(tally(vec![ran(), told()])));
+        assert!(!skipped(tally(vec![ran(), ran()])));
     }
 
     #[test]

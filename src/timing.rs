@@ -217,23 +217,28 @@ pub fn until_expiry(holder_ttl_left: Duration, jitter: f64) -> Duration {
 }
 
 /// `--splay`: how far into its slot a try waits: an offset in [0, `splay`) drawn from
-/// `seed` (the host and the lock's name) by FNV-1a, so the same host waits the same
-/// offset every slot, and hosts spread over the window. Stable across versions and
-/// machines (no `std` hasher, whose output may change).
-pub fn splay_offset(seed: &[u8], splay: Duration) -> Duration {
+/// the host's name, the lock's name and the slot's start (server ms). A host that fires
+/// twice in one slot waits the same; the next slot draws again, so the host with the
+/// smallest offset (the slot's winner) changes from slot to slot and no host is always
+/// last; hosts spread over the window. FNV-1a, then a 64-bit finalizer (MurmurHash3's
+/// `fmix64`): FNV's low bits change little for seeds that differ only in their last
+/// bytes (web-1, web-2; consecutive slots). Stable across versions and machines (no
+/// `std` hasher, whose output may change).
+pub fn splay_offset(host: &[u8], name: &[u8], slot_ms: u64, splay: Duration) -> Duration {
     let window = splay.as_millis() as u64;
     if window == 0 {
         return Duration::ZERO;
     }
+    let seed = [host, b"\0", name, b"\0", &slot_ms.to_be_bytes()];
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in seed {
+    for byte in seed.into_iter().flatten() {
         hash ^= u64::from(*byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    // A last avalanche step: FNV's low bits change little for seeds that differ only
-    // in their last byte (web-1, web-2, …).
     hash ^= hash >> 33;
     hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     hash ^= hash >> 33;
     Duration::from_millis(hash % window)
 }
@@ -453,18 +458,86 @@ mod tests {
         assert!(poll_delay(0, Some(ms(0)), 0.0) >= ms(1));
     }
 
+    const SLOT: u64 = 1_795_000_000_000;
+
+    fn offset(host: &str, slot: u64) -> Duration {
+        splay_offset(
+            host.as_bytes(),
+            b"job",
+            SLOT + slot * 60_000,
+            Duration::from_secs(6),
+        )
+    }
+
     #[test]
-    fn a_splay_offset_is_stable_per_host_and_spread_over_hosts() {
+    fn a_splay_offset_is_stable_within_a_slot_and_spread_over_hosts() {
         let window = Duration::from_secs(6);
-        let of = |host: &str| splay_offset(format!("{host}\0job").as_bytes(), window);
-        assert_eq!(of("web-1"), of("web-1"));
-        assert_eq!(splay_offset(b"x", Duration::ZERO), Duration::ZERO);
-        let offsets: Vec<Duration> = (0..100).map(|i| of(&format!("web-{i}"))).collect();
-        assert!(offsets.iter().all(|o| *o < window));
-        // 100 hosts over six 1-second buckets: every bucket used, none above a third.
-        for second in 0..6 {
-            let n = offsets.iter().filter(|o| o.as_secs() == second).count();
-            assert!((5..=33).contains(&n), "second {second}: {n} of 100");
+        assert_eq!(offset("web-1", 0), offset("web-1", 0), "twice in one slot");
+        assert_ne!(offset("web-1", 0), offset("web-2", 0));
+        assert_ne!(
+            splay_offset(b"web-1", b"job", SLOT, window),
+            splay_offset(b"web-1", b"other", SLOT, window),
+            "another name"
+        );
+        assert_eq!(
+            splay_offset(b"x", b"y", SLOT, Duration::ZERO),
+            Duration::ZERO
+        );
+        for slot in [0, 1, 500] {
+            let offsets: Vec<Duration> = (0..100)
+                .map(|i| offset(&format!("web-{i}"), slot))
+                .collect();
+            assert!(offsets.iter().all(|o| *o < window));
+            // 100 hosts over six 1-second buckets: every bucket used, none above a third.
+            for second in 0..6 {
+                let n = offsets.iter().filter(|o| o.as_secs() == second).count();
+                assert!(
+                    (5..=33).contains(&n),
+                    "slot {slot}, second {second}: {n} of 100"
+                );
+            }
+        }
+    }
+
+    /// The host of the smallest offset among `hosts` (the slot's winner) and of the
+    /// largest (its last), for each of `slots` consecutive one-minute slots.
+    fn first_and_last(hosts: usize, slots: u64) -> Vec<(usize, usize)> {
+        (0..slots)
+            .map(|slot| {
+                let of = |h: &usize| offset(&format!("web-{h}"), slot);
+                let first = (0..hosts).min_by_key(of).unwrap();
+                let last = (0..hosts).max_by_key(of).unwrap();
+                (first, last)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_splay_offset_changes_from_slot_to_slot_so_the_winner_rotates() {
+        let slots: Vec<Duration> = (0..12).map(|s| offset("web-1", s)).collect();
+        let mut distinct = slots.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert!(distinct.len() >= 10, "web-1's offsets: {slots:?}");
+        // Ten hosts, 12 slots: at least 3 winners, none in more than half the slots.
+        let twelve = first_and_last(10, 12);
+        let mut winners: Vec<usize> = twelve.iter().map(|(f, _)| *f).collect();
+        let most = (0..10)
+            .map(|h| winners.iter().filter(|w| **w == h).count())
+            .max();
+        winners.sort();
+        winners.dedup();
+        assert!(winners.len() >= 3 && most <= Some(6), "{twelve:?}");
+        // Over 1000 slots every host wins, and is last, between 5 % and 15 % of them.
+        let many = first_and_last(10, 1000);
+        for h in 0..10 {
+            let wins = many.iter().filter(|(f, _)| *f == h).count();
+            let lasts = many.iter().filter(|(_, l)| *l == h).count();
+            assert!((50..=150).contains(&wins), "host {h} won {wins} of 1000");
+            assert!(
+                (50..=150).contains(&lasts),
+                "host {h} was last {lasts} of 1000"
+            );
         }
     }
 }

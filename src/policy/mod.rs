@@ -46,8 +46,8 @@ pub struct Completion {
     pub may_wait: bool,
     /// `--once-id`: the run-once ID (a record per name and ID says it ran).
     pub once_id: Option<String>,
-    /// `--splay`: a `--once-per` try waits an offset below this, stable per host and
-    /// name, into its slot before it tries (for that slot only).
+    /// `--splay`: a `--once-per` try waits an offset below this, drawn from host, name
+    /// and slot, into its slot before it tries (for that slot only).
     pub splay: Option<Duration>,
 }
 

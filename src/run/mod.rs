@@ -25,7 +25,8 @@
 //! - `nested.rs`: a run inside a holder of its own names;
 //! - `set.rs`: taking several names (`--key A --key B`): all or nothing, never a name
 //!   held while waiting;
-//! - `release.rs`: the release with retries, the status it makes, the `released` event.
+//! - `release.rs`: the release with retries, the status it makes, the `released` event;
+//! - `vanished.rs`: a vanished run told once, by the try whose acquire found it untold.
 
 mod command;
 mod elect;
@@ -34,6 +35,7 @@ mod release;
 mod set;
 mod splay;
 mod term;
+mod vanished;
 
 use std::path::PathBuf;
 

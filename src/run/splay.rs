@@ -1,6 +1,8 @@
 //! `--splay D`: a `--once-per` try first fixes its slot from the Redis server's `TIME`,
-//! then waits its offset into the slot (`timing::splay_offset`: the same for this host
-//! and name every slot, spread over hosts), then tries for that slot only (the lease's
+//! then waits its offset into the slot (`timing::splay_offset`: drawn from this host,
+//! the name and the slot, so the same for a host that fires twice in one slot, another
+//! in the next: the slot's winner rotates; spread over hosts), then tries for that
+//! slot only (the lease's
 //! slot pin, see `scripts::completion`): a fleet's tries spread over the first D of the
 //! slot, and none runs on behalf of the next slot (past its end the try is skipped,
 //! silently). A host that fires late in the slot tries at once, for that slot. The
@@ -22,8 +24,8 @@ pub(super) async fn splay(run: &mut Run<'_>) -> Step<Option<u64>> {
     let period_ms = (period.as_millis() as u64).max(1);
     let slot = now_ms - now_ms % period_ms;
     let host = Meta::local("", "", run.config.budget.ttl).host;
-    let seed = [host.as_bytes(), b"\0", &run.config.keys.lock].concat();
-    let at = slot + crate::timing::splay_offset(&seed, splay).as_millis() as u64;
+    let offset = crate::timing::splay_offset(host.as_bytes(), &run.config.keys.lock, slot, splay);
+    let at = slot + offset.as_millis() as u64;
     let Some(nap) = at.checked_sub(now_ms).filter(|n| *n > 0) else {
         return Ok(Some(slot));
     };

@@ -194,6 +194,7 @@ async fn take(
     );
     let waited = waited.await;
     drop(head);
+    super::vanished::tell_found(run, lease);
     match waited? {
         Waited::Acquired { t_sent } => Ok((t_sent, guard)),
         Waited::Busy(_) if waited_out_the_slot(run, lease) => {
@@ -203,6 +204,7 @@ async fn take(
                 why: Closed::InProgress,
                 record: Vec::new(),
                 now_ms: 0,
+                told: false,
             };
             Err(End::Status(skipped(run, lease, &skip)))
         }
@@ -252,8 +254,9 @@ pub(super) fn announce(run: &Run<'_>, lease: &Lease, with: &[String]) {
 /// line every minute for a daily job would say it 1439 times a day), and as a `skipped`
 /// event. A slot closed by a run whose end was never recorded (it started, then its
 /// wrapper died or its release was lost: it may have succeeded) is said as a note too,
-/// with the reason `unfinished_run`: a slot that may have lost its run must not be
-/// skipped silently; so is a slot whose attempts are spent (`attempts_exhausted`).
+/// once in the fleet (by the try that marked it told; its `vanished` event too), with
+/// the reason `unfinished_run`: a slot that may have lost its run must not be skipped
+/// silently; so is a slot whose attempts are spent (`attempts_exhausted`).
 fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     if skip.why.is_newer() {
         return superseded(run, lease, skip);
@@ -262,6 +265,9 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     let in_progress = skip.why == Closed::InProgress;
     let last = RunRecord::parse(&skip.record).and_then(|r| r.judged(in_progress));
     let (reason, status) = say_skipped(run, lease, skip, last.as_ref());
+    if let Some(last) = last.as_ref().filter(|l| skip.told && l.vanished) {
+        super::vanished::told(run, lease, last);
+    }
     let completion = &run.config.policy.completion;
     let starts = match skip.why {
         Closed::Exhausted { starts } => Some(starts),
@@ -328,11 +334,17 @@ fn say_skipped(
             });
             ("in_progress", busy)
         }
+        // Said once: by the try that marked the run told (see `vanished.rs`).
         (Closed::Ran, Some(last)) if last.vanished => {
-            report.note(&format!(
+            let line = format!(
                 "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
                 rfc3339(last.start_ms)
-            ));
+            );
+            if skip.told {
+                report.note(&line);
+            } else {
+                report.verbose(|| line);
+            }
             ("unfinished_run", busy)
         }
         (Closed::Ran, _) => {

@@ -16,10 +16,11 @@
 //! record with `"status":0` that started in the slot means the job already ran, and the
 //! lock is not taken (`{-4, slot start, record}`).
 //!
-//! Replies: `{1, fence, now, slot, attempt, rerun of}` acquired, `{2, fence, now, slot}`
+//! Replies: `{1, fence, now, slot, attempt, rerun of, wake, told}` acquired (`told`: the
+//! start mark of a vanished run this try tells, '' for none), `{2, fence, now, slot}`
 //! already ours (ttl refreshed), `{-2, role, type}` a key of ours holds another type
-//! (nothing written), `{-4, slot start, record}` the once-per slot already ran (or its
-//! run vanished), `{-7, slot start, record, now}` its run is in progress (and this try
+//! (nothing written), `{-4, slot start, record[, 0, told]}` the once-per slot already
+//! ran (or its run vanished: `told` 1 when this try tells it), `{-7, slot start, record, now}` its run is in progress (and this try
 //! may not wait for it), `{-8, slot start, starts}` its attempts are spent, `{-11, slot
 //! start}` the slot this try was for is over, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
@@ -192,6 +193,9 @@ pub enum Acquired {
         rerun_of: String,
         /// Newest wins: the runs to wake (superseded waiters).
         wake: Vec<String>,
+        /// A vanished run this try tells (its start mark; empty for none): no try had
+        /// told it, and the script marked it told (see `completion::FRAGMENT`'s `tell`).
+        told: Vec<u8>,
     },
     /// The `--once-per` slot is closed for this try.
     Skipped(Skip),
@@ -221,6 +225,9 @@ pub struct Skip {
     /// The server's time of the answer, ms (0: not said; a run in progress says it,
     /// so that a try that waits for it knows how much of the slot is left).
     pub now_ms: u64,
+    /// A slot closed by its vanished run: this try is the one that tells it (the
+    /// script marked the run told; every later try finds it so).
+    pub told: bool,
 }
 
 /// Why a `--once-per` slot is closed for a try.
@@ -265,6 +272,7 @@ pub fn decode(value: Value) -> Option<Acquired> {
                 .unwrap_or(0),
             rerun_of: string(items.next()),
             wake: tokens(items.next()),
+            told: bytes(items.next()),
         }),
         -4 | -7 | -8 | -9 | -10 | -11 => skip(code, &mut items).map(Acquired::Skipped),
         -2 => Some(Acquired::Foreign {
@@ -296,6 +304,7 @@ fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
         why: Closed::Ran,
         record: Vec::new(),
         now_ms: 0,
+        told: false,
     };
     match code {
         -9 => {
@@ -324,6 +333,7 @@ fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
             }
             skip.record = bytes(items.next());
             skip.now_ms = unsigned(int(items.next()));
+            skip.told = int(items.next()) == Some(1);
         }
     }
     Some(skip)
@@ -399,10 +409,10 @@ if ARGV[5] == '0' and not KEYS[10] then
 end
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
+local refused, attempt, after, untold = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[10] then
-  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
+  refused, attempt, after, untold = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
 local shared = false
@@ -414,6 +424,8 @@ if not tried then
   if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
     local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[4], ttl, ARGV[6], {}, 10)
     if refused then return refused end
+    -- Told before the mark's push, which moves the history's indexes.
+    local told = tell(untold)
     mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
     if shared then
       redis.pcall('ZREM', KEYS[8], token)
@@ -421,7 +433,7 @@ if not tried then
       if redis.call('TYPE', KEYS[9])['ok'] == 'string' then redis.call('DEL', KEYS[9]) end
     end
     if heartbeat > 0 then leave_taken(KEYS[3], KEYS[5], token) end
-    return {1, fence, now_ms(), 1, attempt or 0, after or ''}
+    return {1, fence, now_ms(), 1, attempt or 0, after or '', '', told}
   end
 end
 local holder = redis.pcall('GET', KEYS[1])
@@ -451,7 +463,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("cd6396d129d91c4393189e2cd54f82edd601a10a", || {
+pub static PLAIN: Lua = Lua::new("d3ae1792ddeb5d64e3d9e9d2ac4aa5b362e9ec01", || {
     PLAIN_TEXT.as_str()
 });
 
@@ -516,6 +528,7 @@ mod tests {
                 attempt: 0,
                 rerun_of: String::new(),
                 wake: Vec::new(),
+                told: Vec::new(),
             })
         );
         let ran = Value::Array(vec![Value::Int(-4), Value::Int(60_000), bulk("{}")]);
@@ -526,8 +539,42 @@ mod tests {
                 why: Closed::Ran,
                 record: b"{}".to_vec(),
                 now_ms: 0,
+                told: false,
             }))
         );
+        // The try that tells a vanished run: its mark after the grant, or a flag after a
+        // skip's time.
+        let telling = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(7),
+            Value::Int(5),
+            Value::Int(1),
+            Value::Int(1),
+            bulk(""),
+            bulk(""),
+            bulk("{\"token\":\"t\"}"),
+        ]);
+        let Some(Acquired::Yes { told, wake, .. }) = decode(telling) else {
+            panic!("not a grant")
+        };
+        assert_eq!(
+            (told.as_slice(), wake.len()),
+            (&b"{\"token\":\"t\"}"[..], 0)
+        );
+        let vanished = vec![
+            Value::Int(-4),
+            Value::Int(60_000),
+            bulk("{}"),
+            Value::Int(0),
+        ];
+        for (flag, told) in [(Some(1), true), (Some(0), false), (None, false)] {
+            let mut reply = vanished.clone();
+            reply.extend(flag.map(Value::Int));
+            let Some(Acquired::Skipped(skip)) = decode(Value::Array(reply)) else {
+                panic!("not a skip")
+            };
+            assert_eq!((skip.why, skip.told), (Closed::Ran, told));
+        }
         let foreign = Value::Array(vec![Value::Int(-2), bulk("meta"), bulk("list")]);
         assert_eq!(
             decode(foreign),

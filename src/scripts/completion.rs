@@ -22,12 +22,35 @@
 //! - `once_id(key, attempts, lock, rerun)`: the `--once-id` check: the ID done, its
 //!   started run still holding the lock (in progress: {-7} for a try that may not wait,
 //!   else the try goes on and finds the lock busy), or its attempts spent. Its starts
-//!   are counted by `scripts::started`, never at the grant.
+//!   are counted by `scripts::started`, never at the grant;
+//! - `tell(untold)`: a vanished run no try has told, found by `once_per` (a mark of
+//!   its own slot, in the `{-4}` it closes; else the newest started mark of an earlier
+//!   slot, for the try that takes the slot) or `once_id` (the ID's last run): marked
+//!   told (`"told":true`) in the same script, so that one try in the fleet tells it
+//!   (`run/vanished.rs`). A try that tells nothing pays nothing for it but where it
+//!   reads past an earlier slot's untold mark: one GET of the lock.
 //!
 //! Their commands are in every acquire script's CALLS (`acquire::taking_calls`).
 
 /// The fragment (see the module's doc).
 pub(super) const FRAGMENT: &str = r#"
+-- A vanished run that no try has told yet ({key, index in the history or false for an
+-- ID's record, its mark}, from `once_per` or `once_id`): the try that tells it marks it
+-- told (`"told":true`) in the same script, so that no other try repeats it. Returns the
+-- mark told, or '' (none, or a mark that could not be written: a try whose ACL lacks
+-- LSET tells nothing rather than every try telling it).
+local function tell(untold)
+  if not untold then return '' end
+  local told = string.sub(untold[3], 1, -2) .. ',"told":true}'
+  local written
+  if untold[2] then
+    written = redis.pcall('LSET', untold[1], untold[2], told)
+  else
+    written = redis.pcall('HSET', untold[1], 'run', told)
+  end
+  if type(written) == 'table' and written.err then return '' end
+  return untold[3]
+end
 local function once_per(history, period, lock, attempts, rerun, pin)
   if period <= 0 then return nil end
   local waiting = rerun >= 2
@@ -35,10 +58,10 @@ local function once_per(history, period, lock, attempts, rerun, pin)
   local now = now_ms()
   local slot = now - (now % period)
   if pin > 0 and slot ~= pin then return {-11, pin} end
-  local starts, vanished, in_progress = 0, '', false
+  local starts, vanished, in_progress, untold = 0, '', false, nil
   local kind = redis.call('TYPE', history)['ok']
   if kind == 'list' then
-    for _, record in ipairs(redis.call('LRANGE', history, 0, -1)) do
+    for i, record in ipairs(redis.call('LRANGE', history, 0, -1)) do
       local ok, run = pcall(cjson.decode, record)
       -- Newest end first: a run that started before the slot may have ended after one
       -- that started in it, so the scan goes on to the first run that ended before.
@@ -61,7 +84,10 @@ local function once_per(history, period, lock, attempts, rerun, pin)
               if not waiting then return {-7, slot, record, now} end
               in_progress = true
             elseif run.started ~= false then
-              if not rerun then return {-4, slot, record} end
+              if not rerun then
+                local told = run.told ~= true and tell({history, i - 1, record}) or ''
+                return {-4, slot, record, 0, told ~= '' and 1 or 0}
+              end
               starts = starts + 1
               if vanished == '' then vanished = run.token end
             end
@@ -70,6 +96,14 @@ local function once_per(history, period, lock, attempts, rerun, pin)
           else
             starts = starts + 1
           end
+        elseif untold == nil and run.running == true and run.started ~= false
+            and run.token ~= ARGV[1] then
+          -- The newest started mark of an earlier slot: vanished and not told yet,
+          -- the run that takes this slot tells it (see `tell`).
+          untold = false
+          if run.told ~= true and redis.pcall('GET', lock) ~= run.token then
+            untold = {history, i - 1, record}
+          end
         end
       end
     end
@@ -77,7 +111,7 @@ local function once_per(history, period, lock, attempts, rerun, pin)
     return {-2, 'history', kind}
   end
   if attempts > 0 and starts >= attempts and not in_progress then return {-8, slot, starts} end
-  return nil, starts + 1, vanished
+  return nil, starts + 1, vanished, untold or nil
 end
 -- `--once-id`: the ID's record (a hash): `done` closes it for good (its run's record:
 -- {-4, 0, record}); `run`, the start mark of its last started run: while that run holds
@@ -91,16 +125,20 @@ local function once_id(key, attempts, lock, rerun)
   if done then return {-4, 0, done} end
   local starts = tonumber(redis.call('HGET', key, 'starts')) or 0
   local running = redis.call('HGET', key, 'run')
+  local untold = nil
   if running then
     local ok, run = pcall(cjson.decode, running)
-    if ok and type(run) == 'table' and type(run.token) == 'string'
-        and redis.pcall('GET', lock) == run.token then
-      if rerun < 2 then return {-7, 0, running, now_ms()} end
-      return nil, starts + 1, ''
+    if ok and type(run) == 'table' and type(run.token) == 'string' then
+      if redis.pcall('GET', lock) == run.token then
+        if rerun < 2 then return {-7, 0, running, now_ms()} end
+        return nil, starts + 1, ''
+      end
+      -- Its release takes an ended run out (`scripts::release`): this one vanished.
+      if run.told ~= true then untold = {key, false, running} end
     end
   end
   if attempts > 0 and starts >= attempts then return {-8, 0, starts} end
-  return nil, starts + 1, ''
+  return nil, starts + 1, '', untold
 end
 -- A `--once-per` run marks its grant in the history as it takes the lock, says when
 -- its command starts (see [`STARTED`]), and its release replaces the mark with the

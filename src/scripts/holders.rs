@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("b841cce18588326fadce7304acad739f43f3abe5", || {
+pub static SEMAPHORE: Lua = Lua::new("f842c2f2438332e3d658d9fac564ed31ab425f7c", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -38,10 +38,10 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused, attempt, after = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
+local refused, attempt, after, untold = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[10] then
-  refused, attempt, after = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
+  refused, attempt, after, untold = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
   if refused then return refused end
 end
 local now = now_ms()
@@ -74,6 +74,8 @@ end
 if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   local fence, refused = stamp(KEYS[1], KEYS[2], KEYS[5], ttl, ARGV[6], {}, 11)
   if refused then return refused end
+  -- Told before the mark's push, which moves the history's indexes.
+  local told = tell(untold)
   mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
   if head then
     redis.call('ZREM', KEYS[3], token)
@@ -84,7 +86,7 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
   if redis.call('PTTL', KEYS[7]) < ttl then
     redis.call('SET', KEYS[7], 'fair', 'PX', ttl)
   end
-  return {1, fence, now, 1, attempt or 0, after or ''}
+  return {1, fence, now, 1, attempt or 0, after or '', '', told}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) == 'table' then return foreign('lock', KEYS[1]) end
@@ -132,7 +134,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("9fa66e50d4ded7fed257d74378928ccc01f9ee39", || {
+pub static FAIR: Lua = Lua::new("88013cca3688fa924558467b0a73173a6ba25de4", || {
     FAIR_TEXT.as_str()
 });
 

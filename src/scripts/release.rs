@@ -12,8 +12,9 @@ use crate::keys::LockKeys;
 use crate::redis::reply::{array, int, string};
 
 /// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
-/// record (`done` is set to the run's record when it succeeded; a give-back, without a
-/// record, takes back the start its token counted there). ARGV: token, keep ms (0 = delete),
+/// record (`done` is set to the run's record when it succeeded; its `run`, this run's
+/// start mark, is removed: an ended run is never taken for a vanished one; a give-back,
+/// without a record, also takes back the start its token counted there). ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
@@ -47,7 +48,8 @@ use crate::redis::reply::{array, int, string};
 /// once after a grace period (a woken waiter may be stopped). A wake list of another
 /// type is left alone (the waiters then find the release by polling).
 /// Cost: GET, DEL, SCARD (+ LPUSH, PEXPIRE when someone waits; + LPUSH, PEXPIRE, and
-/// LTRIM once the history is full, for the run's record).
+/// LTRIM once the history is full, for the run's record; + HGET, HDEL of a `--once-id`
+/// run's start mark).
 pub static TEXT: LazyLock<String> = LazyLock::new(|| {
     splice(
         r#"
@@ -116,14 +118,15 @@ if KEYS[8] and succeeded then
     redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
--- A give-back (no record: the command never started) of an --once-id run whose start
--- was counted (the start's reply came too late to start the command) takes the count
--- back, by its token, while the lock is still ours: nothing else can have started.
-if KEYS[8] and ours and not ARGV[8] then
-  local mine = '{"token":"' .. token .. '",'
-  local counted = redis.pcall('HGET', KEYS[8], 'run')
-  if type(counted) == 'string' and string.sub(counted, 1, #mine) == mine then
-    redis.call('HINCRBY', KEYS[8], 'starts', -1)
+-- Whatever its end, the run is no longer the ID's run in progress: its start mark goes,
+-- so that the next try never takes an ended run for a vanished one (one it must tell).
+-- A give-back (no record: the command never started) whose start was counted (the
+-- start's reply came too late to start the command) takes the count back too, while
+-- the lock is still ours: nothing else can have started.
+if KEYS[8] then
+  local running = redis.pcall('HGET', KEYS[8], 'run')
+  if type(running) == 'string' and string.find(running, '"token":"' .. token .. '"', 1, true) then
+    if ours and not ARGV[8] then redis.call('HINCRBY', KEYS[8], 'starts', -1) end
     redis.call('HDEL', KEYS[8], 'run')
   end
 end
@@ -184,7 +187,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("5d6b6a7c6365e1a66482f10ff22954bcaa22ca21", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("11578b05a0235d5db14e2a4bf48ae9cc1e36265b", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),

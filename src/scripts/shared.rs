@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("74309145e82bc8127791d2d10314950265588171", || {
+pub static SHARE: Lua = Lua::new("b935fb97efa80d92ac93e07a1eae2a4e57e62445", || {
     SHARE_TEXT.as_str()
 });
 

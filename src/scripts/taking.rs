@@ -116,6 +116,8 @@ macro_rules! taking_calls {
             on("get", Key::Mode),
             on("hget", Key::Once),
             on("type", Key::Once),
+            on("lset", Key::History),
+            on("hset", Key::Once),
             $($extra),*
         ]
     };

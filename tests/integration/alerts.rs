@@ -127,6 +127,10 @@ fn alert_tests(expects: &[Expect]) -> String {
                 "nightly: no run has succeeded on any host for 26 hours".to_string()
             }
             "RedlockNoLeader" => "consumer: no host leads (--elect) for 5 minutes".to_string(),
+            "RedlockRunVanished" => {
+                "nightly: a run vanished (its end never recorded); check whether it did its work"
+                    .to_string()
+            }
             _ => format!(
                 "nightly on {}: a run has held the lock for more than 2 hours",
                 e.fired.iter().find(|(k, _)| *k == "instance").unwrap().1
@@ -488,7 +492,58 @@ fn never_tried(s: &Scratch) -> String {
     )
 }
 
-/// The shipped rules, `promtool check rules`, then `promtool test rules` on the five
+/// `--once-per 1h` on two hosts: host1's try fails at 00:00 (its file says no vanished
+/// run), host0's run at 00:10 has its wrapper SIGKILLed mid-run; host1's try at 00:20,
+/// after that run's lease ended, tells it (`redlock_vanished_runs_total` 1), host0's at
+/// 00:30 says nothing. "run vanished" fires after the tell, not before, and resolves an
+/// hour later.
+fn a_vanished_run(s: &Scratch) -> String {
+    let redis = Redis::start();
+    let mut snaps = Snapshots::default();
+    let files = [s.path("vanish0.prom"), s.path("vanish1.prom")];
+    let flags = ["--once-per", "1h", "--ttl", "1s"];
+    assert_eq!(run_at(0, &redis, &files[1], &flags, "exit 1"), 1);
+    snaps.take("host1", 0, &files[1]);
+    let killed = run_at(10, &redis, &files[0], &flags, "kill -9 $PPID; sleep 5");
+    assert_eq!(killed, -1, "the wrapper was killed");
+    snaps.take("host0", 10, &files[0]);
+    assert!(eventually(Duration::from_secs(5), || {
+        !redis.exists(&lock_key("nightly"))
+    }));
+    for (minute, h) in [(20, 1), (30, 0)] {
+        assert_eq!(
+            run_at(minute, &redis, &files[h], &flags, "true"),
+            codes::BUSY
+        );
+        snaps.take(&format!("host{h}"), minute, &files[h]);
+    }
+    let told = std::fs::read_to_string(&files[1]).unwrap();
+    assert!(
+        told.contains("redlock_vanished_runs_total{name=\"nightly\"} 1"),
+        "{told}"
+    );
+    let none = |minute| Expect {
+        minute,
+        alert: "RedlockRunVanished",
+        fired: vec![],
+    };
+    let fired = Expect {
+        minute: 25,
+        alert: "RedlockRunVanished",
+        fired: vec![
+            ("name", "nightly".to_string()),
+            ("severity", "ticket".to_string()),
+        ],
+    };
+    let expects = [none(15), fired, none(90)];
+    format!(
+        "  - name: a run that vanished, told once\n    interval: 1m\n    input_series:\n{}{}",
+        snaps.input_series(120),
+        alert_tests(&expects)
+    )
+}
+
+/// The shipped rules, `promtool check rules`, then `promtool test rules` on the
 /// scenarios above.
 #[test]
 fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
@@ -509,14 +564,15 @@ fn the_shipped_alert_rules_fire_on_what_the_binary_wrote() {
     );
     let s = Scratch::new();
     let tests = format!(
-        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}{}{}",
+        "rule_files:\n  - {}\nevaluation_interval: 1m\ntests:\n{}{}{}{}{}{}{}",
         rules().display(),
         hung(&s),
         never_succeeded(&s),
         a_good_day(&s),
         a_standby_service(&s),
         never_tried(&s),
-        a_killed_leader(&s)
+        a_killed_leader(&s),
+        a_vanished_run(&s)
     );
     // Every file the runs left is clean to promtool's own lint of the text format.
     for entry in std::fs::read_dir(s.path("")).unwrap().flatten() {

@@ -39,5 +39,6 @@ mod top;
 mod topology;
 mod untrusted_text;
 mod user_errors;
+mod vanished;
 mod verbs;
 mod waiting;

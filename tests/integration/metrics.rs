@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::harness::*;
 
 /// The file's samples by (metric, outcome label), after checking it whole: every line
-/// is a `# HELP`, a `# TYPE … gauge` or a sample the parser read as a gauge, every
-/// metric has its help, and the text ends with a newline.
+/// is a `# HELP`, a `# TYPE … gauge` (`… counter` for a `_total`) or a sample the parser
+/// read as one, every metric has its help, and the text ends with a newline.
 fn scrape(text: &str) -> HashMap<(String, String), f64> {
     assert!(text.ends_with('\n'), "cut short: {text:?}");
     let lines = text.lines().map(|l| Ok(l.to_string()));
@@ -30,8 +30,10 @@ fn scrape(text: &str) -> HashMap<(String, String), f64> {
             "no HELP for {}",
             s.metric
         );
-        let prometheus_parse::Value::Gauge(v) = s.value else {
-            panic!("{} is not a gauge:\n{text}", s.metric);
+        let v = match s.value {
+            prometheus_parse::Value::Gauge(v) => v,
+            prometheus_parse::Value::Counter(v) if s.metric.ends_with("_total") => v,
+            _ => panic!("{} is not a gauge:\n{text}", s.metric),
         };
         assert!(
             s.labels.get("name").is_some(),
@@ -42,7 +44,8 @@ fn scrape(text: &str) -> HashMap<(String, String), f64> {
         out.insert((s.metric.clone(), outcome), v);
     }
     for line in text.lines().filter(|l| l.starts_with("# TYPE")) {
-        assert!(line.ends_with(" gauge"), "{line}");
+        let counter = line.ends_with("_total counter");
+        assert!(line.ends_with(" gauge") || counter, "{line}");
     }
     out
 }

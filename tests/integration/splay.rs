@@ -1,6 +1,7 @@
-//! `--splay D` (issue 44): a fleet's `--once-per` tries spread over the first D of each
-//! slot, each host at the same offset every slot, and a try never runs on behalf of the
-//! next slot. Hosts are UTS namespaces with their own host name (the offset's seed).
+//! `--splay D` (issues 44, 51): a fleet's `--once-per` tries spread over the first D of
+//! each slot, each host at an offset drawn from its name, the lock's and the slot's, so
+//! the winner rotates, and a try never runs on behalf of the next slot. Hosts are UTS
+//! namespaces with their own host name (the offset's seed).
 
 use std::collections::HashMap;
 use std::process::{Child, Stdio};
@@ -9,47 +10,115 @@ use std::time::Duration;
 use crate::harness::nemesis::summary;
 use crate::harness::*;
 
-/// Ten hosts fire `--once-per 10s --splay 6s` together at the start of each slot: every
-/// slot runs exactly once, with `REDLOCK_SLOT_START` the slot its hosts fired in; each
-/// host tries at the same offset every slot (within ±300 ms); the tries span at least
-/// 2 s of the window and no 1-second window holds more than 70 % of them.
+/// Ten hosts fire `--once-per 5s --splay 3500ms` together at the start of each of 12
+/// slots: every slot runs exactly once, with `REDLOCK_SLOT_START` the slot its hosts
+/// fired in; the winner rotates (the offset is drawn from host, name and slot): at
+/// least 3 different hosts win, none more than half of the slots, and most hosts try
+/// at offsets more than 600 ms apart over the slots; the tries span at least 2 s of
+/// the window and no 1-second window holds more than 70 % of them.
 #[test]
-fn a_fleet_spreads_its_tries_over_the_splay_and_runs_once_per_slot() {
+fn a_fleet_spreads_its_tries_over_the_splay_and_the_winner_rotates() {
     let namespaces = hosts_can_be_namespaces();
     let redis = Redis::start();
     let s = Scratch::new();
     let log = s.path("log");
     let job = format!(
-        "echo \"RUN $REDLOCK_SLOT_START\" >> '{}'; sleep 0.2",
+        "echo \"RUN $REDLOCK_SLOT_START $(hostname)\" >> '{}'; sleep 0.2",
         log.display()
     );
-    let hosts = 10;
-    let slots = rounds(3, 12);
-    // (host, slot) -> the try's offset into the slot (its decision's event time).
+    let (hosts, slots) = (10, 12);
     let mut offsets: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut fired = Vec::new();
     for _ in 0..slots {
-        let slot = redis.now_ms() / 10_000 * 10_000 + 10_000;
+        let slot = redis.now_ms() / 5_000 * 5_000 + 5_000;
         redis.sleep_until(slot + 20);
         fired.push(slot);
-        let runs: Vec<(usize, Child, std::path::PathBuf)> = (0..hosts)
-            .map(|h| {
-                let events = s.path(&format!("events-{h}-{slot}"));
-                let mut args = lock_args(&redis, "fleet");
-                args.extend(
-                    ["--once-per", "10s", "--splay", "6s", "--no-local-queue"].map(String::from),
-                );
-                args.extend(["--events".to_string(), events.display().to_string()]);
-                let child = on_host(&format!("web-{h}"), &args, namespaces)
-                    .args(["--", "sh", "-c", &job])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                (h, child, events)
-            })
-            .collect();
-        for (h, mut child, events) in runs {
+        for (h, decided) in fire_fleet(&redis, &s, hosts, slot, &job, namespaces) {
+            offsets
+                .entry(h)
+                .or_default()
+                .push(decided.saturating_sub(slot));
+        }
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<(u64, &str)> = text
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[1].parse().unwrap(), w[2])
+        })
+        .collect();
+    let ran: Vec<u64> = runs.iter().map(|(slot, _)| *slot).collect();
+    assert_eq!(
+        ran, fired,
+        "one run per slot, for the slot fired in:\n{text}"
+    );
+    let tally = assert_winners_rotate(&runs);
+    let moving = offsets
+        .values()
+        .filter(|o| o.iter().max().unwrap() - o.iter().min().unwrap() > 600)
+        .count();
+    assert!(moving >= hosts / 2, "offsets fixed per host: {offsets:?}");
+    let all: Vec<u64> = offsets.values().flatten().copied().collect();
+    assert!(
+        all.iter().all(|o| *o < 4_100),
+        "a try past the window: {all:?}"
+    );
+    let busiest = assert_spread(&all);
+    summary(&format!(
+        "splay: {hosts} hosts, {slots} slots of 5 s, --splay 3500ms: one run per slot; wins per host {tally:?}; at most {busiest} of {} tries in one second",
+        all.len()
+    ));
+}
+
+/// The slots' winners (slot, host): at least 3 different hosts, none in more than half
+/// of the slots. Returns the wins per host.
+fn assert_winners_rotate(runs: &[(u64, &str)]) -> Vec<(String, usize)> {
+    let mut wins: HashMap<String, usize> = HashMap::new();
+    for (_, host) in runs {
+        *wins.entry(host.to_string()).or_default() += 1;
+    }
+    let most = *wins.values().max().unwrap();
+    assert!(wins.len() >= 3, "winners: {wins:?}");
+    assert!(
+        most * 2 <= runs.len(),
+        "one host won {most} of {}: {wins:?}",
+        runs.len()
+    );
+    let mut tally: Vec<_> = wins.into_iter().collect();
+    tally.sort();
+    tally
+}
+
+/// One slot's tries: `hosts` runs of `--once-per 5s --splay 3500ms` started together,
+/// each as its own host; (host, when it decided: its `acquired` or `skipped` event).
+fn fire_fleet(
+    redis: &Redis,
+    s: &Scratch,
+    hosts: usize,
+    slot: u64,
+    job: &str,
+    namespaces: bool,
+) -> Vec<(usize, u64)> {
+    let runs: Vec<(usize, Child, std::path::PathBuf)> = (0..hosts)
+        .map(|h| {
+            let events = s.path(&format!("events-{h}-{slot}"));
+            let mut args = lock_args(redis, "fleet");
+            args.extend(
+                ["--once-per", "5s", "--splay", "3500ms", "--no-local-queue"].map(String::from),
+            );
+            args.extend(["--events".to_string(), events.display().to_string()]);
+            let child = on_host(&format!("web-{h}"), &args, namespaces)
+                .args(["--", "sh", "-c", job])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (h, child, events)
+        })
+        .collect();
+    runs.into_iter()
+        .map(|(h, mut child, events)| {
             wait_child(&mut child, Duration::from_secs(20));
             let text = std::fs::read_to_string(&events).unwrap_or_default();
             let decided = text.lines().find_map(|l| {
@@ -58,32 +127,20 @@ fn a_fleet_spreads_its_tries_over_the_splay_and_runs_once_per_slot() {
                     .contains(&v["event"].as_str()?)
                     .then(|| v["ts_ms"].as_u64().unwrap())
             });
-            let decided = decided.unwrap_or_else(|| panic!("host {h} decided nothing: {text}"));
-            offsets
-                .entry(h)
-                .or_default()
-                .push(decided.saturating_sub(slot));
-        }
-    }
-    let text = std::fs::read_to_string(&log).unwrap();
-    let ran: Vec<u64> = text
-        .lines()
-        .map(|l| l.strip_prefix("RUN ").unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(
-        ran, fired,
-        "one run per slot, for the slot fired in:\n{text}"
-    );
-    let mut all: Vec<u64> = Vec::new();
-    for (h, of_host) in &offsets {
-        let (lo, hi) = (of_host.iter().min().unwrap(), of_host.iter().max().unwrap());
-        assert!(hi - lo <= 600, "host {h}: offsets {of_host:?}");
-        assert!(*hi < 6_600, "host {h} tried past the window: {of_host:?}");
-        all.extend(of_host);
-    }
+            (
+                h,
+                decided.unwrap_or_else(|| panic!("host {h} decided nothing: {text}")),
+            )
+        })
+        .collect()
+}
+
+/// The tries' offsets span at least 2 s, and no 1-second window holds more than 70 % of
+/// them; returns the most in one second.
+fn assert_spread(all: &[u64]) -> usize {
     let (lo, hi) = (all.iter().min().unwrap(), all.iter().max().unwrap());
     assert!(hi - lo >= 2_000, "tries span {} ms: {all:?}", hi - lo);
-    let busiest = (0..6_000u64)
+    let busiest = (0..3_500u64)
         .step_by(100)
         .map(|from| {
             all.iter()
@@ -97,11 +154,7 @@ fn a_fleet_spreads_its_tries_over_the_splay_and_runs_once_per_slot() {
         "{busiest} of {} tries in one second: {all:?}",
         all.len()
     );
-    summary(&format!(
-        "splay: {hosts} hosts, {slots} slots of 10 s, --splay 6s: one run per slot, tries spread over {} ms, at most {busiest} of {} tries in one second",
-        hi - lo,
-        all.len()
-    ));
+    busiest
 }
 
 /// A host that fires 8 s into a 10 s slot with `--splay 6s` tries for that slot only:

@@ -458,6 +458,7 @@ const LOCKER_ACL: &[&str] = &[
     "+time",
     "+lrange",
     "+lrem",
+    "+lset",
     "+ltrim",
     "+zadd",
     "+zrem",
