@@ -20,7 +20,8 @@
 //! already ours (ttl refreshed), `{-2, role, type}` a key of ours holds another type
 //! (nothing written), `{-4, slot start, record}` the once-per slot already ran (or its
 //! run vanished), `{-7, slot start, record, now}` its run is in progress (and this try
-//! may not wait for it), `{-8, slot start, starts}` its attempts are spent, `{-11, slot
+//! may not wait for it), `{-8, slot start, starts[, run]}` its attempts are spent (`--once-id`: and
+//! the last started run's start mark), `{-11, slot
 //! start}` the slot this try was for is over, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
 //! head to wake]}` busy (the meta pairs empty when the holder is the one already
@@ -316,6 +317,8 @@ fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
             skip.why = Closed::Exhausted {
                 starts: unsigned(int(items.next())) as u32,
             };
+            // `--once-id`: the last started run's start mark.
+            skip.record = bytes(items.next());
         }
         _ => {
             skip.slot_ms = unsigned(Some(int(items.next())?));
@@ -451,7 +454,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("cd6396d129d91c4393189e2cd54f82edd601a10a", || {
+pub static PLAIN: Lua = Lua::new("dd68864c23239015771099b9035fca2e9e067559", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("b841cce18588326fadce7304acad739f43f3abe5", || {
+pub static SEMAPHORE: Lua = Lua::new("62cee0c7b411456fb96659501fbb328e34be0497", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("16829b74531699ebb7378050856c006ccef89e61", || {
+pub static NEWEST: Lua = Lua::new("361f23fbe0078a8c7f5ab9fd34c81a816c9c72ce", || {
     NEWEST_TEXT.as_str()
 });
 

@@ -132,7 +132,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("9fa66e50d4ded7fed257d74378928ccc01f9ee39", || {
+pub static FAIR: Lua = Lua::new("37d3e0465df2722f0c6bece64b7570aa14a444d8", || {
     FAIR_TEXT.as_str()
 });
 

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("74309145e82bc8127791d2d10314950265588171", || {
+pub static SHARE: Lua = Lua::new("a30c4608ffcd2cb4ab472aee8bd56a37ebf264c5", || {
     SHARE_TEXT.as_str()
 });
 
