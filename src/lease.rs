@@ -18,6 +18,7 @@ use crate::quorum::Nodes;
 use crate::scripts::acquire;
 pub use crate::scripts::acquire::{Closed, Skip};
 use crate::scripts::release;
+use crate::scripts::started::StartMark;
 pub use crate::session::{
     DEFAULT_RETAIN, Grant, Lost, Preempt, Release, Renew, Session, Votes, Waiter, hand_on,
     leave_waiters, new_token, not_ours, tally, wake_head,
@@ -44,6 +45,9 @@ pub struct Lease {
     /// A vanished run an acquire round marked told, for this run to say (see
     /// [`Lease::take_told`]).
     told: std::cell::RefCell<Vec<u8>>,
+    /// An `--elect` term with a history: its start pushes a start mark of its own (see
+    /// `scripts::started`), so that a term whose wrapper dies is read as vanished.
+    pushes_mark: bool,
 }
 
 /// A lease is its session with a kind: what every kind shares is asked of the session.
@@ -79,6 +83,7 @@ impl Lease {
             told: Default::default(),
             slot_pin: Cell::new(0),
             waits_for_run: Cell::new(false),
+            pushes_mark: false,
         }
     }
 
@@ -116,6 +121,13 @@ impl Lease {
     /// The lease of a lock of `kind` (one a name is in use as).
     pub fn of_kind(mut self, kind: LockKind) -> Self {
         self.kind = kind;
+        self
+    }
+
+    /// Whether the run's start pushes a start mark of its own to the history (an
+    /// `--elect` term's; see `scripts::started`): `false` keeps a plain run's cost.
+    pub fn pushes_mark(mut self, pushes: bool) -> Self {
+        self.pushes_mark = pushes;
         self
     }
 
@@ -380,9 +392,21 @@ impl Lease {
     }
 
     /// Whether this run's start must be recorded before its command starts (see
-    /// [`Lease::mark_started`]): a `--once-per` or `--once-id` run.
+    /// [`Lease::mark_started`]): a `--once-per` or `--once-id` run, or one that pushes
+    /// a start mark of its own (an `--elect` term).
     pub fn records_start(&self) -> bool {
-        self.completion.once_per.is_some() || self.once_key.is_some()
+        self.completion.once_per.is_some() || self.once_key.is_some() || self.pushes_mark
+    }
+
+    /// The start mark this run has in the history (see `scripts::started`).
+    fn start_mark(&self) -> StartMark {
+        if self.completion.once_per.is_some() {
+            StartMark::Granted
+        } else if self.pushes_mark {
+            StartMark::Pushed
+        } else {
+            StartMark::None
+        }
     }
 
     /// A `--once-per` or `--once-id` run's command is about to start (see
@@ -397,7 +421,7 @@ impl Lease {
             self.token(),
             who,
             self.retain_ms(),
-            self.completion.once_per.is_some(),
+            self.start_mark(),
             self.once_key.as_deref(),
         );
         let results = self.nodes().each(|n| n.run_idempotent::<i64>(&call)).await;
@@ -474,7 +498,7 @@ impl Lease {
             token: self.token(),
             keep_ms,
             retain_ms: self.retain_ms(),
-            once_per: self.once_per_ms() > 0,
+            once_per: self.start_mark() != StartMark::None,
             once_key: self.once_key.as_deref(),
             record: ending.map(Ending::record),
         };

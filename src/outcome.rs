@@ -339,7 +339,7 @@ pub fn metric_labels() -> Vec<&'static str> {
 /// The table as docs/reference/exit-status.md carries it.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "| outcome | exit status | event | `outcome` label | history says | timeline |\n| --- | --- | --- | --- | --- | --- |\n",
+        "| outcome | exit status | event | `outcome` label | history says | timeline | top, status |\n| --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let code = |c: Option<&str>| c.map_or("–".to_string(), |c| format!("`{c}`"));
     for row in ROWS {
@@ -354,21 +354,33 @@ pub fn markdown() -> String {
             ),
             Status::None => "–".to_string(),
         };
+        let words = row
+            .words
+            .map(|w| w.replace("{status}", "N").replace("{command}", "C"));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             row.name,
             status,
             code(row.event.map(Event::name)),
             code(row.metric),
-            row.words.map_or("–".to_string(), |w| {
-                w.replace("{status}", "N").replace("{command}", "C")
-            }),
+            words.as_deref().unwrap_or("–"),
             row.mark
                 .map_or("–".to_string(), |m| format!("`{}`", m.letter)),
+            seen_by_top_and_status(row.outcome, words.as_deref()),
         );
     }
     out
+}
+
+/// What `top` and `status` show of an outcome: the holder while it runs, then the last
+/// run in the history's words (only what the history records).
+fn seen_by_top_and_status(outcome: Outcome, words: Option<&str>) -> String {
+    match (outcome, words) {
+        (Outcome::Running, _) => "held: the holder, its host, pid and since".to_string(),
+        (_, Some(words)) => format!("last run: {words}"),
+        (_, None) => "–".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -213,6 +213,12 @@ impl<'r> Run<'r> {
         Lease::new(nodes, keys, config.budget.ttl, new_token())
             .completion(config.policy.completion.clone())
             .retain(config.retain)
+            // An `--elect` term, an `--once-id` run, is a record from its start: one
+            // whose wrapper dies is read as vanished (see `scripts::started`).
+            .pushes_mark(
+                (config.policy.elect.is_some() || config.policy.completion.once_id.is_some())
+                    && config.history > 0,
+            )
             .mode(mode)
             .newest(
                 config.policy.newest.and_then(|n| n.order_key),

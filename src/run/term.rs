@@ -263,7 +263,11 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
     }
     // The script said whether the record's run holds the lock: in progress, or not.
     let in_progress = skip.why == Closed::InProgress;
-    let last = RunRecord::parse(&skip.record).and_then(|r| r.judged(in_progress));
+    // An exhausted ID's record is its last start's mark, which does not say how the
+    // run ended: the line names where and when it ran (see [`last_attempt`]).
+    let last = RunRecord::parse(&skip.record)
+        .filter(|_| !matches!(skip.why, Closed::Exhausted { .. }))
+        .and_then(|r| r.judged(in_progress));
     let (reason, status) = say_skipped(run, lease, skip, last.as_ref());
     if let Some(last) = last.as_ref().filter(|l| skip.told && l.vanished) {
         super::vanished::told(run, lease, last);
@@ -316,8 +320,9 @@ fn say_skipped(
     match (skip.why, last) {
         (Closed::Exhausted { starts }, _) => {
             report.note(&format!(
-                "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}); not running",
-                run.config.policy.completion.attempts()
+                "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}){}; not running",
+                run.config.policy.completion.attempts(),
+                last_attempt(skip, &name),
             ));
             ("attempts_exhausted", busy)
         }
@@ -356,6 +361,20 @@ fn say_skipped(
             ("slot_over", busy)
         }
         (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said by superseded"),
+    }
+}
+
+/// `--once-id`: where and when the ID's last attempt ran, from its start mark (`; the
+/// last started 2026-11-22T06:00:01Z on ci-7 pid 4242 user deploy, see redlock history
+/// NAME`); '' without one.
+fn last_attempt(skip: &Skip, name: &str) -> String {
+    match RunRecord::parse(&skip.record).filter(|r| r.start_ms > 0) {
+        Some(r) => format!(
+            "; the last started {} on {}, see redlock history {name}",
+            rfc3339(r.start_ms),
+            r.who.host_pid_user()
+        ),
+        None => String::new(),
     }
 }
 

@@ -21,7 +21,8 @@
 //! already ours (ttl refreshed), `{-2, role, type}` a key of ours holds another type
 //! (nothing written), `{-4, slot start, record[, 0, told]}` the once-per slot already
 //! ran (or its run vanished: `told` 1 when this try tells it), `{-7, slot start, record, now}` its run is in progress (and this try
-//! may not wait for it), `{-8, slot start, starts}` its attempts are spent, `{-11, slot
+//! may not wait for it), `{-8, slot start, starts[, run]}` its attempts are spent (`--once-id`: and
+//! the last started run's start mark), `{-11, slot
 //! start}` the slot this try was for is over, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
 //! head to wake]}` busy (the meta pairs empty when the holder is the one already
@@ -325,6 +326,8 @@ fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
             skip.why = Closed::Exhausted {
                 starts: unsigned(int(items.next())) as u32,
             };
+            // `--once-id`: the last started run's start mark.
+            skip.record = bytes(items.next());
         }
         _ => {
             skip.slot_ms = unsigned(Some(int(items.next())?));
@@ -463,7 +466,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("d3ae1792ddeb5d64e3d9e9d2ac4aa5b362e9ec01", || {
+pub static PLAIN: Lua = Lua::new("9e5fcc394a09e6fc86310e35caf6120aee091c4b", || {
     PLAIN_TEXT.as_str()
 });
 

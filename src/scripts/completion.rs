@@ -117,8 +117,9 @@ end
 -- {-4, 0, record}); `run`, the start mark of its last started run: while that run holds
 -- the lock it is in progress ({-7} for a try that may not wait; a try that may wait
 -- goes on and finds the lock busy); `starts` (counted at the start, see
--- `scripts::started`) reaching `attempts` closes it ({-8, 0, starts}) once no run of
--- it is in progress; else this run's attempt.
+-- `scripts::started`) reaching `attempts` closes it ({-8, 0, starts, run}: the last
+-- started run's mark says where and when it ran) once no run of it is in progress;
+-- else this run's attempt.
 local function once_id(key, attempts, lock, rerun)
   local done = redis.pcall('HGET', key, 'done')
   if type(done) == 'table' then return {-2, 'once', redis.call('TYPE', key)['ok']} end
@@ -137,7 +138,7 @@ local function once_id(key, attempts, lock, rerun)
       if run.told ~= true then untold = {key, false, running} end
     end
   end
-  if attempts > 0 and starts >= attempts then return {-8, 0, starts} end
+  if attempts > 0 and starts >= attempts then return {-8, 0, starts, running or ''} end
   return nil, starts + 1, '', untold
 end
 -- A `--once-per` run marks its grant in the history as it takes the lock, says when

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("f842c2f2438332e3d658d9fac564ed31ab425f7c", || {
+pub static SEMAPHORE: Lua = Lua::new("0a36357f8df872056bbe70a5deb0b9cf656e41a1", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("2d2b3ba593b8f12bfa3ca597465a61f95005ded3", || {
+pub static NEWEST: Lua = Lua::new("acbde7c5207a86e86b7a7b176c73462561dca1be", || {
     NEWEST_TEXT.as_str()
 });
 

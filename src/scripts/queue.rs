@@ -134,7 +134,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("88013cca3688fa924558467b0a73173a6ba25de4", || {
+pub static FAIR: Lua = Lua::new("e7ecc39cadbb8c7661dafcf193154e4b8748dcb6", || {
     FAIR_TEXT.as_str()
 });
 

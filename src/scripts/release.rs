@@ -16,7 +16,7 @@ use crate::redis::reply::{array, int, string};
 /// start mark, is removed: an ended run is never taken for a vanished one; a give-back,
 /// without a record, also takes back the start its token counted there). ARGV: token, keep ms (0 = delete),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
-/// '1' for a `--once-per` run (its start mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
+/// '1' for a run with a start mark (`--once-per`, an `--elect` term: the mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
 /// then `TIME` − held), status if the lock was still ours, status if not, '1' when the
 /// run already knows it lost the lock. Returns `{outcome, head}`: outcome 1 deleted, 2
@@ -55,7 +55,8 @@ pub static TEXT: LazyLock<String> = LazyLock::new(|| {
         r#"
 --CLOCK--
 local token = ARGV[1]
--- A --once-per run's start mark (written by the acquire) goes first, whatever else the
+-- A --once-per run's start mark (written by the acquire; an --elect term's, by its
+-- start) goes first, whatever else the
 -- release finds: the record that replaces it, or nothing (a take-back), is what the
 -- next once-per check must see.
 if ARGV[6] == '1' then
@@ -187,7 +188,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("11578b05a0235d5db14e2a4bf48ae9cc1e36265b", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("a537a875be7ebe23d64cb3c6fd5fc374fbf0c59d", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -243,7 +244,8 @@ pub struct Request<'a> {
     /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
     pub keep_ms: u64,
     pub retain_ms: u64,
-    /// A `--once-per` run: its start mark is removed.
+    /// A run with a start mark in the history (`--once-per`, an `--elect` term): the
+    /// mark is removed.
     pub once_per: bool,
     /// `--once-id`: the ID's record key.
     pub once_key: Option<&'a [u8]>,

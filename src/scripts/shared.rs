@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("b935fb97efa80d92ac93e07a1eae2a4e57e62445", || {
+pub static SHARE: Lua = Lua::new("16c29b6f94f63673613223f8b7328a937805d6d6", || {
     SHARE_TEXT.as_str()
 });
 

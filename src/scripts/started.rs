@@ -11,7 +11,8 @@ use crate::keys::LockKeys;
 
 /// KEYS: lock, history, and with `--once-id` the ID's record. ARGV: token, who runs it
 /// (a JSON object: host, pid, user, command, ttl), retain ms, '1' for a `--once-per`
-/// run. When the lock is still ours: turns this run's start mark (the newest record
+/// run's grant mark, '2' for a run that pushes a started mark of its own (an
+/// `--elect` term). When the lock is still ours: turns this run's start mark (the newest record
 /// beginning with its token) into a started one that says who runs it, so that a run
 /// that vanishes still names where it ran; for `--once-id`, counts the start and keeps
 /// the run's start mark as the ID's `run` (a later try sees it in progress while its
@@ -46,6 +47,24 @@ if ARGV[4] == '1' then
       end
     end
   end
+elseif ARGV[4] == '2' then
+  -- A started mark of its own, pushed once (a second try finds it among the newest);
+  -- the release replaces it with the run's record. A history of another type is left
+  -- alone.
+  local start = '{"token":"' .. ARGV[1] .. '","start_ms":'
+  local recent = redis.pcall('LRANGE', KEYS[2], 0, 9)
+  local found = type(recent) ~= 'table' or recent.err ~= nil
+  if not found then
+    for _, record in ipairs(recent) do
+      if string.sub(record, 1, #start) == start then found = true break end
+    end
+  end
+  if not found then
+    local mark = start .. int(now_ms()) .. ',"running":true,"started":true' .. who .. '}'
+    if type(redis.pcall('LPUSH', KEYS[2], mark)) == 'number' then
+      redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    end
+  end
 end
 if KEYS[3] then
   -- A second try of this call (its first reply came too late) finds its own start
@@ -63,7 +82,7 @@ return 1
         &[("CLOCK", CLOCK)],
     )
 });
-pub static STARTED: Lua = Lua::new("e02fca314952be29df2eb72e71119051ad22fbe4", || TEXT.as_str());
+pub static STARTED: Lua = Lua::new("f1e83ab692c08f0680d86c47947d018358ff862c", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -71,30 +90,43 @@ pub const CALLS: &[Need] = &[
     on("lrange", Key::History),
     on("lrem", Key::History),
     on("lpush", Key::History),
+    on("pexpire", Key::History),
     on("hget", Key::Once),
     on("hincrby", Key::Once),
     on("hset", Key::Once),
     on("pexpire", Key::Once),
 ];
 
+/// The start mark a run has in the history, which its start turns into a started one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartMark {
+    /// None (a plain run, a `--once-id` run without `--elect`).
+    None,
+    /// The grant mark its acquire pushed (`--once-per`).
+    Granted,
+    /// None yet: the start pushes one (an `--elect` term).
+    Pushed,
+}
+
 /// The call saying that the run holding `keys` with `token` starts its command: `who`
-/// (a JSON object) goes into its start mark; `once_per`: it has one in the history;
+/// (a JSON object) goes into its start mark; `mark`: the one it has in the history;
 /// `once`: the `--once-id` record whose starts it counts.
 pub fn call(
     keys: &LockKeys,
     token: &str,
     who: &str,
     retain_ms: u64,
-    once_per: bool,
+    mark: StartMark,
     once: Option<&[u8]>,
 ) -> Call {
     let base: [&[u8]; 2] = [&keys.lock, &keys.history];
     let all: Vec<&[u8]> = base.into_iter().chain(once).collect();
     let mut call = invocation(&STARTED, &all);
-    call.arg(token)
-        .arg(who)
-        .arg(retain_ms)
-        .arg(if once_per { "1" } else { "0" });
+    call.arg(token).arg(who).arg(retain_ms).arg(match mark {
+        StartMark::None => "0",
+        StartMark::Granted => "1",
+        StartMark::Pushed => "2",
+    });
     call
 }
 

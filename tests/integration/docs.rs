@@ -231,6 +231,48 @@ fn the_exit_status_page_carries_the_outcome_table() {
     );
 }
 
+/// Issue 52 (docs): ONE outcome table says what each view shows for each way a run can
+/// end — the history's words, the timeline's mark, `top` and `status`, the metric label
+/// — and the page of each view links to it; no other page keeps a table of outcomes.
+#[test]
+fn every_view_links_the_one_outcome_table() {
+    let table = redlock::outcome::markdown();
+    let header = table.lines().next().unwrap_or_default();
+    for column in ["history says", "timeline", "top, status", "`outcome` label"] {
+        assert!(header.contains(column), "no column {column:?}: {header}");
+    }
+    let section = |page: &str, heading: &str| {
+        let text = doc(page);
+        let from = text.find(heading).map_or(0, |at| at + heading.len());
+        let rest = &text[from..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
+    let views = [
+        ("docs/reference/verbs.md", "## redlock status"),
+        ("docs/reference/verbs.md", "## redlock history"),
+        ("docs/reference/verbs.md", "## redlock top"),
+        ("docs/operations/metrics.md", "## Outcomes"),
+    ];
+    for (page, heading) in views {
+        assert!(
+            section(page, heading).contains("exit-status.md#outcomes"),
+            "{page} {heading} must link the outcome table"
+        );
+    }
+    for page in doc_pages() {
+        let tables = doc(&page)
+            .lines()
+            .filter(|l| l.starts_with("| outcome |"))
+            .count();
+        let one = usize::from(page == "docs/reference/exit-status.md");
+        assert_eq!(
+            tables, one,
+            "{page}: the outcome table is in exit-status.md only"
+        );
+    }
+}
+
 /// Every page a man page points to exists, and every `REDLOCK_*` variable the code reads
 /// is in the pages' ENVIRONMENT (newcomer-4 P13).
 #[test]

@@ -1453,3 +1453,67 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
     let _ = kill(Pid::from_raw(other.id() as i32), Signal::SIGTERM);
     wait_child(&mut other, Duration::from_secs(10));
 }
+
+/// Issue 52 item 2: a term whose wrapper was SIGKILLed (its guard kills its command)
+/// is a record: `history` (and its JSON) lists it judged vanished, with its host and
+/// pid, once a standby holds the lock; the timeline marks it `?`, `status` and `top`
+/// name it as the last run. Today's main listed only the terms that ended.
+#[test]
+fn a_killed_leaders_term_is_in_the_history_as_vanished() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let namespaces = hosts_can_be_namespaces();
+    let mut field = Field::new("svc", &["--ttl", "1s"]);
+    let mut first = field.spawn("killed-a", &url);
+    let term = field.next_term(0, Duration::from_secs(20));
+    let _standby = field.spawn("standby-b", &url);
+    let wrapper = first.child.id();
+    kill(Pid::from_raw(wrapper as i32), Signal::SIGKILL).unwrap();
+    let _ = first.child.wait();
+    let next = field.next_term(1, Duration::from_secs(20));
+    assert_ne!(next.fence, term.fence, "a standby took over");
+    let doc = history_json(&redis, "svc");
+    let runs = doc["runs"].as_array().cloned().unwrap_or_default();
+    let gone: Vec<_> = runs.iter().filter(|r| r["vanished"] == true).collect();
+    assert_eq!(gone.len(), 1, "the killed term, vanished: {doc}");
+    let gone = gone[0];
+    assert_eq!(gone["pid"], wrapper, "{doc}");
+    assert_eq!(gone["fence"], term.fence, "{doc}");
+    assert!(
+        gone.get("status").is_none() && gone.get("running").is_none(),
+        "{doc}"
+    );
+    if namespaces {
+        assert_eq!(gone["host"], "killed-a", "{doc}");
+    }
+    assert!(
+        runs.iter().any(|r| r["running"] == true),
+        "the standby's term: {doc}"
+    );
+    let pid = format!("pid {wrapper}");
+    let said = stdout(&output(redlock().args(["history", "svc", "--redis", &url])));
+    let line = said
+        .lines()
+        .find(|l| l.contains("vanished"))
+        .unwrap_or_default();
+    assert!(line.contains(&pid), "{said}");
+    let picture = stdout(&output(
+        redlock()
+            .args(["history", "svc", "--timeline", "--redis", &url])
+            .env("COLUMNS", "80"),
+    ));
+    let row = picture.lines().nth(1).unwrap_or_default();
+    assert!(row.contains('?'), "{picture}");
+    let status = stdout(&output(redlock().args(["status", "svc", "--redis", &url])));
+    let last = status
+        .lines()
+        .find(|l| l.contains("last run:"))
+        .unwrap_or_default();
+    assert!(last.contains("vanished") && last.contains(&pid), "{status}");
+    let top = stdout(&output(
+        redlock()
+            .args(["top", "--once", "--redis", &url])
+            .env("COLUMNS", "200"),
+    ));
+    assert!(top.contains("vanished"), "{top}");
+}

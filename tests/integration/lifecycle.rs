@@ -682,3 +682,59 @@ fn once_id_trial(seed: u64) {
         jobs.len()
     ));
 }
+
+/// Issue 52 item 3 (review-6 #5): a `--once-id` run whose wrapper was SIGKILLed is a
+/// record: `history` (and its JSON) lists it vanished with its host and pid, `status`
+/// names it as the last run, and the next try's refusal (its only attempt spent) says
+/// where and when that attempt ran. Today's main said "no runs recorded".
+#[test]
+fn a_vanished_once_id_run_is_seen_in_every_view() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let url = redis.url();
+    let mut args = lock_args(&redis, "idjob");
+    args.extend(["--once-id", "v1", "--max-attempts", "1", "--ttl", "1s"].map(String::from));
+    let started = s.path("started");
+    let mut run = started_run(&args, &started, "sleep 30");
+    let wrapper = run.id();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(wrapper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    wait_child(&mut run, Duration::from_secs(5));
+    assert!(eventually(Duration::from_secs(5), || !redis.exists(&lock_key("idjob"))));
+    let doc = history_json(&redis, "idjob");
+    let gone = &doc["runs"][0];
+    assert_eq!(gone["vanished"], true, "{doc}");
+    assert_eq!(gone["pid"], wrapper, "{doc}");
+    assert!(gone.get("status").is_none(), "{doc}");
+    let host = gone["host"].as_str().unwrap_or_default().to_string();
+    assert!(!host.is_empty(), "{doc}");
+    let pid = format!("pid {wrapper}");
+    let said = stdout(&output(
+        redlock().args(["history", "idjob", "--redis", &url]),
+    ));
+    assert!(said.contains("vanished") && said.contains(&pid), "{said}");
+    let status = stdout(&output(
+        redlock().args(["status", "idjob", "--redis", &url]),
+    ));
+    let last = status
+        .lines()
+        .find(|l| l.contains("last run:"))
+        .unwrap_or_default();
+    assert!(last.contains("vanished") && last.contains(&pid), "{status}");
+    let (code, err) = try_once(&args, "true");
+    assert_ne!(code, 0, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("1 runs started for --once-id v1"))
+        .unwrap_or_default();
+    assert!(line.contains(&host) && line.contains(&pid), "{err}");
+    // When: the start as `history` prints it (its line's first word).
+    let when = said
+        .lines()
+        .find(|l| l.contains("vanished"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or("?");
+    assert!(line.contains(when), "{when}: {err}");
+}
