@@ -212,32 +212,41 @@ fn a_nested_run_of_every_kind_runs_at_once() {
     }
 }
 
+/// An `--once-id` run with one attempt and a long lease (`--` ends it).
+const ONCE: [&str; 7] = [
+    "--once-id",
+    "v1",
+    "--max-attempts",
+    "1",
+    "--ttl",
+    "30s",
+    "--",
+];
+
+/// A server (its start script loaded, as on a server in use) behind a proxy that holds
+/// the first start record sent through it for `delay`, and the connection behind it.
+fn start_record_held_for(delay: Duration) -> (Redis, Proxy) {
+    let redis = Redis::start();
+    let _: String = redis.cmd(&["SCRIPT", "LOAD", redlock::scripts::started::TEXT.as_str()]);
+    let proxy = Proxy::start(redis.port);
+    let sha = redlock::scripts::started::STARTED.sha();
+    proxy.set(Mode::DelayMatching(sha, delay));
+    (redis, proxy)
+}
+
 /// Review-6 #2: the reply to the start record comes after the node timeout (held 4 s
 /// by the network): the run asks again and starts its command, counted once; with
 /// `--max-attempts 1` the ID is then done, not closed by a start that never ran.
 #[test]
 fn a_late_start_record_still_starts_the_command_once() {
-    let redis = Redis::start();
-    let _: String = redis.cmd(&["SCRIPT", "LOAD", redlock::scripts::started::TEXT.as_str()]);
-    let proxy = Proxy::start(redis.port);
+    let (redis, proxy) = start_record_held_for(Duration::from_secs(4));
     let s = Scratch::new();
     let ran = s.path("ran");
-    let sha = redlock::scripts::started::STARTED.sha();
-    proxy.set(Mode::DelayMatching(sha, Duration::from_secs(4)));
     let job = format!("echo ran >> '{}'", ran.display());
-    let once = [
-        "--once-id",
-        "v1",
-        "--max-attempts",
-        "1",
-        "--ttl",
-        "30s",
-        "--",
-    ];
     let out = output_within(
         redlock_run()
             .args(["--key", "mig", "--redis", &proxy.url()])
-            .args(once)
+            .args(ONCE)
             .args(["sh", "-c", &job]),
         Duration::from_secs(40),
     );
@@ -247,7 +256,7 @@ fn a_late_start_record_still_starts_the_command_once() {
     let out = output(
         redlock_run()
             .args(lock_args(&redis, "mig"))
-            .args(once)
+            .args(ONCE)
             .args(["sh", "-c", &job]),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -260,25 +269,12 @@ fn a_late_start_record_still_starts_the_command_once() {
 /// `--max-attempts 1` ID runs.
 #[test]
 fn a_start_given_back_is_not_counted() {
-    let redis = Redis::start();
-    let _: String = redis.cmd(&["SCRIPT", "LOAD", redlock::scripts::started::TEXT.as_str()]);
-    let proxy = Proxy::start(redis.port);
+    let (redis, proxy) = start_record_held_for(Duration::from_secs(3));
     let s = Scratch::new();
     let ran = s.path("ran");
-    let sha = redlock::scripts::started::STARTED.sha();
-    proxy.set(Mode::DelayMatching(sha, Duration::from_secs(3)));
-    let once = [
-        "--once-id",
-        "v1",
-        "--max-attempts",
-        "1",
-        "--ttl",
-        "30s",
-        "--",
-    ];
     let mut first = redlock_run()
         .args(["--key", "mig", "--redis", &proxy.url()])
-        .args(once)
+        .args(ONCE)
         .args(["touch"])
         .arg(&ran)
         .spawn()
@@ -302,7 +298,7 @@ fn a_start_given_back_is_not_counted() {
     let out = output(
         redlock_run()
             .args(lock_args(&redis, "mig"))
-            .args(once)
+            .args(ONCE)
             .arg("touch")
             .arg(&ran),
     );
