@@ -11,12 +11,14 @@
 //!   exclusive side.
 //!
 //! A kind is chosen once from what the run asked for ([`LockKind::of`]) or from the name's
-//! mode key ([`LockKind::parse`]). A kind's file holds only what makes it that kind: its
-//! answers to the questions of [`Rules`] that have no default, two of them choices —
-//! how its waiters wait ([`Waiters`]: a set or a queue, `waiters.rs`) and how its
-//! holders hold ([`Holders`]: by the key or by a share, `holders.rs`) — from which the
-//! other questions are answered once, here. A new kind is a compiler error until it
-//! makes every choice; nothing outside this module asks which kind it holds.
+//! mode key ([`LockKind::parse`]). Every kind's facts stand in one table
+//! ([`LockKind::facts`]: its two choices — how its waiters wait ([`Waiters`]: a set or a
+//! queue, `waiters.rs`), how its holders hold ([`Holders`]: by the key or by a share,
+//! `holders.rs`) — its slots, whether its holder can be asked to stop, whether a host's
+//! runs queue first, its words), and every question of [`Rules`] is answered once from
+//! them; a kind's own file holds only what makes it that kind (its acquire call; for
+//! newest-wins its wake-ups and preempt request). A new kind is a compiler error until
+//! it has its row; nothing outside this module asks which kind it holds.
 
 pub mod fair;
 pub mod holders;
@@ -43,31 +45,55 @@ use crate::session::{Released, Session};
 /// A step a kind takes on the nodes (best effort: it reports nothing).
 pub type Step<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
-/// What a kind of lock decides.
+/// What a kind of lock decides. A kind's own file answers what makes it that kind:
+/// which kind it is ([`Rules::kind`], its row of [`LockKind::facts`]) and its acquire
+/// call; newest-wins also who its newcomer wakes and asks to stop. Every other question
+/// is answered here, once, from its row of facts and its two choices.
 pub trait Rules {
-    /// The mode key's value while the name is in use as this kind (`None`: a plain
-    /// lock has none).
-    fn key_text(&self) -> Option<String>;
-    /// How the kind reads in messages: what a run asks for to get it.
-    fn flags(&self) -> String;
-    /// How a run that asked for this kind is named in a refusal.
-    fn asked(&self) -> String;
-    /// The flag `status` names a queue's waiters by (`None`: the waiters are a set).
-    fn queue_flag(&self) -> Option<&'static str>;
-    /// How many runs may hold the name at once.
-    fn slots(&self) -> u32;
-    /// Whether `redlock preempt` can ask a holder to stop (it needs one holder).
-    fn can_be_asked(&self) -> bool;
+    /// Which kind this is (its row of [`LockKind::facts`]).
+    fn kind(&self) -> LockKind;
     /// The acquire script's call for `request`.
     fn acquire_call(&self, request: &acquire::Request) -> Call;
+
+    /// The mode key's value while the name is in use as this kind (`None`: a plain
+    /// lock has none).
+    fn key_text(&self) -> Option<String> {
+        self.kind().facts().key_text
+    }
+    /// How the kind reads in messages: what a run asks for to get it.
+    fn flags(&self) -> String {
+        self.kind().facts().flags
+    }
+    /// How a run that asked for this kind is named in a refusal.
+    fn asked(&self) -> String {
+        self.kind().facts().asked
+    }
+    /// The flag `status` names a queue's waiters by (`None`: the waiters are a set).
+    fn queue_flag(&self) -> Option<&'static str> {
+        self.kind().facts().queue_flag
+    }
+    /// How many runs may hold the name at once.
+    fn slots(&self) -> u32 {
+        self.kind().facts().slots
+    }
+    /// Whether `redlock preempt` can ask a holder to stop (it needs one holder).
+    fn can_be_asked(&self) -> bool {
+        self.kind().facts().can_be_asked
+    }
     /// Whether the runs of one host first queue among themselves (the host-local
     /// queue) before Redis.
-    fn uses_local_queue(&self) -> bool;
+    fn uses_local_queue(&self) -> bool {
+        self.kind().facts().local_queue
+    }
     /// How its waiters wait: a set or a queue (the one choice every question about
     /// waiting follows from, see [`Waiters`]).
-    fn waiters(&self) -> Waiters;
+    fn waiters(&self) -> Waiters {
+        self.kind().facts().waiters
+    }
     /// How its holders hold the name: by the lock key or by a share (see [`Holders`]).
-    fn holders(&self) -> Holders;
+    fn holders(&self) -> Holders {
+        self.kind().facts().holders
+    }
 
     // What only newest-wins (`--supersede`) does otherwise: a newcomer that supersedes
     // waiters and may ask the holder to stop. Every other kind asks no one to stop and
@@ -164,6 +190,20 @@ pub trait Rules {
     }
 }
 
+/// What a kind is, in facts: its two choices, how many hold it, whether its holder can
+/// be asked to stop, whether a host's runs queue locally first, and its words.
+pub struct Facts {
+    pub waiters: Waiters,
+    pub holders: Holders,
+    pub slots: u32,
+    pub can_be_asked: bool,
+    pub local_queue: bool,
+    pub queue_flag: Option<&'static str>,
+    pub key_text: Option<String>,
+    pub flags: String,
+    pub asked: String,
+}
+
 /// The kind of lock a name is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
@@ -207,6 +247,79 @@ impl LockKind {
             }
         };
         Some(kind)
+    }
+
+    /// Every kind's facts, one row each (a new kind is a compiler error here until it
+    /// has its row):
+    /// - a plain lock: one holder by the key, waiters a set, a host's runs queue first;
+    /// - a semaphore: `limit` holders, each a slot's key; no one holder to ask (the
+    ///   preempt script refuses it);
+    /// - a fair queue and newest-wins: one holder, waiters a queue whose order is the
+    ///   arrival in Redis (no host-local queue before it; newest-wins has at most one
+    ///   waiter on the whole name, nothing for a local queue to save);
+    /// - shared: any number of shares, one lock key (no slots); no one holder to ask
+    ///   (the preempt script sees the marker); shares do not exclude each other, so a
+    ///   host's shared runs never queue behind one another.
+    pub fn facts(&self) -> Facts {
+        use Holders::{Key, Shares};
+        use Waiters::{Queue, Set};
+        let (waiters, holders, slots, can_be_asked, local_queue, queue_flag) = match *self {
+            LockKind::Plain(_) => (Set, Key, 1, true, true, None),
+            LockKind::Slots(k) => (Set, Key, k.limit, false, true, None),
+            LockKind::Fair(_) => (Queue, Key, 1, true, false, Some("--fair")),
+            LockKind::Newest(_) => (Queue, Key, 1, true, false, Some("--supersede")),
+            LockKind::Shared(_) => (Set, Shares, 1, false, false, None),
+        };
+        let (key_text, flags, asked) = self.words();
+        Facts {
+            waiters,
+            holders,
+            slots,
+            can_be_asked,
+            local_queue,
+            queue_flag,
+            key_text,
+            flags,
+            asked,
+        }
+    }
+
+    /// The mode key's text, how the kind reads in messages, and how a run that asked
+    /// for it is named in a refusal.
+    fn words(&self) -> (Option<String>, String, String) {
+        let (key, flags, asked): (Option<String>, String, String) = match *self {
+            LockKind::Plain(_) => (
+                None,
+                "a plain lock (no --limit, no --fair)".into(),
+                "a plain lock".into(),
+            ),
+            LockKind::Slots(k) => (
+                Some(format!("limit {}", k.limit)),
+                format!("a semaphore of {0} slots (--limit {0})", k.limit),
+                format!("--limit {}", k.limit),
+            ),
+            LockKind::Fair(_) => (
+                Some("fair".into()),
+                "a fair queue (--fair)".into(),
+                "--fair".into(),
+            ),
+            LockKind::Newest(k) if k.keyed => (
+                Some("newest by key".into()),
+                "newest wins by order key (--supersede with --order-key)".into(),
+                "--supersede with --order-key".into(),
+            ),
+            LockKind::Newest(_) => (
+                Some("newest".into()),
+                "newest wins (--supersede, no --order-key)".into(),
+                "--supersede".into(),
+            ),
+            LockKind::Shared(_) => (
+                Some(crate::scripts::shared::MODE.into()),
+                "a shared lock (--shared; a run without it takes it exclusively)".into(),
+                "--shared".into(),
+            ),
+        };
+        (key, flags, asked)
     }
 
     /// What this kind decides.

@@ -4,7 +4,7 @@
 //! asks the holder to stop. A superseded waiter and a holder asked to stop are woken on
 //! their own lists at once.
 
-use super::{Holders, Rules, Step, Waiters};
+use super::{LockKind, Rules, Step};
 use crate::redis::Call;
 use crate::scripts::{acquire, newest};
 use crate::session::Session;
@@ -40,51 +40,8 @@ impl Newest {
 }
 
 impl Rules for Newest {
-    fn waiters(&self) -> Waiters {
-        Waiters::Queue
-    }
-
-    fn holders(&self) -> Holders {
-        Holders::Key
-    }
-
-    fn key_text(&self) -> Option<String> {
-        Some(
-            if self.keyed {
-                "newest by key"
-            } else {
-                "newest"
-            }
-            .to_string(),
-        )
-    }
-
-    fn flags(&self) -> String {
-        match self.keyed {
-            false => "newest wins (--supersede, no --order-key)",
-            true => "newest wins by order key (--supersede with --order-key)",
-        }
-        .to_string()
-    }
-
-    fn asked(&self) -> String {
-        match self.keyed {
-            false => "--supersede",
-            true => "--supersede with --order-key",
-        }
-        .to_string()
-    }
-
-    fn queue_flag(&self) -> Option<&'static str> {
-        Some("--supersede")
-    }
-
-    fn slots(&self) -> u32 {
-        1
-    }
-
-    fn can_be_asked(&self) -> bool {
-        true
+    fn kind(&self) -> LockKind {
+        LockKind::Newest(*self)
     }
 
     fn acquire_call(&self, request: &acquire::Request) -> Call {
@@ -116,11 +73,6 @@ impl Rules for Newest {
                 let _ = primary.run::<i64>(&call).await;
             }
         })
-    }
-
-    /// At most one run waits on the whole name: nothing for a host-local queue to save.
-    fn uses_local_queue(&self) -> bool {
-        false
     }
 
     /// A preempt must reach a newest-wins holder at once, also through a Cluster.

@@ -2,7 +2,7 @@
 //! one is woken). The lock key is an ordinary `SET key token NX PX` lock, so other
 //! clients' locks on the same key exclude it and are excluded by it.
 
-use super::{Holders, Rules, Waiters};
+use super::{LockKind, Rules};
 use crate::redis::Call;
 use crate::scripts::acquire;
 
@@ -11,43 +11,11 @@ use crate::scripts::acquire;
 pub struct Plain;
 
 impl Rules for Plain {
-    fn waiters(&self) -> Waiters {
-        Waiters::Set
-    }
-
-    fn holders(&self) -> Holders {
-        Holders::Key
-    }
-
-    fn key_text(&self) -> Option<String> {
-        None
-    }
-
-    fn flags(&self) -> String {
-        "a plain lock (no --limit, no --fair)".to_string()
-    }
-
-    fn asked(&self) -> String {
-        "a plain lock".to_string()
-    }
-
-    fn queue_flag(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn slots(&self) -> u32 {
-        1
-    }
-
-    fn can_be_asked(&self) -> bool {
-        true
+    fn kind(&self) -> LockKind {
+        LockKind::Plain(*self)
     }
 
     fn acquire_call(&self, request: &acquire::Request) -> Call {
         request.plain()
-    }
-
-    fn uses_local_queue(&self) -> bool {
-        true
     }
 }

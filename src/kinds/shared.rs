@@ -8,7 +8,7 @@
 //! share's release wakes one waiter, each admitted share the next (see
 //! `scripts::shared`). Shared runs do not queue behind each other on one host.
 
-use super::{Holders, Rules, Waiters};
+use super::{LockKind, Rules};
 use crate::redis::Call;
 use crate::scripts::{acquire, shared};
 
@@ -17,38 +17,8 @@ use crate::scripts::{acquire, shared};
 pub struct Shared;
 
 impl Rules for Shared {
-    fn waiters(&self) -> Waiters {
-        Waiters::Set
-    }
-
-    fn holders(&self) -> Holders {
-        Holders::Shares
-    }
-
-    fn key_text(&self) -> Option<String> {
-        Some(shared::MODE.to_string())
-    }
-
-    fn flags(&self) -> String {
-        "a shared lock (--shared; a run without it takes it exclusively)".to_string()
-    }
-
-    fn asked(&self) -> String {
-        "--shared".to_string()
-    }
-
-    fn queue_flag(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// One lock key, however many share it: no slots.
-    fn slots(&self) -> u32 {
-        1
-    }
-
-    /// No one holder to ask (the preempt script sees the marker).
-    fn can_be_asked(&self) -> bool {
-        false
+    fn kind(&self) -> LockKind {
+        LockKind::Shared(*self)
     }
 
     fn acquire_call(&self, r: &acquire::Request) -> Call {
@@ -61,11 +31,5 @@ impl Rules for Shared {
             r.retain_ms,
             r.meta,
         )
-    }
-
-    /// Shares do not exclude each other: a host's shared runs never queue behind one
-    /// another.
-    fn uses_local_queue(&self) -> bool {
-        false
     }
 }
