@@ -11,9 +11,9 @@
 //!   `child`: starting the command and its process group; `guard`: the group guard
 //!   for a wrapper killed, stopped or starved; `signals`: the signal rule;
 //! - `lease`: a session with a kind of lock (one acquire round, the release);
-//!   `kinds/`: one file per kind of lock (plain, slots, fair, newest, shared), each
-//!   answering what makes it that kind, two of them choices (`kinds/waiters`: a set or
-//!   a queue; `kinds/holders`: by the key or by a share); `session`: what every kind shares (token, nodes,
+//!   `kinds/`: the kinds of lock (plain, slots, fair, newest, shared), one enum with
+//!   one table of their facts, two of them choices (`kinds/waiters`: a set or a queue;
+//!   `kinds/holders`: by the key or by a share), a file for what only one kind does; `session`: what every kind shares (token, nodes,
 //!   vote and tally, renew, fence, release of the token); `history`: a run's record beside the lock and how it reads;
 //!   `quorum`: the nodes of a lock and the majority that decides (Redlock); `holder`:
 //!   holder metadata and the command line it records (`holder/command_line`, secrets

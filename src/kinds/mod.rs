@@ -1,29 +1,31 @@
-//! The kinds of lock: one file per kind, each answering everything its kind decides —
-//! its acquire call, what follows a try (who is woken), how a waiter waits and leaves,
-//! the mode key's text and the keys that keep it in use, and the words for messages —
-//! over the session every kind shares (`session.rs`).
+//! The kinds of lock, as one enum ([`LockKind`]) with one table of every kind's facts
+//! ([`LockKind::facts`]), over the session every kind shares (`session.rs`):
 //!
-//! - [`plain`]: one holder, waiters in any order;
+//! - plain: one holder, its waiters a set (whoever tries first after a release; one is
+//!   woken); the lock key is an ordinary `SET key token NX PX` lock, so other clients'
+//!   locks on the same key exclude it and are excluded by it;
 //! - [`slots`]: up to N holders (`--limit N`), each in its own slot;
-//! - [`fair`]: one holder, waiters first come, first served (`--fair`);
-//! - [`newest`]: one holder, the newest waiter wins (`--supersede`);
+//! - fair: one holder, waiters first come, first served (`--fair`): a waiter's arrival is
+//!   its place (a ticket in `…:queue`), kept with a heartbeat (`…:beats`); it blocks on
+//!   its own wake list, and only the head is woken;
+//! - [`newest`]: one holder, the newest waiter wins (`--supersede`): the fair queue,
+//!   where a newer waiter supersedes the older ones;
 //! - [`shared`]: any number of shared holders (`--shared`), the name's plain runs its
 //!   exclusive side.
 //!
 //! A kind is chosen once from what the run asked for ([`LockKind::of`]) or from the name's
-//! mode key ([`LockKind::parse`]). Every kind's facts stand in one table
-//! ([`LockKind::facts`]: its two choices — how its waiters wait ([`Waiters`]: a set or a
-//! queue, `waiters.rs`), how its holders hold ([`Holders`]: by the key or by a share,
-//! `holders.rs`) — its slots, whether its holder can be asked to stop, whether a host's
-//! runs queue first, its words), and every question of [`Rules`] is answered once from
-//! them; a kind's own file holds only what makes it that kind (its acquire call; for
-//! newest-wins its wake-ups and preempt request). A new kind is a compiler error until
-//! it has its row; nothing outside this module asks which kind it holds.
+//! mode key ([`LockKind::parse`]). Every kind's facts stand in one table: its two choices
+//! — how its waiters wait ([`Waiters`]: a set or a queue, `waiters.rs`), how its
+//! holders hold ([`Holders`]: by the key or by a share, `holders.rs`) — its slots,
+//! whether its holder can be asked to stop, whether a host's runs queue first, its
+//! words; every question of [`Rules`] is answered once from them. Only what a kind does
+//! that no other does has a file: a semaphore's slots, newest-wins' wake-ups and
+//! preempt request, the shares' acquire call. A new kind is a compiler error until it
+//! has its row in every match here; nothing outside this module asks which kind it
+//! holds.
 
-pub mod fair;
 pub mod holders;
 pub mod newest;
-pub mod plain;
 pub mod shared;
 pub mod slots;
 pub mod waiters;
@@ -45,10 +47,9 @@ use crate::session::{Released, Session};
 /// A step a kind takes on the nodes (best effort: it reports nothing).
 pub type Step<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
-/// What a kind of lock decides. A kind's own file answers what makes it that kind:
-/// which kind it is ([`Rules::kind`], its row of [`LockKind::facts`]) and its acquire
-/// call; newest-wins also who its newcomer wakes and asks to stop. Every other question
-/// is answered here, once, from its row of facts and its two choices.
+/// What a kind of lock decides ([`LockKind`] answers it): which kind it is and its
+/// acquire call; every other question is answered here, once, from its row of facts
+/// and its two choices.
 pub trait Rules {
     /// Which kind this is (its row of [`LockKind::facts`]).
     fn kind(&self) -> LockKind;
@@ -205,30 +206,25 @@ pub struct Facts {
 }
 
 /// The kind of lock a name is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LockKind {
-    Plain(plain::Plain),
+    #[default]
+    Plain,
     Slots(slots::Slots),
-    Fair(fair::Fair),
+    Fair,
     Newest(newest::Newest),
-    Shared(shared::Shared),
-}
-
-impl Default for LockKind {
-    fn default() -> Self {
-        LockKind::Plain(plain::Plain)
-    }
+    Shared,
 }
 
 impl LockKind {
     /// The kind a run asked for.
     pub fn of(mode: Mode) -> LockKind {
         match mode {
-            Mode::Plain => LockKind::Plain(plain::Plain),
+            Mode::Plain => LockKind::Plain,
             Mode::Slots(limit) => LockKind::Slots(slots::Slots { limit }),
-            Mode::Fair => LockKind::Fair(fair::Fair),
+            Mode::Fair => LockKind::Fair,
             Mode::Newest { keyed } => LockKind::Newest(newest::Newest::new(keyed)),
-            Mode::Shared => LockKind::Shared(shared::Shared),
+            Mode::Shared => LockKind::Shared,
         }
     }
 
@@ -264,11 +260,11 @@ impl LockKind {
         use Holders::{Key, Shares};
         use Waiters::{Queue, Set};
         let (waiters, holders, slots, can_be_asked, local_queue, queue_flag) = match *self {
-            LockKind::Plain(_) => (Set, Key, 1, true, true, None),
+            LockKind::Plain => (Set, Key, 1, true, true, None),
             LockKind::Slots(k) => (Set, Key, k.limit, false, true, None),
-            LockKind::Fair(_) => (Queue, Key, 1, true, false, Some("--fair")),
+            LockKind::Fair => (Queue, Key, 1, true, false, Some("--fair")),
             LockKind::Newest(_) => (Queue, Key, 1, true, false, Some("--supersede")),
-            LockKind::Shared(_) => (Set, Shares, 1, false, false, None),
+            LockKind::Shared => (Set, Shares, 1, false, false, None),
         };
         let (key_text, flags, asked) = self.words();
         Facts {
@@ -288,7 +284,7 @@ impl LockKind {
     /// for it is named in a refusal.
     fn words(&self) -> (Option<String>, String, String) {
         let (key, flags, asked): (Option<String>, String, String) = match *self {
-            LockKind::Plain(_) => (
+            LockKind::Plain => (
                 None,
                 "a plain lock (no --limit, no --fair)".into(),
                 "a plain lock".into(),
@@ -298,7 +294,7 @@ impl LockKind {
                 format!("a semaphore of {0} slots (--limit {0})", k.limit),
                 format!("--limit {}", k.limit),
             ),
-            LockKind::Fair(_) => (
+            LockKind::Fair => (
                 Some("fair".into()),
                 "a fair queue (--fair)".into(),
                 "--fair".into(),
@@ -313,7 +309,7 @@ impl LockKind {
                 "newest wins (--supersede, no --order-key)".into(),
                 "--supersede".into(),
             ),
-            LockKind::Shared(_) => (
+            LockKind::Shared => (
                 Some(crate::scripts::shared::MODE.into()),
                 "a shared lock (--shared; a run without it takes it exclusively)".into(),
                 "--shared".into(),
@@ -324,13 +320,7 @@ impl LockKind {
 
     /// What this kind decides.
     pub fn rules(&self) -> &dyn Rules {
-        match self {
-            LockKind::Plain(k) => k,
-            LockKind::Slots(k) => k,
-            LockKind::Fair(k) => k,
-            LockKind::Newest(k) => k,
-            LockKind::Shared(k) => k,
-        }
+        self
     }
 
     /// Newest wins: this run's `--order-key`, and whether it asks the holder to stop
@@ -393,6 +383,41 @@ async fn settle<R: Rules + ?Sized>(rules: &R, s: &Session) {
     if let (Some(text), Some(in_use)) = (rules.key_text(), rules.in_use_keys(s.name_keys())) {
         let call = release::settle(s.name_keys(), &text, &in_use);
         let _ = s.nodes().each(|n| n.run::<i64>(&call)).await;
+    }
+}
+
+impl Rules for LockKind {
+    fn kind(&self) -> LockKind {
+        *self
+    }
+
+    fn acquire_call(&self, request: &acquire::Request) -> Call {
+        match self {
+            LockKind::Plain => request.plain(),
+            LockKind::Slots(k) => request.slots(k.limit),
+            LockKind::Fair => request.fair(),
+            LockKind::Newest(k) => k.acquire_call(request, &self.key_text().unwrap_or_default()),
+            LockKind::Shared => shared::acquire_call(request),
+        }
+    }
+
+    fn preempt_request(&self, who: &str) -> String {
+        match self {
+            LockKind::Newest(k) => k.preempt_request(who),
+            _ => String::new(),
+        }
+    }
+
+    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a> {
+        match self {
+            LockKind::Newest(_) => newest::wake(s, tokens, request),
+            _ => wake_first(s, tokens),
+        }
+    }
+
+    /// A preempt must reach a newest-wins holder at once, also through a Cluster.
+    fn listens_blocking(&self) -> bool {
+        matches!(self, LockKind::Newest(_))
     }
 }
 

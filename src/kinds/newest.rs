@@ -4,7 +4,7 @@
 //! asks the holder to stop. A superseded waiter and a holder asked to stop are woken on
 //! their own lists at once.
 
-use super::{LockKind, Rules, Step};
+use super::Step;
 use crate::redis::Call;
 use crate::scripts::{acquire, newest};
 use crate::session::Session;
@@ -39,44 +39,36 @@ impl Newest {
     }
 }
 
-impl Rules for Newest {
-    fn kind(&self) -> LockKind {
-        LockKind::Newest(*self)
-    }
-
-    fn acquire_call(&self, request: &acquire::Request) -> Call {
-        let text = self.key_text().unwrap_or_default();
+impl Newest {
+    /// The acquire call of this run (`text`: the mode key's, by key or by arrival).
+    pub(super) fn acquire_call(&self, request: &acquire::Request, text: &str) -> Call {
         acquire::Request {
             order_key: self.order_key,
             ..*request
         }
-        .newest(&text)
+        .newest(text)
     }
 
-    fn preempt_request(&self, who: &str) -> String {
+    /// The request a newcomer with `--supersede running` sends the holder.
+    pub(super) fn preempt_request(&self, who: &str) -> String {
         match self.preempts {
             true => format!("{{\"by\":{who}}}"),
             false => String::new(),
         }
     }
+}
 
-    /// Each superseded waiter (it tries again and finds its verdict) and a holder asked
-    /// to stop (with the request) is woken on its own list.
-    fn wake<'a>(&'a self, s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a> {
-        Box::pin(async move {
-            let Some(primary) = s.nodes().primary() else {
-                return;
-            };
-            let element = if request.is_empty() { "1" } else { request };
-            for token in tokens {
-                let call = newest::notify(s.name_keys(), token, element);
-                let _ = primary.run::<i64>(&call).await;
-            }
-        })
-    }
-
-    /// A preempt must reach a newest-wins holder at once, also through a Cluster.
-    fn listens_blocking(&self) -> bool {
-        true
-    }
+/// Each superseded waiter (it tries again and finds its verdict) and a holder asked to
+/// stop (with the request) is woken on its own list.
+pub(super) fn wake<'a>(s: &'a Session, tokens: &'a [String], request: &'a str) -> Step<'a> {
+    Box::pin(async move {
+        let Some(primary) = s.nodes().primary() else {
+            return;
+        };
+        let element = if request.is_empty() { "1" } else { request };
+        for token in tokens {
+            let call = newest::notify(s.name_keys(), token, element);
+            let _ = primary.run::<i64>(&call).await;
+        }
+    })
 }

@@ -8,28 +8,19 @@
 //! share's release wakes one waiter, each admitted share the next (see
 //! `scripts::shared`). Shared runs do not queue behind each other on one host.
 
-use super::{LockKind, Rules};
 use crate::redis::Call;
 use crate::scripts::{acquire, shared};
 
-/// Any number of shared holders; the name's plain runs are its exclusive side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Shared;
-
-impl Rules for Shared {
-    fn kind(&self) -> LockKind {
-        LockKind::Shared(*self)
-    }
-
-    fn acquire_call(&self, r: &acquire::Request) -> Call {
-        shared::share(
-            r.keys,
-            r.token,
-            r.ttl_ms,
-            r.heartbeat_ms,
-            r.known_holder,
-            r.retain_ms,
-            r.meta,
-        )
-    }
+/// The acquire call of a share: the shared acquire script, with the plain lock's
+/// request (see `scripts::shared`).
+pub(super) fn acquire_call(r: &acquire::Request) -> Call {
+    shared::share(
+        r.keys,
+        r.token,
+        r.ttl_ms,
+        r.heartbeat_ms,
+        r.known_holder,
+        r.retain_ms,
+        r.meta,
+    )
 }

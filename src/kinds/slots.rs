@@ -2,22 +2,8 @@
 //! name's lock key, slot i > 1 `…:slot:i`, each an ordinary lock); its waiters a set,
 //! as a plain lock's. The mode key (`limit N`) lives while any slot is held.
 
-use super::{LockKind, Rules};
-use crate::redis::Call;
-use crate::scripts::acquire;
-
 /// Up to `limit` holders (> 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slots {
     pub limit: u32,
-}
-
-impl Rules for Slots {
-    fn kind(&self) -> LockKind {
-        LockKind::Slots(*self)
-    }
-
-    fn acquire_call(&self, request: &acquire::Request) -> Call {
-        request.slots(self.limit)
-    }
 }
