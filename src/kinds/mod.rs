@@ -59,15 +59,15 @@ pub trait Rules {
     /// The mode key's value while the name is in use as this kind (`None`: a plain
     /// lock has none).
     fn key_text(&self) -> Option<String> {
-        self.kind().facts().key_text
+        self.kind().words().0
     }
     /// How the kind reads in messages: what a run asks for to get it.
     fn flags(&self) -> String {
-        self.kind().facts().flags
+        self.kind().words().1
     }
     /// How a run that asked for this kind is named in a refusal.
     fn asked(&self) -> String {
-        self.kind().facts().asked
+        self.kind().words().2
     }
     /// The flag `status` names a queue's waiters by (`None`: the waiters are a set).
     fn queue_flag(&self) -> Option<&'static str> {
@@ -192,7 +192,8 @@ pub trait Rules {
 }
 
 /// What a kind is, in facts: its two choices, how many hold it, whether its holder can
-/// be asked to stop, whether a host's runs queue locally first, and its words.
+/// be asked to stop, whether a host's runs queue locally first. Its words (messages,
+/// the mode key) are [`LockKind::words`]: a facts lookup allocates nothing.
 pub struct Facts {
     pub waiters: Waiters,
     pub holders: Holders,
@@ -200,9 +201,6 @@ pub struct Facts {
     pub can_be_asked: bool,
     pub local_queue: bool,
     pub queue_flag: Option<&'static str>,
-    pub key_text: Option<String>,
-    pub flags: String,
-    pub asked: String,
 }
 
 /// The kind of lock a name is.
@@ -266,7 +264,6 @@ impl LockKind {
             LockKind::Newest(_) => (Queue, Key, 1, true, false, Some("--supersede")),
             LockKind::Shared => (Set, Shares, 1, false, false, None),
         };
-        let (key_text, flags, asked) = self.words();
         Facts {
             waiters,
             holders,
@@ -274,15 +271,12 @@ impl LockKind {
             can_be_asked,
             local_queue,
             queue_flag,
-            key_text,
-            flags,
-            asked,
         }
     }
 
     /// The mode key's text, how the kind reads in messages, and how a run that asked
     /// for it is named in a refusal.
-    fn words(&self) -> (Option<String>, String, String) {
+    pub fn words(&self) -> (Option<String>, String, String) {
         let (key, flags, asked): (Option<String>, String, String) = match *self {
             LockKind::Plain => (
                 None,
