@@ -45,6 +45,16 @@ fn arrived(dir: &Path, tag: &str) -> bool {
     wait_for_file(&dir.join(format!("{tag}-in")), "", READY)
 }
 
+/// Tells the nested command `tag` to end: the outer run (`run`) and the nested one
+/// both exit 0 (`what` names the case in a failure).
+fn both_ended_0(run: Child, dir: &Path, tag: &str, what: &str) {
+    told(dir, tag);
+    let (code, err) = finish(run, Duration::from_secs(30));
+    assert_eq!(code, 0, "{what}: {err}");
+    let nested = read_trimmed(&dir.join(format!("{tag}-rc")));
+    assert_eq!(nested, "0", "{what}: the nested run's status");
+}
+
 fn outer(redis: &Redis, names: &[&str], flags: &[&str], script: &str) -> Child {
     let mut args: Vec<String> = names
         .iter()
@@ -102,14 +112,7 @@ fn a_nested_run_of_any_name_of_a_set_runs_at_once() {
                 "the nested run does not hold c"
             );
         }
-        told(&dir, &tag);
-        let (code, err) = finish(run, Duration::from_secs(30));
-        assert_eq!(code, 0, "{inner:?}: {err}");
-        assert_eq!(
-            read_trimmed(&dir.join(format!("{tag}-rc"))),
-            "0",
-            "{inner:?}"
-        );
+        both_ended_0(run, &dir, &tag, &format!("{inner:?}"));
         assert!(!redis.exists(&lock_key("c")), "c left behind");
     }
 }
@@ -201,14 +204,7 @@ fn a_nested_run_of_every_kind_runs_at_once() {
         assert!(shares <= 1, "{flags:?}: a second share taken");
         let queued: i64 = redis.cmd(&["ZCARD", &format!("redlock:{{{name}}}:queue")]);
         assert_eq!(queued, 0, "{flags:?}: the nested run queued");
-        told(&dir, &tag);
-        let (code, err) = finish(run, Duration::from_secs(30));
-        assert_eq!(code, 0, "{flags:?}: {err}");
-        assert_eq!(
-            read_trimmed(&dir.join(format!("{tag}-rc"))),
-            "0",
-            "{flags:?}"
-        );
+        both_ended_0(run, &dir, &tag, &format!("{flags:?}"));
     }
 }
 

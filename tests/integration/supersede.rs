@@ -37,6 +37,18 @@ fn run_as(host: &str, redis: &Redis, name: &str, flags: &[&str], script: &str) -
 }
 
 /// A run's end on a thread of its own: when it exited, and its output.
+/// The holder (`holder`, watched) was preempted (80) and the newcomer (`new`) ran (0).
+fn handed_over(holder: std::thread::JoinHandle<(Instant, Output)>, new: &Output) {
+    let (_, held) = holder.join().unwrap();
+    assert_eq!(
+        held.status.code(),
+        Some(codes::PREEMPTED),
+        "{}",
+        stderr(&held)
+    );
+    assert_eq!(new.status.code(), Some(0), "{}", stderr(new));
+}
+
 fn watch(child: Child) -> std::thread::JoinHandle<(Instant, Output)> {
     std::thread::spawn(move || {
         let out = child.wait_with_output().expect("wait");
@@ -190,14 +202,7 @@ fn a_preempted_holder_cleans_up_before_the_newcomer_starts() {
             &format!("if test -e {d}/marker; then echo yes; else echo no; fi > {d}/clean_before"),
         );
         let (_, new) = watch(newcomer).join().unwrap();
-        let (_, held) = holder.join().unwrap();
-        assert_eq!(
-            held.status.code(),
-            Some(codes::PREEMPTED),
-            "{}",
-            stderr(&held)
-        );
-        assert_eq!(new.status.code(), Some(0), "{}", stderr(&new));
+        handed_over(holder, &new);
         let clean = std::fs::read_to_string(dir.join("clean_before")).unwrap();
         assert_eq!(
             clean.trim(),
@@ -247,14 +252,7 @@ fn the_newcomer_says_it_asked_the_holder_to_stop() {
     let (_, new) = watch(run_as("ci-b", &redis, "stg", &flags, "true"))
         .join()
         .unwrap();
-    let (_, held) = holder.join().unwrap();
-    assert_eq!(
-        held.status.code(),
-        Some(codes::PREEMPTED),
-        "{}",
-        stderr(&held)
-    );
-    assert_eq!(new.status.code(), Some(0), "{}", stderr(&new));
+    handed_over(holder, &new);
     let said = stderr(&new);
     let line = said
         .lines()

@@ -9,24 +9,18 @@ use std::time::Duration;
 use crate::harness::nemesis::summary;
 use crate::harness::*;
 
+/// Every try's lease: short, so a killed winner's lease ends within its 4 s slot, with
+/// a node timeout a loaded machine keeps (ttl/15 would be 133 ms); no local queue.
+const LEASE: [&str; 5] = ["--ttl", "2s", "--node-timeout", "300ms", "--no-local-queue"];
+
 /// A slot's tries: one `redlock-run` per host, started together, each with its own
 /// `--events` and `--metrics` files (kept across slots, as a host's would be).
 fn fire(redis: &Redis, s: &Scratch, hosts: usize, job: &str, namespaces: bool) -> Vec<Child> {
     (0..hosts)
         .map(|h| {
             let mut args = lock_args(redis, "told");
-            args.extend(
-                [
-                    "--once-per",
-                    "4s",
-                    "--ttl",
-                    "2s",
-                    "--node-timeout",
-                    "300ms",
-                    "--no-local-queue",
-                ]
-                .map(String::from),
-            );
+            args.extend(["--once-per", "4s"].map(String::from));
+            args.extend(LEASE.map(String::from));
             for (flag, file) in [("--events", "events"), ("--metrics", "metrics")] {
                 args.extend([
                     flag.into(),
@@ -166,18 +160,8 @@ fn a_vanished_once_id_attempt_is_told_once_by_the_next_try() {
     let s = Scratch::new();
     let (log, runs) = (s.path("begun"), s.path("runs"));
     let mut args = lock_args(&redis, "told-id");
-    args.extend(
-        [
-            "--once-id",
-            "v9",
-            "--ttl",
-            "2s",
-            "--node-timeout",
-            "300ms",
-            "--no-local-queue",
-        ]
-        .map(String::from),
-    );
+    args.extend(["--once-id", "v9"].map(String::from));
+    args.extend(LEASE.map(String::from));
     let job = format!(
         "echo \"BEGIN $PPID $$ $(hostname)\" >> '{}'; sleep 5",
         log.display()
