@@ -509,8 +509,11 @@ fn once_id_trial(seed: u64) {
     let proxy = Proxy::start(redis.port);
     let s = Scratch::new();
     let (log, events) = (s.path("log"), s.path("events"));
+    // `1$(date +%N)`: nanoseconds with a leading zero are octal to the shell's
+    // arithmetic, and an 8 or 9 in them made the job exit 2 before its END line (the
+    // release then raced the test's reading of the run's end: a flake in CI).
     let job = format!(
-        "echo \"BEGIN $REDLOCK_ONCE_ID_SEEN $$ $(date +%s%3N) $REDLOCK_FENCE\" >> '{log}'; sleep 0.$(( $(date +%N) % 4 + 1 )); st=$(( $(date +%N) % 2 )); echo \"END $$ $st $(date +%s%3N)\" >> '{log}'; exit $st",
+        "echo \"BEGIN $REDLOCK_ONCE_ID_SEEN $$ $(date +%s%3N) $REDLOCK_FENCE\" >> '{log}'; sleep 0.$(( 1$(date +%N) % 4 + 1 )); st=$(( 1$(date +%N) % 2 )); echo \"END $$ $st $(date +%s%3N)\" >> '{log}'; exit $st",
         log = log.display()
     );
     let contenders: Vec<std::thread::JoinHandle<()>> = (0..6)
@@ -611,6 +614,12 @@ fn once_id_trial(seed: u64) {
         })
     };
     let ts = |v: serde_json::Value| v["ts_ms"].as_u64().unwrap();
+    // The job itself never fails but on purpose (1): a shell error would end it before
+    // its END line, and its end would be read from the wrapper's later events.
+    assert!(
+        !events.contains("\"command_status\":2,"),
+        "{what}: a job's shell failed\n{text}\n{events}"
+    );
     let history = history_json(&redis, "fam");
     let runs = history["runs"].as_array().cloned().unwrap_or_default();
     // Redis restarted empty forgets the IDs: the counts hold per Redis lifetime only.
