@@ -261,14 +261,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", env = "REDLOCK_METRICS", value_hint = ValueHint::FilePath)]
     pub metrics: Option<PathBuf>,
 
-    /// Run once per slot of this period (1s to 365 days, e.g. 1m, 1h, 1d) across all
-    /// hosts: the slot is the Redis server's time rounded down to a multiple of PERIOD
-    /// from the Unix epoch (UTC), whatever the host clocks say. A try whose slot already
-    /// had a run exiting 0, or whose slot's run is in progress, is skipped: busy exit
-    /// status, silent (said with --verbose); a failed run leaves the slot open for the
-    /// next try.
+    /// Run once per slot of this period across all hosts: a length (1s to 365 days, e.g.
+    /// 1m, 1h, 1d: the slot is the Redis server's time rounded down to a multiple of it
+    /// from the Unix epoch, UTC), or a calendar period, day, week or month, in --tz's
+    /// zone (a day from local midnight, 23 or 25 hours across DST; an ISO week from
+    /// Monday; a month from the 1st), taken from the Redis server's time whatever the
+    /// host clocks say. A try whose slot already had a run exiting 0, or whose slot's run
+    /// is in progress, is skipped: busy exit status, silent (said with --verbose); a
+    /// failed run leaves the slot open for the next try.
     #[arg(long, value_name = "PERIOD", allow_hyphen_values = true)]
     pub once_per: Option<String>,
+
+    /// With --once-per day, week or month: the time zone of the slots, an IANA name
+    /// (Europe/Berlin, America/New_York; default UTC), from the system's zoneinfo or the
+    /// database built in. Every host of the job must give the same zone.
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
 
     /// With --once-per: what a slot does when its run vanished (started, then its host
     /// or wrapper died, so its end was never recorded). skip: the slot stays closed (it

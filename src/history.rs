@@ -38,8 +38,14 @@ pub struct RunRecord {
     #[serde(flatten)]
     pub who: Who,
     pub fence: Option<u64>,
-    /// The `--once-per` period of the run, ms (None: not a once-per run).
+    /// The `--once-per` period of the run, ms (None: not a once-per run, or a calendar
+    /// period).
     pub once_per_ms: Option<u64>,
+    /// A calendar period's unit (`day`, `week`, `month`) and zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub once_per: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
     /// How long the lock was held, by the wrapper's clock.
     pub duration_ms: u64,
     /// How the command ended (its exit status, or 128+N for a signal).
@@ -136,6 +142,30 @@ impl RunRecord {
             }
             _ => Some(self),
         }
+    }
+
+    /// The run's `--once-per` period as its record says it (`None`: not a once-per
+    /// run; a zone this host does not know reads as UTC).
+    pub fn period(&self) -> Option<crate::period::Period> {
+        use crate::period::{Period, Zone};
+        if let Some(unit) = self.once_per.as_deref() {
+            let zone = self.tz.as_deref().and_then(Zone::named);
+            return Period::calendar(unit, zone.unwrap_or_else(Zone::utc));
+        }
+        self.once_per_ms
+            .filter(|ms| *ms > 0)
+            .map(|ms| Period::Every(Duration::from_millis(ms)))
+    }
+
+    /// The slot the run was for, as people read it: `day from
+    /// 2026-11-28T00:00:00+01:00 (Europe/Berlin)`, `1h slot from 2026-11-28T06:00:00Z`.
+    pub fn slot_words(&self) -> Option<String> {
+        let period = self.period()?;
+        let start = period.slot_at(self.start_ms).start_ms;
+        Some(match period.calendar_words() {
+            Some((unit, zone)) => format!("{unit} from {} ({zone})", period.show(start)),
+            None => format!("{} slot from {}", period.words(), period.show(start)),
+        })
     }
 
     /// One line: `2026-11-22T06:00:01Z  exit 0  took 12s  ci-7 pid 4242 user deploy
@@ -265,6 +295,11 @@ struct Head<'a> {
     who: Who,
     fence: u64,
     once_per_ms: Option<u64>,
+    /// A calendar period's unit and zone (`--once-per day --tz Europe/Berlin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    once_per: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tz: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attempt: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,7 +320,7 @@ struct Head<'a> {
 pub struct Run<'a> {
     pub meta: &'a Meta,
     pub fence: u64,
-    pub once_per: Option<Duration>,
+    pub once_per: Option<&'a crate::period::Period>,
     pub size: u32,
     pub start_ms: u64,
     /// `--once-per`: the run's attempt in its slot, and the vanished run it reruns ('').
@@ -305,7 +340,9 @@ impl Ending {
             token: &run.meta.token,
             who: run.meta.who(),
             fence: run.fence,
-            once_per_ms: run.once_per.map(|p| p.as_millis() as u64),
+            once_per_ms: run.once_per.and_then(|p| p.fixed_ms()),
+            once_per: run.once_per.and_then(|p| p.calendar_words()).map(|c| c.0),
+            tz: run.once_per.and_then(|p| p.calendar_words()).map(|c| c.1),
             attempt: run.attempt.map(|(n, _)| n),
             rerun_of: run.attempt.map(|(_, of)| of).filter(|of| !of.is_empty()),
             duration_ms: held_ms,
@@ -394,7 +431,7 @@ mod tests {
         let run = Run {
             meta: &meta,
             fence: 42,
-            once_per: Some(Duration::from_secs(3600)),
+            once_per: Some(&crate::period::Period::Every(Duration::from_secs(3600))),
             size: 20,
             start_ms: 0,
             attempt: None,

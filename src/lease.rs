@@ -42,6 +42,10 @@ pub struct Lease {
     slot_pin: Cell<u64>,
     /// `--once-per`: this run now waits for its slot's run in progress.
     waits_for_run: Cell<bool>,
+    /// A calendar `--once-per`: the server's clock less this host's (ms), as the last
+    /// reply said it: the slot a try computes and hands to the script (see
+    /// `crate::period`).
+    server_ahead_ms: Cell<i64>,
     /// A vanished run an acquire round marked told, for this run to say (see
     /// [`Lease::take_told`]).
     told: std::cell::RefCell<Vec<u8>>,
@@ -83,6 +87,7 @@ impl Lease {
             told: Default::default(),
             slot_pin: Cell::new(0),
             waits_for_run: Cell::new(false),
+            server_ahead_ms: Cell::new(0),
             pushes_mark: false,
         }
     }
@@ -170,9 +175,25 @@ impl Lease {
 
     /// `--once-per`: the start of this run's slot (server time, ms).
     pub fn slot_start_ms(&self) -> Option<u64> {
-        let period = self.completion.once_per_ms();
-        let grant = self.grant().filter(|g| period > 0 && g.server_ms > 0)?;
-        Some(grant.server_ms - grant.server_ms % period)
+        let period = self.completion.once_per.as_ref()?;
+        let grant = self.grant().filter(|g| g.server_ms > 0)?;
+        Some(period.slot_at(grant.server_ms).start_ms)
+    }
+
+    /// `--once-per` as the acquire script takes it: the pinned slot's, else the slot of
+    /// the server's time as this host guesses it (its clock and the last offset seen).
+    fn period_arg(&self) -> String {
+        let guess = crate::clock::wall_ms().saturating_add_signed(self.server_ahead_ms.get());
+        let at = self.pinned_slot().unwrap_or(guess);
+        self.completion.period_arg(at)
+    }
+
+    /// A reply's server time (ms), for the next guess of the slot.
+    fn learn_server_time(&self, server_ms: u64) {
+        if server_ms > 0 {
+            let ahead = server_ms as i64 - crate::clock::wall_ms() as i64;
+            self.server_ahead_ms.set(ahead);
+        }
     }
 
     /// What the run leaves when it ends and finds of earlier runs: with `--once-per` or
@@ -192,9 +213,9 @@ impl Lease {
         &self.completion
     }
 
-    /// `--once-per`'s period, ms (0: none).
-    pub fn once_per_ms(&self) -> u64 {
-        self.completion.once_per_ms()
+    /// Whether the run is `--once-per`'s.
+    pub fn is_once_per(&self) -> bool {
+        self.completion.once_per.is_some()
     }
 
     /// One acquire round. Errors only when the nodes' errors (not a busy lock) kept the
@@ -211,6 +232,21 @@ impl Lease {
         // running`): who asks.
         let request = self.kind().preempt_request(&who);
         let mut votes = self.vote(meta, waiter, &who, &request).await;
+        // A calendar slot computed from this host's clock that the server's time is not
+        // in: once more, from the server's time (a host whose clock is off by more than
+        // the slot pays the round trip again, never runs for another slot).
+        for _ in 0..2 {
+            let Some(server_ms) = votes.other_slot.filter(|_| votes.yes < self.nodes().quorum())
+            else {
+                break;
+            };
+            if votes.yes > 0 {
+                let _ = self.release_all(0, None).await;
+            }
+            self.learn_server_time(server_ms);
+            votes = self.vote(meta, waiter, &who, &request).await;
+        }
+        self.learn_server_time(votes.now_ms);
         if !votes.told.is_empty() {
             self.told.replace(std::mem::take(&mut votes.told));
         }
@@ -305,6 +341,7 @@ impl Lease {
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
         let fields = meta.fields_at(crate::clock::wall_ms());
+        let period = self.period_arg();
         let call = |heartbeat_ms: u64| {
             let request = acquire::Request {
                 keys: self.name_keys(),
@@ -312,7 +349,7 @@ impl Lease {
                 ttl_ms: self.ttl_ms(),
                 heartbeat_ms,
                 known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
-                once_per_ms: self.once_per_ms(),
+                period: &period,
                 max_attempts: self.completion.attempts(),
                 rerun: self.completion.rerun_arg(self.waits_for_run.get()),
                 slot_pin_ms: self.slot_pin.get(),

@@ -31,7 +31,7 @@
 //!   each way a run ends reads in events, metrics, history and the timeline);
 //!   `lifecycle`: a run's life (granted, started, ended, vanished) and THE judge of a
 //!   recorded run; `error`: typed errors whose kind decides
-//!   the exit code; `timing`: pure timing math; `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock;
+//!   the exit code; `timing`: pure timing math; `period`: `--once-per`'s period and its slots (calendar slots in a zone); `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
 //!
@@ -60,6 +60,7 @@ mod lifecycle;
 mod metrics;
 mod obituary;
 pub mod outcome;
+pub mod period;
 pub mod policy;
 mod quorum;
 mod ready;

@@ -257,6 +257,9 @@ pub struct Votes {
     pub slot: u32,
     /// The name is in use as another kind of lock (the mode key's value).
     pub other_kind: Option<String>,
+    /// A calendar `--once-per`: a node's time was outside the slot the client computed
+    /// (that node's time, ms).
+    pub other_slot: Option<u64>,
     /// A fair queue's place and length, as the last busy answer gave them.
     pub place: Option<(u64, u64)>,
     /// A fair queue's head whose turn has come, to be woken; where newest wins, the
@@ -308,6 +311,7 @@ pub fn tally(answers: Vec<Result<Acquired>>) -> Votes {
                 votes.skipped = Some(skip);
             }
             Ok(Acquired::OtherKind(mode)) => votes.other_kind = Some(mode),
+            Ok(Acquired::OtherSlot { now_ms }) => votes.other_slot = Some(now_ms),
             Ok(Acquired::Busy { held, place, wake }) => {
                 votes.busy.get_or_insert_with(|| Holder::from_held(&held));
                 votes.place = place.or(votes.place);

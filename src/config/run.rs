@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::policy::refused::Given;
 use crate::policy::{Completion, Elect, Newest, Policy, Stop};
+use crate::period::{Period, Zone};
 use crate::report::human;
 use crate::timing::{self, Budget};
 
@@ -242,20 +243,50 @@ fn ready_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBu
 
 /// `--splay D`: shorter than the `--once-per` period (a try must be able to come within
 /// its slot); without `--once-per` the refusal table says so.
-fn splay(raw: Option<&str>, once_per: Option<Duration>) -> Result<Option<Duration>> {
+fn splay(raw: Option<&str>, once_per: Option<&Period>) -> Result<Option<Duration>> {
     let (Some(raw), Some(period)) = (raw, once_per) else {
         return Ok(None);
     };
     let d = duration("--splay", raw)?;
-    if d >= period {
+    let shortest = period.shortest();
+    if d >= shortest {
         return Err(Error::usage(format!(
             "--splay {} is not shorter than --once-per {}: a try waits up to D into its slot; give a D below the period, e.g. --splay {}",
             human(d),
-            human(period),
-            human(period / 2)
+            period.words(),
+            human(shortest / 2)
         )));
     }
     Ok(Some(d).filter(|d| !d.is_zero()))
+}
+
+/// `--once-per` (a length, or day, week or month) and `--tz` (a calendar period's
+/// zone, an IANA name; UTC by default): `--tz` without a calendar period is refused.
+fn once_per(raw: Option<&str>, tz: Option<&str>) -> Result<Option<Period>> {
+    let calendar = raw.is_some_and(Period::is_calendar_word);
+    let zone = match tz {
+        Some(name) if !calendar => {
+            let given = raw.map_or(String::new(), |raw| {
+                format!(" (--once-per {} counts from the Unix epoch, UTC)", crate::report::shown(raw))
+            });
+            return Err(Error::usage(format!(
+                "--tz {} needs a calendar period: give --once-per day, week or month{given}",
+                crate::report::shown(name),
+            )));
+        }
+        Some(name) => Zone::named(name).ok_or_else(|| {
+            Error::usage(format!(
+                "--tz {}: no such time zone; give an IANA name such as Europe/Berlin or America/New_York (see /usr/share/zoneinfo)",
+                crate::report::shown(name)
+            ))
+        })?,
+        None => Zone::utc(),
+    };
+    match raw {
+        None => Ok(None),
+        Some(word) if calendar => Ok(Period::calendar(word, zone)),
+        Some(raw) => Ok(Some(Period::Every(bounded(ONCE_PER, raw)?))),
+    }
 }
 
 /// The longest `--once-id` (it is part of a key name).
@@ -363,7 +394,10 @@ impl RunConfig {
             on_lost: args.on_lost,
             events: args.events.clone(),
             metrics: metrics_file(args.metrics.as_deref())?,
-            retain: retain(args.retain.retain.as_deref(), asked.once_per)?,
+            retain: retain(
+                args.retain.retain.as_deref(),
+                asked.once_per.as_ref().map(Period::longest),
+            )?,
             history: asked.history,
             policy,
             max_hold: bounded_opt(MAX_HOLD, args.max_hold.as_deref())?,
@@ -382,7 +416,7 @@ impl RunConfig {
 struct Asked {
     hold_min: Option<Duration>,
     history: u32,
-    once_per: Option<Duration>,
+    once_per: Option<Period>,
     max_attempts: Option<u32>,
 }
 
@@ -391,7 +425,7 @@ impl Asked {
         Ok(Asked {
             hold_min: bounded_opt(HOLD_MIN, args.hold_min.as_deref())?.filter(|d| !d.is_zero()),
             history: history_size(args.history.as_deref())?,
-            once_per: bounded_opt(ONCE_PER, args.once_per.as_deref())?,
+            once_per: once_per(args.once_per.as_deref(), args.tz.as_deref())?,
             max_attempts: max_attempts(args.max_attempts.as_deref())?,
         })
     }
@@ -435,12 +469,12 @@ fn run_policy<'n>(
 ) -> Result<(Policy, Vec<(&'n OsString, crate::policy::Mode)>)> {
     let completion = Completion {
         hold_min: asked.hold_min,
-        once_per: asked.once_per,
+        once_per: asked.once_per.clone(),
         vanished: args.if_vanished.unwrap_or_default(),
         max_attempts: asked.max_attempts,
         may_wait: wait != Wait::For(Duration::ZERO),
         once_id: once_id(args.once_id.as_deref())?,
-        splay: splay(args.splay.as_deref(), asked.once_per)?,
+        splay: splay(args.splay.as_deref(), asked.once_per.as_ref())?,
     };
     let newest = args
         .supersede

@@ -34,7 +34,7 @@ pub struct Completion {
     pub hold_min: Option<Duration>,
     /// `--once-per`: the period whose slots run once (a start mark and a success record
     /// in the history close the slot).
-    pub once_per: Option<Duration>,
+    pub once_per: Option<crate::period::Period>,
     /// `--if-vanished`.
     pub vanished: Vanished,
     /// `--max-attempts`: starts in a slot that close it (`None`: no limit, or
@@ -52,9 +52,12 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// The `--once-per` period in ms (0: none), as the scripts take it.
-    pub fn once_per_ms(&self) -> u64 {
-        self.once_per.map_or(0, |p| p.as_millis().max(1) as u64)
+    /// The `--once-per` period as the scripts take it ('0': none; see
+    /// `Period::script_arg`), the slot of `now_ms` for a calendar period.
+    pub fn period_arg(&self, now_ms: u64) -> String {
+        self.once_per
+            .as_ref()
+            .map_or("0".to_string(), |p| p.script_arg(now_ms))
     }
 
     /// The starts in a slot that close it (0: no limit): `--max-attempts`, else

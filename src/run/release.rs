@@ -51,7 +51,7 @@ pub(super) async fn release_after(
     let run = history::Run {
         meta,
         fence: lease.fence(),
-        once_per: config.policy.completion.once_per,
+        once_per: config.policy.completion.once_per.as_ref(),
         size: config.history,
         start_ms: lease.acquired_ms(),
         attempt: lease.attempt(),
@@ -177,7 +177,7 @@ async fn release(
             ));
             return Released::NotOurs;
         }
-        Err(e) if lease.once_per_ms() > 0 => report.error(&format!(
+        Err(e) if lease.is_once_per() => report.error(&format!(
             "could not release {name} ({e}): the run's --once-per record was not written, so this slot may run again on another host; the lock expires by itself within {}",
             human(lease.ttl())
         )),

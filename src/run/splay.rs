@@ -17,12 +17,11 @@ use crate::wait::{self, Connected};
 /// `None` without `--splay`. A signal that ends a wait ends the run (nothing was taken).
 pub(super) async fn splay(run: &mut Run<'_>) -> Step<Option<u64>> {
     let completion = &run.config.policy.completion;
-    let (Some(splay), Some(period)) = (completion.splay, completion.once_per) else {
+    let (Some(splay), Some(period)) = (completion.splay, completion.once_per.clone()) else {
         return Ok(None);
     };
     let now_ms = server_ms(run).await?;
-    let period_ms = (period.as_millis() as u64).max(1);
-    let slot = now_ms - now_ms % period_ms;
+    let slot = period.slot_at(now_ms).start_ms;
     let host = Meta::local("", "", run.config.budget.ttl).host;
     let offset = crate::timing::splay_offset(host.as_bytes(), &run.config.keys.lock, slot, splay);
     let at = slot + offset.as_millis() as u64;

@@ -17,6 +17,7 @@ use crate::guard::GroupGuard;
 use crate::history::RunRecord;
 use crate::holder::{self, Meta};
 use crate::lease::{Closed, Lease, Skip};
+use crate::period::Period;
 use crate::report::{human, rfc3339};
 use crate::supervise::{self, Held};
 use crate::timing::Point;
@@ -282,8 +283,10 @@ fn skipped(run: &Run<'_>, lease: &Lease, skip: &Skip) -> u8 {
         &lease.keys().display_name(),
         serde_json::json!({
             "reason": reason,
-            "slot_start_ms": completion.once_per.map(|_| skip.slot_ms),
-            "once_per_ms": completion.once_per.map(|p| p.as_millis() as u64),
+            "slot_start_ms": completion.once_per.as_ref().map(|_| skip.slot_ms),
+            "once_per_ms": completion.once_per.as_ref().and_then(|p| p.fixed_ms()),
+            "once_per": completion.once_per.as_ref().and_then(|p| p.calendar_words()).map(|c| c.0),
+            "tz": completion.once_per.as_ref().and_then(|p| p.zone()).map(|z| z.name.as_str()),
             "once_id": completion.once_id,
             "last_run": last,
             "starts": starts,
@@ -297,11 +300,18 @@ fn closed_what(run: &Run<'_>, skip: &Skip) -> String {
     let completion = &run.config.policy.completion;
     match &completion.once_id {
         Some(id) => format!("--once-id {}", crate::report::shown(id)),
-        None => format!(
-            "this --once-per {} slot (from {})",
-            human(completion.once_per.unwrap_or_default()),
-            rfc3339(skip.slot_ms)
-        ),
+        None => match completion.once_per.as_ref() {
+            Some(period @ Period::Calendar(..)) => {
+                let (unit, zone) = period.calendar_words().unwrap_or_default();
+                let from = period.show(skip.slot_ms);
+                format!("this --once-per {unit} slot (from {from}, {zone})")
+            }
+            period => format!(
+                "this --once-per {} slot (from {})",
+                period.map_or(String::new(), |p| p.words()),
+                rfc3339(skip.slot_ms)
+            ),
+        },
     }
 }
 

@@ -13,7 +13,7 @@ use super::Run;
 use crate::events::Event;
 use crate::history::RunRecord;
 use crate::lease::Lease;
-use crate::report::{human, rfc3339, shown};
+use crate::report::shown;
 
 /// After the acquire rounds: the vanished run one of them found untold (and marked
 /// told), said, whatever the rounds gave (most often the lock: the try that takes the
@@ -29,7 +29,7 @@ pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
     let name = lease.keys().display_name();
     let completion = &run.config.policy.completion;
     let described = run_record.describe();
-    let line = match (&completion.once_id, completion.once_per) {
+    let line = match (&completion.once_id, completion.once_per.as_ref()) {
         (Some(id), _) => format!(
             "{name}: the last run of --once-id {} vanished: {described}; {}",
             shown(id),
@@ -39,14 +39,12 @@ pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
                     format!("running it again (attempt {n})")
                 })
         ),
-        (None, period) => {
-            let period = period.unwrap_or_default();
-            format!(
-                "{name}: the run of the --once-per {} slot from {} vanished and no try of that slot said so: {described}; check whether it did its work",
-                human(period),
-                rfc3339(slot_of(run_record.start_ms, period.as_millis() as u64))
-            )
-        }
+        (None, period) => format!(
+            "{name}: the run of the --once-per {} slot from {} vanished and no try of that slot said so: {described}; check whether it did its work",
+            period.map_or(String::new(), |p| p.words()),
+            period.map_or(String::new(), |p| p
+                .show(p.slot_at(run_record.start_ms).start_ms))
+        ),
     };
     run.report.note(&line);
     told(run, lease, &run_record);
@@ -55,19 +53,14 @@ pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
 /// The `vanished` event of a run this try tells (its record, as the judge found it).
 pub(super) fn told(run: &Run<'_>, lease: &Lease, record: &RunRecord) {
     let completion = &run.config.policy.completion;
-    let period = completion.once_per.map(|p| p.as_millis() as u64);
+    let slot = completion.once_per.as_ref().map(|p| p.slot_at(record.start_ms));
     run.report.event(
         Event::Vanished,
         &lease.keys().display_name(),
         serde_json::json!({
-            "slot_start_ms": period.map(|p| slot_of(record.start_ms, p)),
+            "slot_start_ms": slot.map(|s| s.start_ms),
             "once_id": completion.once_id,
             "run": record,
         }),
     );
-}
-
-/// The start of the slot of `period` ms that `at_ms` is in.
-fn slot_of(at_ms: u64, period: u64) -> u64 {
-    at_ms - at_ms % period.max(1)
 }

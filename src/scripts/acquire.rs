@@ -23,7 +23,8 @@
 //! ran (or its run vanished: `told` 1 when this try tells it), `{-7, slot start, record, now}` its run is in progress (and this try
 //! may not wait for it), `{-8, slot start, starts[, run]}` its attempts are spent (`--once-id`: and
 //! the last started run's start mark), `{-11, slot
-//! start}` the slot this try was for is over, `{-6, mode}` the name is in
+//! start}` the slot this try was for is over, `{-12, now}` the server's time is not
+//! in the calendar slot the client computed, `{-6, mode}` the name is in
 //! use as another kind of lock, `{0, holder token, pttl, meta pairs[, place, waiting,
 //! head to wake]}` busy (the meta pairs empty when the holder is the one already
 //! known). `now` is the server's time in ms.
@@ -52,8 +53,9 @@ pub struct Request<'a> {
     /// The holder token already known to the caller ('' for none): its metadata is
     /// not read again.
     pub known_holder: &'a str,
-    /// `--once-per` period (ms; 0: none).
-    pub once_per_ms: u64,
+    /// `--once-per`: a fixed period's length in ms, or a calendar slot's bounds as
+    /// `start+length` ('0': none; see `Period::script_arg`).
+    pub period: &'a str,
     /// How long the name's fence counter is kept after this acquisition (ms).
     pub retain_ms: u64,
     /// `--max-attempts`: starts in a `--once-per` slot that close it (0: no limit).
@@ -159,7 +161,7 @@ impl Request<'_> {
             .arg(self.ttl_ms)
             .arg(self.heartbeat_ms)
             .arg(self.known_holder)
-            .arg(self.once_per_ms)
+            .arg(self.period)
             .arg(self.retain_ms);
         self
     }
@@ -214,6 +216,9 @@ pub enum Acquired {
     /// The name is in use as another kind of lock: the mode key's value (`limit 3`,
     /// `fair`), or `plain`.
     OtherKind(String),
+    /// A calendar `--once-per`: the server's time (ms) is outside the slot the client
+    /// computed (its clock is off, or a slot began between): it computes it again.
+    OtherSlot { now_ms: u64 },
 }
 
 /// A `--once-per` try that does not run: the slot starting at `slot_ms`, why, and the
@@ -281,6 +286,9 @@ pub fn decode(value: Value) -> Option<Acquired> {
             kind: string(items.next()),
         }),
         -6 => Some(Acquired::OtherKind(string(items.next()))),
+        -12 => Some(Acquired::OtherSlot {
+            now_ms: unsigned(int(items.next())),
+        }),
         0 => {
             let held = held(&mut items);
             let place = int(items.next()).zip(int(items.next()));
@@ -412,7 +420,7 @@ if ARGV[5] == '0' and not KEYS[10] then
 end
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local refused, attempt, after, untold = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
+local refused, attempt, after, untold = once_per(KEYS[6], ARGV[5], KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[10] then
   refused, attempt, after, untold = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
@@ -429,7 +437,7 @@ if not tried then
     if refused then return refused end
     -- Told before the mark's push, which moves the history's indexes.
     local told = tell(untold)
-    mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+    mark(KEYS[6], ARGV[5], ARGV[6], attempt, after)
     if shared then
       redis.pcall('ZREM', KEYS[8], token)
       -- The hand-on count is a string of ours; a key of another type there is not.
@@ -466,7 +474,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("9e5fcc394a09e6fc86310e35caf6120aee091c4b", || {
+pub static PLAIN: Lua = Lua::new("6fb2db0bfbdb4280225753be34843b8b06680629", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -8,6 +8,9 @@
 //! starts are attempts; a run that holds the lock is in progress, never an attempt
 //! that closes its slot or ID.
 //!
+//! - `slot_of(period, now)`: the slot's start (`period`: a fixed length, or the
+//!   bounds of a calendar slot the client computed, `start+length`; nil when the
+//!   server's time is outside them: `{-12, now}`, the client computes again);
 //! - `once_per(history, period, lock, attempts, rerun, pin)`: the `--once-per`
 //!   check (see `acquire`'s module doc): a refusal reply when the slot already ran, its
 //!   run is in progress and this try may not wait for it ({-7, slot, record, now}), or
@@ -51,13 +54,28 @@ local function tell(untold)
   if type(written) == 'table' and written.err then return '' end
   return untold[3]
 end
+-- The start of the slot `now` falls in: `period` is a fixed length in ms ('3600000':
+-- `now` rounded down to it from the epoch) or a calendar slot the client computed in
+-- its zone ('start+length': a local day, ISO week or month); nil when `now` is not in
+-- it (the client guessed from its own clock, or pinned a slot that is over).
+local function slot_of(period, now)
+  local start, length = string.match(period, '^(%d+)%+(%d+)$')
+  if not start then
+    local every = tonumber(period)
+    return now - (now % every)
+  end
+  start = tonumber(start)
+  if now < start or now >= start + tonumber(length) then return nil end
+  return start
+end
 local function once_per(history, period, lock, attempts, rerun, pin)
-  if period <= 0 then return nil end
+  if period == '0' then return nil end
   local waiting = rerun >= 2
   rerun = rerun % 2 == 1
   local now = now_ms()
-  local slot = now - (now % period)
+  local slot = slot_of(period, now)
   if pin > 0 and slot ~= pin then return {-11, pin} end
+  if not slot then return {-12, now} end
   local starts, vanished, in_progress, untold = 0, '', false, nil
   local kind = redis.call('TYPE', history)['ok']
   if kind == 'list' then
@@ -146,7 +164,7 @@ end
 -- run's record. A started mark left alone (the release never reached Redis) keeps the
 -- slot closed; a mark whose command never started does not.
 local function mark(history, period, retain, attempt, after)
-  if period <= 0 then return end
+  if period == '0' then return end
   local start = '{"token":"' .. ARGV[1] .. '","start_ms":' .. int(now_ms()) .. ',"running":true,"started":false,"attempt":' .. int(attempt) .. ',"rerun_of":"' .. string.sub(after, 1, 8) .. '"}'
   if type(redis.pcall('LPUSH', history, start)) == 'number' then
     redis.call('PEXPIRE', history, retain)

@@ -28,7 +28,7 @@ pub static SEMAPHORE_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl, heartbeat = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit = tonumber(ARGV[7])
-local refused = once_per(KEYS[5], tonumber(ARGV[5]), KEYS[6], 0, 0, 0)
+local refused = once_per(KEYS[5], ARGV[5], KEYS[6], 0, 0, 0)
 if refused then return refused end
 local want = 'limit ' .. limit
 local mode = redis.pcall('GET', KEYS[1])
@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("0a36357f8df872056bbe70a5deb0b9cf656e41a1", || {
+pub static SEMAPHORE: Lua = Lua::new("2d8f2a4db02054818fb1c690f2e928bd45151aae", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -38,7 +38,7 @@ pub static FAIR_TEXT: LazyLock<String> = LazyLock::new(|| {
 --TAKING--
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local heartbeat = math.min(tonumber(ARGV[3]), --MAX_BEAT--)
-local refused, attempt, after, untold = once_per(KEYS[6], tonumber(ARGV[5]), KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
+local refused, attempt, after, untold = once_per(KEYS[6], ARGV[5], KEYS[1], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then return refused end
 if KEYS[10] then
   refused, attempt, after, untold = once_id(KEYS[10], tonumber(ARGV[7]), KEYS[1], tonumber(ARGV[8]))
@@ -76,7 +76,7 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
   if refused then return refused end
   -- Told before the mark's push, which moves the history's indexes.
   local told = tell(untold)
-  mark(KEYS[6], tonumber(ARGV[5]), ARGV[6], attempt, after)
+  mark(KEYS[6], ARGV[5], ARGV[6], attempt, after)
   if head then
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
@@ -134,7 +134,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("e7ecc39cadbb8c7661dafcf193154e4b8748dcb6", || {
+pub static FAIR: Lua = Lua::new("f422f8ec24225e5968378f85210dab7009df9471", || {
     FAIR_TEXT.as_str()
 });
 

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("16c29b6f94f63673613223f8b7328a937805d6d6", || {
+pub static SHARE: Lua = Lua::new("ace1c7ffa9cb4c56160e60e765202d28b88cba95", || {
     SHARE_TEXT.as_str()
 });
 

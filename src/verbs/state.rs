@@ -454,6 +454,9 @@ impl LockState {
         }
         if let Some(run) = &self.last_run {
             out.push_str(&format!("\n  last run: {}", run.describe()));
+            if let Some(slot) = run.slot_words() {
+                out.push_str(&format!("\n  its slot: {slot}"));
+            }
         }
         out
     }
