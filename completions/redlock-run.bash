@@ -23,7 +23,7 @@ _redlock__run() {
 
     case "${cmd}" in
         redlock__run)
-            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --if-vanished --once-id --splay --max-attempts --fair --limit --shared --supersede --order-key --uninterruptible --preempt-signal --elect --on-exit --elect-max-terms --announce --ready-file --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help --version"
+            opts="-k -w -E -q -v -h -V --key --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --ttl --wait --busy-exit-code --renew-every --kill-after --on-lost --hold-min --max-hold --events --metrics --once-per --tz --if-vanished --once-id --splay --max-attempts --fair --limit --shared --supersede --order-key --uninterruptible --preempt-signal --elect --on-exit --elect-max-terms --announce --ready-file --retain --history --hide-args --label --local-dir --no-local-queue --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -125,6 +125,10 @@ _redlock__run() {
                     return 0
                     ;;
                 --once-per)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tz)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

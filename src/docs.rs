@@ -321,6 +321,10 @@ fn examples(page_of: Page) -> &'static [(&'static str, &'static str)] {
                 "*/10 * * * * redlock-run --key nightly-report --once-per 1d --if-vanished rerun -- /opt/jobs/report.sh",
             ),
             (
+                "Once a night in Berlin's calendar (a day from local midnight, 23 or 25 hours when the clocks change), whatever the hosts' zones and clocks.",
+                "*/10 2-5 * * * redlock-run --key nightly-backup --once-per day --tz Europe/Berlin --if-vanished rerun -- /opt/jobs/backup.sh",
+            ),
+            (
                 "CI, newest wins: a newer pipeline stops the deploy in progress gracefully (SIGINT, 2 minutes to clean up) and replaces any waiting one; an older pipeline retried late exits 73 without deploying.",
                 "redlock-run --key deploy-production --supersede running --order-key \"$CI_PIPELINE_IID\" --preempt-signal INT --kill-after 2m --ttl 5m --wait 1h -- ./deploy.sh",
             ),

@@ -236,7 +236,9 @@ impl Lease {
         // in: once more, from the server's time (a host whose clock is off by more than
         // the slot pays the round trip again, never runs for another slot).
         for _ in 0..2 {
-            let Some(server_ms) = votes.other_slot.filter(|_| votes.yes < self.nodes().quorum())
+            let Some(server_ms) = votes
+                .other_slot
+                .filter(|_| votes.yes < self.nodes().quorum())
             else {
                 break;
             };

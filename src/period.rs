@@ -90,7 +90,10 @@ impl Zone {
     /// A time (Unix ms) as people read it in the zone: `2026-03-29T00:00:00+01:00`.
     pub fn show(&self, ms: u64) -> String {
         match jiff::Timestamp::from_millisecond(ms as i64) {
-            Ok(ts) => ts.to_zoned(self.tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+            Ok(ts) => ts
+                .to_zoned(self.tz.clone())
+                .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string(),
             Err(_) => ms.to_string(),
         }
     }

@@ -16,9 +16,9 @@ use super::{
 use crate::cli::{OnLost, RunArgs};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
+use crate::period::{Period, Zone};
 use crate::policy::refused::Given;
 use crate::policy::{Completion, Elect, Newest, Policy, Stop};
-use crate::period::{Period, Zone};
 use crate::report::human;
 use crate::timing::{self, Budget};
 

@@ -28,13 +28,28 @@ fn a_day_starts_at_local_midnight_and_lasts_23_or_25_hours_across_dst() {
 #[test]
 fn a_day_in_a_zone_of_half_and_three_quarter_hours() {
     // Asia/Kolkata +05:30 and Asia/Kathmandu +05:45, no DST: 2026-11-28.
-    assert_eq!(slot_from(&cal("day", "Asia/Kolkata"), 1_795_804_200), (1_795_804_200, 24.0));
-    assert_eq!(slot_from(&cal("day", "Asia/Kathmandu"), 1_795_803_300), (1_795_803_300, 24.0));
+    assert_eq!(
+        slot_from(&cal("day", "Asia/Kolkata"), 1_795_804_200),
+        (1_795_804_200, 24.0)
+    );
+    assert_eq!(
+        slot_from(&cal("day", "Asia/Kathmandu"), 1_795_803_300),
+        (1_795_803_300, 24.0)
+    );
     // Australia/Adelaide +09:30 goes to +10:30 on 2026-10-04 (23 h); America/St_Johns
     // -02:30 back to -03:30 on 2026-11-01 (25 h); Lord Howe's DST is 30 minutes.
-    assert_eq!(slot_from(&cal("day", "Australia/Adelaide"), 1_791_037_800), (1_791_037_800, 23.0));
-    assert_eq!(slot_from(&cal("day", "America/St_Johns"), 1_793_500_200), (1_793_500_200, 25.0));
-    assert_eq!(slot_from(&cal("day", "Australia/Lord_Howe"), 1_791_034_200), (1_791_034_200, 23.5));
+    assert_eq!(
+        slot_from(&cal("day", "Australia/Adelaide"), 1_791_037_800),
+        (1_791_037_800, 23.0)
+    );
+    assert_eq!(
+        slot_from(&cal("day", "America/St_Johns"), 1_793_500_200),
+        (1_793_500_200, 25.0)
+    );
+    assert_eq!(
+        slot_from(&cal("day", "Australia/Lord_Howe"), 1_791_034_200),
+        (1_791_034_200, 23.5)
+    );
 }
 
 #[test]
@@ -51,31 +66,56 @@ fn a_week_starts_on_monday_and_a_month_on_the_first() {
     // Saturday 2026-11-28 14:00 UTC: the ISO week from Monday 11-23, the month 11-01.
     let now = 1_795_874_400 * S;
     let week = cal("week", "Europe/Berlin").slot_at(now);
-    assert_eq!((week.start_ms / S, week.end_ms / S), (1_795_388_400, 1_795_993_200));
+    assert_eq!(
+        (week.start_ms / S, week.end_ms / S),
+        (1_795_388_400, 1_795_993_200)
+    );
     let month = cal("month", "Asia/Kathmandu").slot_at(now);
-    assert_eq!((month.start_ms / S, month.end_ms / S), (1_793_470_500, 1_796_062_500));
+    assert_eq!(
+        (month.start_ms / S, month.end_ms / S),
+        (1_793_470_500, 1_796_062_500)
+    );
     // October 2026 in Adelaide holds the change to DST: 31 days less an hour.
     let october = cal("month", "Australia/Adelaide").slot_at(1_790_778_600 * S + H);
-    assert_eq!((october.start_ms / S, october.end_ms / S), (1_790_778_600, 1_793_453_400));
+    assert_eq!(
+        (october.start_ms / S, october.end_ms / S),
+        (1_790_778_600, 1_793_453_400)
+    );
     // The week of New York's change (2026-03-08): Monday 03-02 to 03-09, 167 h.
-    assert_eq!(slot_from(&cal("week", "America/New_York"), 1_772_427_600), (1_772_427_600, 167.0));
+    assert_eq!(
+        slot_from(&cal("week", "America/New_York"), 1_772_427_600),
+        (1_772_427_600, 167.0)
+    );
     assert_eq!(cal("week", "UTC").slot_at(now).start_ms % (24 * H), 0);
 }
 
 #[test]
 fn slots_tile_time_no_slot_starts_twice_or_not_at_all() {
-    let zones = ["UTC", "Europe/Berlin", "America/Santiago", "Australia/Lord_Howe", "Asia/Kathmandu", "America/St_Johns"];
+    let zones = [
+        "UTC",
+        "Europe/Berlin",
+        "America/Santiago",
+        "Australia/Lord_Howe",
+        "Asia/Kathmandu",
+        "America/St_Johns",
+    ];
     for zone in zones {
         for word in ["day", "week", "month"] {
             let period = cal(word, zone);
-            let (short, long) = (period.shortest().as_millis() as u64, period.longest().as_millis() as u64);
+            let (short, long) = (
+                period.shortest().as_millis() as u64,
+                period.longest().as_millis() as u64,
+            );
             // 2026 from its first slot: each slot ends where the next starts.
             let mut slot = period.slot_at(1_767_225_600 * S);
             for _ in 0..400 {
                 let next = period.slot_at(slot.end_ms);
                 assert_eq!(next.start_ms, slot.end_ms, "{word} in {zone}");
                 assert_eq!(period.slot_at(slot.end_ms - 1), slot, "{word} in {zone}");
-                assert!(short <= slot.len_ms() && slot.len_ms() <= long, "{word} in {zone}: {slot:?}");
+                assert!(
+                    short <= slot.len_ms() && slot.len_ms() <= long,
+                    "{word} in {zone}: {slot:?}"
+                );
                 slot = next;
                 if slot.start_ms > 1_798_761_600 * S {
                     break;
@@ -87,7 +127,10 @@ fn slots_tile_time_no_slot_starts_twice_or_not_at_all() {
 
 #[test]
 fn the_script_takes_a_fixed_length_or_a_calendar_slots_bounds() {
-    assert_eq!(Period::Every(Duration::from_secs(60)).script_arg(61_000), "60000");
+    assert_eq!(
+        Period::Every(Duration::from_secs(60)).script_arg(61_000),
+        "60000"
+    );
     let day = cal("day", "Asia/Kolkata");
     let arg = day.script_arg(1_795_804_200 * S + 5);
     assert_eq!(arg, format!("{}+{}", 1_795_804_200 * S, 24 * H));
@@ -97,7 +140,13 @@ fn the_script_takes_a_fixed_length_or_a_calendar_slots_bounds() {
 
 #[test]
 fn unknown_zones_are_none_and_far_times_never_panic() {
-    for name in ["Europe/Nowhere", "", "../../etc/passwd", "+05:30", "Europe/Berlin\n"] {
+    for name in [
+        "Europe/Nowhere",
+        "",
+        "../../etc/passwd",
+        "+05:30",
+        "Europe/Berlin\n",
+    ] {
         assert!(Zone::named(name).is_none(), "{name:?}");
     }
     let far = cal("month", "Europe/Berlin").slot_at(u64::MAX / 2);

@@ -53,7 +53,10 @@ pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
 /// The `vanished` event of a run this try tells (its record, as the judge found it).
 pub(super) fn told(run: &Run<'_>, lease: &Lease, record: &RunRecord) {
     let completion = &run.config.policy.completion;
-    let slot = completion.once_per.as_ref().map(|p| p.slot_at(record.start_ms));
+    let slot = completion
+        .once_per
+        .as_ref()
+        .map(|p| p.slot_at(record.start_ms));
     run.report.event(
         Event::Vanished,
         &lease.keys().display_name(),

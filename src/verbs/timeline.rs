@@ -274,7 +274,11 @@ pub fn render(name: &str, runs: &[RunRecord], from_ms: u64, to_ms: u64, style: S
         return out;
     }
     // `--once-per`: the newest run's slot, in its zone for a calendar period.
-    if let Some(slot) = shown.iter().max_by_key(|r| r.start_ms).and_then(|r| r.slot_words()) {
+    if let Some(slot) = shown
+        .iter()
+        .max_by_key(|r| r.start_ms)
+        .and_then(|r| r.slot_words())
+    {
         out.push_str(&format!("  newest run's slot: {slot}\n"));
     }
     for host in &hosts {

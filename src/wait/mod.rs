@@ -405,7 +405,11 @@ impl<'a> Waiter<'a> {
     fn wait_for_run_in_progress(&mut self, skip: &Skip) {
         self.lease.wait_for_run(skip.slot_ms);
         let completion = self.lease.completion_policy();
-        if let Some(period) = completion.once_per.as_ref().filter(|_| !completion.may_wait) {
+        if let Some(period) = completion
+            .once_per
+            .as_ref()
+            .filter(|_| !completion.may_wait)
+        {
             let end = period.slot_at(skip.slot_ms).end_ms;
             let left = end.saturating_sub(skip.now_ms);
             self.patience = self.patience.until(Duration::from_millis(left));

@@ -5,6 +5,7 @@ mod harness;
 
 mod alerts;
 mod basics;
+mod calendar;
 mod capacity;
 mod cron;
 mod docs;

@@ -36,6 +36,25 @@ impl Redis {
         Redis::start_at(None, extra)
     }
 
+    /// A plain server whose wall clock (its `TIME`) reads `unix_ms` now and runs on
+    /// from there (`clock::wall_clock_shim`).
+    pub fn start_at_time(unix_ms: u64) -> Redis {
+        let shim = super::clock::wall_clock_shim();
+        let launched = launch(
+            "redis",
+            None,
+            |dir, port, log| {
+                let now = super::wall_ms() as i64;
+                let mut cmd = plain_server(dir, port, log, &[]);
+                cmd.env("LD_PRELOAD", &shim)
+                    .env("WALL_CLOCK_OFFSET_MS", (unix_ms as i64 - now).to_string());
+                cmd
+            },
+            |server| ping(&format!("redis://127.0.0.1:{}", server.port)),
+        );
+        Redis::from(launched, None)
+    }
+
     /// A plain server on `port` (e.g. one a run was already told to use).
     pub fn start_on(port: u16) -> Redis {
         Redis::start_at(Some(port), &[])
