@@ -466,7 +466,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("9e5fcc394a09e6fc86310e35caf6120aee091c4b", || {
+pub static PLAIN: Lua = Lua::new("465bf2b9de79ced9d6f2b860b296eb62238cdede", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("0a36357f8df872056bbe70a5deb0b9cf656e41a1", || {
+pub static SEMAPHORE: Lua = Lua::new("8085579cfc917c98b73bc4f3509756f5818e93df", || {
     SEMAPHORE_TEXT.as_str()
 });
 

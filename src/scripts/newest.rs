@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("acbde7c5207a86e86b7a7b176c73462561dca1be", || {
+pub static NEWEST: Lua = Lua::new("0a355b7fd0db864ee91ec8145289f89c1080f3a2", || {
     NEWEST_TEXT.as_str()
 });
 

@@ -134,7 +134,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("e7ecc39cadbb8c7661dafcf193154e4b8748dcb6", || {
+pub static FAIR: Lua = Lua::new("a7dc14e8a97aca1e02d0b14b9ba1a0fc32d84db7", || {
     FAIR_TEXT.as_str()
 });
 

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("16c29b6f94f63673613223f8b7328a937805d6d6", || {
+pub static SHARE: Lua = Lua::new("6df6463d5d438acf1b706a98cf5b8da09447cccd", || {
     SHARE_TEXT.as_str()
 });
 
