@@ -18,7 +18,12 @@ fn commands_since_reset(redis: &Redis) -> Vec<(String, u64)> {
         .filter_map(|l| l.strip_prefix("cmdstat_"))
         .filter_map(|l| {
             let (name, rest) = l.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
             Some((name.to_string(), calls))
         })
         .filter(|(name, _)| name != "info" && name != "config|resetstat")
@@ -93,7 +98,10 @@ fn fill_history(redis: &Redis, name: &str, size: usize) {
     let mut pipe = redis::pipe();
     for i in 1..size {
         let token = format!("{i:08}-0000-4000-8000-000000000000");
-        let record = format!("{{\"token\":\"{token}\"{}", &newest[newest.find(',').unwrap()..]);
+        let record = format!(
+            "{{\"token\":\"{token}\"{}",
+            &newest[newest.find(',').unwrap()..]
+        );
         pipe.cmd("LPUSH").arg(&key).arg(record).ignore();
     }
     let () = pipe.query(&mut conn).expect("fill the history");
@@ -128,7 +136,10 @@ impl Monitor {
         let mut line = String::new();
         while !line.contains("\"monitor-end\"") {
             line.clear();
-            assert!(self.stream.read_line(&mut line).unwrap() > 0, "MONITOR ended");
+            assert!(
+                self.stream.read_line(&mut line).unwrap() > 0,
+                "MONITOR ended"
+            );
             if let Some(at) = line.find("\"LRANGE\"").or_else(|| line.find("\"lrange\"")) {
                 let args: Vec<&str> = line[at..].trim_end().rsplitn(3, ' ').collect();
                 ranges.push(format!("{} {}", args[1], args[0]));

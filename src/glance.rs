@@ -1,0 +1,189 @@
+//! A first try's glance: at a fleet's minute almost every try loses (the lock is busy,
+//! or the `--once-per` slot already ran), so a plain run's first try that will not wait
+//! first reads, in one pipeline of plain commands, what its losing answer needs, and
+//! runs the acquire script only when that answer is not certain from the reads.
+//!
+//! Why: a Redis command called from Lua costs Redis several times the same command sent
+//! by the client (the script's arguments become a table, each reply is converted to Lua
+//! and back), and an `EVALSHA` costs more than its commands before it runs any. A busy
+//! try through the acquire script cost Redis 7.7× the instructions of a raw client's
+//! failing `SET NX` cycle; these reads, about 1.3× (docs/benchmarks.md).
+//!
+//! - A plain try: `GET` of the mode key and of the lock key, `PTTL` of the lock key,
+//!   `HGETALL` of its metadata. The lock held by another token (a string), the mode
+//!   absent or `shared`: busy, exactly the acquire script's answer to a try that does not
+//!   wait (`{0, holder, pttl, meta}`: the script reads the metadata whenever the
+//!   holder is new to the caller, and a first try knows none). A mode of another kind:
+//!   `{-6, mode}`, as the script answers before its `SET`. Anything else (the lock free
+//!   or ours, a key of another type: an error in its reply) goes to the script.
+//! - A `--once-per` try: `TIME`, the history's newest [`RECORDS`] records (`LRANGE`)
+//!   and `GET` of the lock key, read the way `completion::once_per` reads the history
+//!   (newest first, a record that ended before the slot ends the scan): a run of the
+//!   slot that exited 0 closes it (`{-4}`), a start mark whose token holds the lock is
+//!   its run in progress (`{-7}`, for a try that may not wait for it). Every other
+//!   case (a vanished run, which its first try must tell; attempts to count; a record
+//!   older than the newest few; a pinned slot) goes to the script, whose answer is the
+//!   full check. The scan never reads more than the history's newest records: a skip
+//!   costs the same whatever `--history` keeps.
+//!
+//! The reads are a snapshot of a moment, not one atomic step: they grant nothing and
+//! write nothing, and each answer they give is one the script would have given at the
+//! moment of the reads (a busy lock whose metadata changed hands between two reads is
+//! told with the metadata ignored: `Holder::from_held` reads only the holder's own).
+//! Only for one server (not a Cluster, whose pipelines route by key, nor several
+//! `--redis` nodes, whose answer is a vote), a plain lock, no `--once-id`, and a try
+//! that does not join the waiters.
+
+use redis::Value;
+
+use crate::keys::LockKeys;
+use crate::redis::reply::held;
+use crate::scripts::acquire::{Acquired, Closed, Skip};
+
+/// How many of the history's newest records a `--once-per` glance reads: the slot's
+/// answer is in the newest one or two (its run's record or start mark).
+pub const RECORDS: i64 = 4;
+
+/// What a first try looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Glance {
+    /// `--once-per` period (ms; 0: none).
+    pub once_per_ms: u64,
+    /// Whether the try may wait for the slot's run in progress (then the script decides).
+    pub may_wait: bool,
+}
+
+impl Glance {
+    /// The reads, in one pipeline (errors kept in their place, see [`Glance::answer`]).
+    pub fn pipeline(&self, keys: &LockKeys) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        if self.once_per_ms > 0 {
+            pipe.cmd("TIME");
+            pipe.cmd("LRANGE")
+                .arg(&keys.history)
+                .arg(0)
+                .arg(RECORDS - 1);
+            pipe.cmd("GET").arg(&keys.lock);
+        } else {
+            pipe.cmd("GET").arg(&keys.mode);
+            pipe.cmd("GET").arg(&keys.lock);
+            pipe.cmd("PTTL").arg(&keys.lock);
+            pipe.cmd("HGETALL").arg(&keys.meta);
+        }
+        pipe
+    }
+
+    /// The answer the reads make certain for `token`'s try, or `None`: the acquire
+    /// script decides.
+    pub fn answer(&self, replies: Vec<Value>, token: &str) -> Option<Acquired> {
+        if self.once_per_ms > 0 {
+            let [time, records, lock] = <[Value; 3]>::try_from(replies).ok()?;
+            return self.closed(time, records, lock, token);
+        }
+        let [mode, lock, pttl, meta] = <[Value; 4]>::try_from(replies).ok()?;
+        match mode {
+            Value::Nil => {}
+            Value::BulkString(mode) if mode == b"shared" => {}
+            Value::BulkString(mode) => {
+                return Some(Acquired::OtherKind(
+                    String::from_utf8_lossy(&mode).into_owned(),
+                ));
+            }
+            _ => return None,
+        }
+        match (&lock, &pttl) {
+            (Value::BulkString(holder), Value::Int(_)) if holder != token.as_bytes() => {}
+            _ => return None,
+        }
+        let held = held(&mut [lock, pttl, meta].into_iter());
+        Some(Acquired::Busy {
+            held,
+            place: None,
+            wake: Vec::new(),
+        })
+    }
+
+    /// A `--once-per` slot closed by its run (ended with 0, or in progress), as
+    /// `completion::once_per` finds it among the newest records; `None` when they do
+    /// not say.
+    fn closed(&self, time: Value, records: Value, lock: Value, token: &str) -> Option<Acquired> {
+        let now_ms = server_ms(time)?;
+        let slot = slot_of(now_ms, self.once_per_ms);
+        let Value::Array(records) = records else {
+            return None;
+        };
+        let holder = match lock {
+            Value::BulkString(holder) => Some(holder),
+            Value::Nil => None,
+            _ => return None,
+        };
+        for record in records {
+            let Value::BulkString(text) = record else {
+                return None;
+            };
+            let Ok(run) = serde_json::from_slice::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let Some(start_ms) = run.get("start_ms").and_then(|s| s.as_f64()) else {
+                continue;
+            };
+            if run
+                .get("end_ms")
+                .and_then(|e| e.as_f64())
+                .is_some_and(|e| e < slot as f64)
+            {
+                return None;
+            }
+            let run_token = run.get("token").and_then(|t| t.as_str());
+            if start_ms < slot as f64 || run_token == Some(token) {
+                continue;
+            }
+            let skip = |why, now_ms| {
+                Some(Acquired::Skipped(Skip {
+                    slot_ms: slot,
+                    why,
+                    record: text.clone(),
+                    now_ms,
+                    told: false,
+                }))
+            };
+            if run.get("running") == Some(&serde_json::Value::Bool(true)) {
+                let holds = run_token.is_some_and(|t| holder.as_deref() == Some(t.as_bytes()));
+                if holds && !self.may_wait {
+                    return skip(Closed::InProgress, now_ms);
+                }
+                // Its run that may wait, or a started mark that vanished (to be told,
+                // or counted): the script's.
+                if holds || run.get("started") != Some(&serde_json::Value::Bool(false)) {
+                    return None;
+                }
+            } else if run.get("status").and_then(|s| s.as_f64()) == Some(0.0) {
+                return skip(Closed::Ran, 0);
+            }
+        }
+        None
+    }
+}
+
+/// The `--once-per` slot of the server time `now_ms`: its start, a multiple of the
+/// period from the Unix epoch (as `completion::once_per` computes it).
+pub fn slot_of(now_ms: u64, period_ms: u64) -> u64 {
+    now_ms - now_ms % period_ms.max(1)
+}
+
+/// A `TIME` reply in milliseconds (seconds and microseconds, as bulk strings).
+fn server_ms(time: Value) -> Option<u64> {
+    let Value::Array(parts) = time else {
+        return None;
+    };
+    let mut numbers = parts.into_iter().map(|p| match p {
+        Value::BulkString(b) => std::str::from_utf8(&b).ok()?.parse::<u64>().ok(),
+        _ => None,
+    });
+    let (secs, micros) = (numbers.next()??, numbers.next()??);
+    Some(secs * 1000 + micros / 1000)
+}
+
+#[cfg(test)]
+mod tests;
