@@ -20,8 +20,10 @@
 //!   and `GET` of the lock key, read the way `completion::once_per` reads the history
 //!   (newest first, a record that ended before the slot ends the scan): a run of the
 //!   slot that exited 0 closes it (`{-4}`), a start mark whose token holds the lock is
-//!   its run in progress (`{-7}`, for a try that may not wait for it). Every other
-//!   case (a vanished run, which its first try must tell; attempts to count; a record
+//!   its run in progress (`{-7}`, for a try that may not wait for it), a run of the
+//!   slot that vanished and was told already closes it too (`{-4}`, but with
+//!   `--if-vanished rerun`). Every other case (a vanished run not told yet, which its
+//!   first try must tell; attempts to count; a record
 //!   older than the newest few; a pinned slot) goes to the script, whose answer is the
 //!   full check. The scan never reads more than the history's newest records: a skip
 //!   costs the same whatever `--history` keeps.
@@ -51,6 +53,8 @@ pub struct Glance {
     pub once_per_ms: u64,
     /// Whether the try may wait for the slot's run in progress (then the script decides).
     pub may_wait: bool,
+    /// `--if-vanished rerun`: a vanished run opens its slot again (the script counts it).
+    pub reruns: bool,
 }
 
 impl Glance {
@@ -150,13 +154,22 @@ impl Glance {
             };
             if run.get("running") == Some(&serde_json::Value::Bool(true)) {
                 let holds = run_token.is_some_and(|t| holder.as_deref() == Some(t.as_bytes()));
-                if holds && !self.may_wait {
-                    return skip(Closed::InProgress, now_ms);
-                }
-                // Its run that may wait, or a started mark that vanished (to be told,
-                // or counted): the script's.
-                if holds || run.get("started") != Some(&serde_json::Value::Bool(false)) {
-                    return None;
+                let flag = |name: &str, value: bool| {
+                    run.get(name) == Some(&serde_json::Value::Bool(value))
+                };
+                match (holds, flag("started", false)) {
+                    (true, _) if self.may_wait => return None,
+                    (true, _) => return skip(Closed::InProgress, now_ms),
+                    // A grant whose command never started: no start, the scan goes on.
+                    (false, true) => {}
+                    // Vanished, and told already: it closes the slot, as the script
+                    // answers (`{-4, slot, record, 0, 0}`) without `--if-vanished rerun`.
+                    (false, false) if flag("told", true) && !self.reruns => {
+                        return skip(Closed::Ran, 0);
+                    }
+                    // Vanished and not told yet (its first try tells it), or counted as
+                    // an attempt: the script's.
+                    (false, false) => return None,
                 }
             } else if run.get("status").and_then(|s| s.as_f64()) == Some(0.0) {
                 return skip(Closed::Ran, 0);
@@ -167,7 +180,9 @@ impl Glance {
 }
 
 /// The `--once-per` slot of the server time `now_ms`: its start, a multiple of the
-/// period from the Unix epoch (as `completion::once_per` computes it).
+/// period from the Unix epoch (as `completion::once_per` computes it). The glance's one
+/// copy of the script's slot rule: a slot computed otherwise there (a calendar period)
+/// must be computed the same way here, or such a try must not glance.
 pub fn slot_of(now_ms: u64, period_ms: u64) -> u64 {
     now_ms - now_ms % period_ms.max(1)
 }

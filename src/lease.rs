@@ -324,9 +324,11 @@ impl Lease {
         if !serves {
             return None;
         }
+        let rerun = self.completion.rerun_arg(self.waits_for_run.get());
         let glance = Glance {
             once_per_ms: self.once_per_ms(),
-            may_wait: self.completion.rerun_arg(self.waits_for_run.get()) >= 2,
+            may_wait: rerun >= 2,
+            reruns: rerun % 2 == 1,
         };
         match node.read_pipeline(&glance.pipeline(self.name_keys())).await {
             Ok(replies) => glance

@@ -7,6 +7,7 @@ fn bulk(s: &str) -> Value {
 const PLAIN: Glance = Glance {
     once_per_ms: 0,
     may_wait: false,
+    reruns: false,
 };
 
 fn plain(mode: Value, lock: Value) -> Option<Acquired> {
@@ -57,10 +58,18 @@ fn the_script_decides_a_free_lock_our_own_or_a_key_of_another_type() {
 const HOUR: u64 = 3_600_000;
 
 fn once(may_wait: bool, records: &[String], lock: Value) -> Option<Acquired> {
-    let glance = Glance {
-        once_per_ms: HOUR,
-        may_wait,
-    };
+    once_as(
+        Glance {
+            once_per_ms: HOUR,
+            may_wait,
+            reruns: false,
+        },
+        records,
+        lock,
+    )
+}
+
+fn once_as(glance: Glance, records: &[String], lock: Value) -> Option<Acquired> {
     // 10:30:00.250 in the slot starting at 10:00.
     let time = Value::Array(vec![bulk(&(10 * 3600 + 1800).to_string()), bulk("250000")]);
     let records = Value::Array(records.iter().map(|r| bulk(r)).collect());
@@ -137,4 +146,19 @@ fn a_slot_is_the_period_multiple_below_the_time() {
         Some(2999)
     );
     assert_eq!(server_ms(Value::Nil), None);
+}
+
+#[test]
+fn a_vanished_run_told_already_closes_its_slot_but_for_a_rerun() {
+    let told = record("t1", 0, r#","running":true,"started":true,"told":true"#);
+    let Some(Acquired::Skipped(skip)) = once(false, std::slice::from_ref(&told), Value::Nil) else {
+        panic!("not a skip")
+    };
+    assert_eq!((skip.why, skip.told, skip.now_ms), (Closed::Ran, false, 0));
+    let reruns = Glance {
+        once_per_ms: HOUR,
+        may_wait: false,
+        reruns: true,
+    };
+    assert_eq!(once_as(reruns, &[told], Value::Nil), None);
 }
