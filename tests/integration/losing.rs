@@ -89,6 +89,25 @@ fn a_skip_is_three_commands_whatever_the_history_keeps() {
     assert_eq!(read[0], vec!["\"0\" \"3\"".to_string()]);
 }
 
+/// A try of a slot whose run is in progress (its start mark, its token holding the
+/// lock) is skipped from the same 3 reads, and says whose run it is (5 before: the
+/// script's EVALSHA, TIME, TYPE, LRANGE of the history and GET of the lock).
+#[test]
+fn a_skip_behind_the_slots_run_in_progress_is_three_commands() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "inprogress");
+    args.extend(["--once-per".into(), "7d".into()]);
+    let holding = Holding::start(&args);
+    args.push("--verbose".into());
+    let (code, err, run) = counted_try(&redis, &args);
+    assert_eq!(code, codes::BUSY, "{err}");
+    assert!(err.contains("in progress"), "{err}");
+    assert_eq!(total(&run), 3, "{run:?}");
+    assert!(run.iter().all(|(name, _)| name != "evalsha"), "{run:?}");
+    let (code, err) = holding.finish();
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Pushes plain runs' records (copies of the newest, each with a token of its own) until
 /// the history of `name` holds `size`: all of them in the slot, newer than its run.
 fn fill_history(redis: &Redis, name: &str, size: usize) {
