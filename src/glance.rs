@@ -22,10 +22,10 @@
 //!   slot that exited 0 closes it (`{-4}`), a start mark whose token holds the lock is
 //!   its run in progress (`{-7}`, for a try that may not wait for it), a run of the
 //!   slot that vanished and was told already closes it too (`{-4}`, but with
-//!   `--if-vanished rerun`). Every other case (a vanished run not told yet, which its
-//!   first try must tell; attempts to count; a record
-//!   older than the newest few; a pinned slot) goes to the script, whose answer is the
-//!   full check. The scan never reads more than the history's newest records: a skip
+//!   `--if-vanished rerun`); a try for a slot (`--splay` pins it) that is over is over
+//!   (`{-11}`). Every other case (a vanished run not told yet, which its first try must
+//!   tell; attempts to count; a record older than the newest few) goes to the script,
+//!   whose answer is the full check. The scan never reads more than the history's newest records: a skip
 //!   costs the same whatever `--history` keeps.
 //!
 //! The reads are a snapshot of a moment, not one atomic step: they grant nothing and
@@ -55,6 +55,9 @@ pub struct Glance {
     pub may_wait: bool,
     /// `--if-vanished rerun`: a vanished run opens its slot again (the script counts it).
     pub reruns: bool,
+    /// The slot this try is for (its start, server ms; 0: the slot of now): `--splay`
+    /// pins it, and a try past it is over (`{-11}`), as in the script.
+    pub pin_ms: u64,
 }
 
 impl Glance {
@@ -114,6 +117,15 @@ impl Glance {
     fn closed(&self, time: Value, records: Value, lock: Value, token: &str) -> Option<Acquired> {
         let now_ms = server_ms(time)?;
         let slot = slot_of(now_ms, self.once_per_ms);
+        if self.pin_ms > 0 && slot != self.pin_ms {
+            return Some(Acquired::Skipped(Skip {
+                slot_ms: self.pin_ms,
+                why: Closed::SlotOver,
+                record: Vec::new(),
+                now_ms: 0,
+                told: false,
+            }));
+        }
         let Value::Array(records) = records else {
             return None;
         };

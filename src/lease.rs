@@ -318,7 +318,6 @@ impl Lease {
         let serves = waiter.is_none()
             && matches!(self.kind, LockKind::Plain)
             && self.once_key.is_none()
-            && self.slot_pin.get() == 0
             && self.nodes().given() == 1
             && !node.is_cluster();
         if !serves {
@@ -329,6 +328,7 @@ impl Lease {
             once_per_ms: self.once_per_ms(),
             may_wait: rerun >= 2,
             reruns: rerun % 2 == 1,
+            pin_ms: self.slot_pin.get(),
         };
         match node.read_pipeline(&glance.pipeline(self.name_keys())).await {
             Ok(replies) => glance

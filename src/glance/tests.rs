@@ -8,6 +8,7 @@ const PLAIN: Glance = Glance {
     once_per_ms: 0,
     may_wait: false,
     reruns: false,
+    pin_ms: 0,
 };
 
 fn plain(mode: Value, lock: Value) -> Option<Acquired> {
@@ -63,6 +64,7 @@ fn once(may_wait: bool, records: &[String], lock: Value) -> Option<Acquired> {
             once_per_ms: HOUR,
             may_wait,
             reruns: false,
+            pin_ms: 0,
         },
         records,
         lock,
@@ -159,6 +161,26 @@ fn a_vanished_run_told_already_closes_its_slot_but_for_a_rerun() {
         once_per_ms: HOUR,
         may_wait: false,
         reruns: true,
+        pin_ms: 0,
     };
     assert_eq!(once_as(reruns, &[told], Value::Nil), None);
+}
+
+#[test]
+fn a_try_for_a_slot_that_is_over_is_over_and_one_for_this_slot_reads_on() {
+    let ran = record("t1", 1, r#","status":0"#);
+    let pinned = |pin_ms| Glance {
+        once_per_ms: HOUR,
+        may_wait: false,
+        reruns: false,
+        pin_ms,
+    };
+    let Some(Acquired::Skipped(skip)) = once_as(pinned(9 * HOUR), &[], Value::Nil) else {
+        panic!("not a skip")
+    };
+    assert_eq!((skip.why, skip.slot_ms), (Closed::SlotOver, 9 * HOUR));
+    let Some(Acquired::Skipped(skip)) = once_as(pinned(10 * HOUR), &[ran], Value::Nil) else {
+        panic!("not a skip")
+    };
+    assert_eq!(skip.why, Closed::Ran);
 }

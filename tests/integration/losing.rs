@@ -108,6 +108,24 @@ fn a_skip_behind_the_slots_run_in_progress_is_three_commands() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// With `--splay` (the slot pinned, the server's time read first on a connection of
+/// its own), a skip is that TIME and the same 3 reads (5 before: TIME, then the script's
+/// EVALSHA, TIME, TYPE and LRANGE of the whole history).
+#[test]
+fn a_splayed_skip_is_four_commands() {
+    let redis = Redis::start();
+    let mut args = lock_args(&redis, "splayed");
+    args.extend(["--once-per".into(), "7d".into()]);
+    let ran = output(redlock_run().args(&args).args(["--", "true"]));
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    args.extend(["--splay".into(), "50ms".into(), "--verbose".into()]);
+    let (code, err, run) = counted_try(&redis, &args);
+    assert_eq!(code, codes::BUSY, "{err}");
+    assert!(err.contains("already ran"), "{err}");
+    assert_eq!(total(&run), 4, "{run:?}");
+    assert!(run.iter().all(|(name, _)| name != "evalsha"), "{run:?}");
+}
+
 /// Pushes plain runs' records (copies of the newest, each with a token of its own) until
 /// the history of `name` holds `size`: all of them in the slot, newer than its run.
 fn fill_history(redis: &Redis, name: &str, size: usize) {
