@@ -1,13 +1,16 @@
 //! A first try's glance: at a fleet's minute almost every try loses (the lock is busy,
-//! or the `--once-per` slot already ran), so a plain run's first try that will not wait
-//! first reads, in one pipeline of plain commands, what its losing answer needs, and
-//! runs the acquire script only when that answer is not certain from the reads.
+//! or the `--once-per` slot already ran), so a plain run's try that does not join the
+//! waiters (a first try) first reads, in one pipeline of plain commands, what its
+//! losing answer needs, and runs the acquire script only when the reads do not settle
+//! the answer.
 //!
 //! Why: a Redis command called from Lua costs Redis several times the same command sent
 //! by the client (the script's arguments become a table, each reply is converted to Lua
 //! and back), and an `EVALSHA` costs more than its commands before it runs any. A busy
 //! try through the acquire script cost Redis 7.7× the instructions of a raw client's
-//! failing `SET NX` cycle; these reads, about 1.3× (docs/benchmarks.md).
+//! failing `SET NX` cycle; these reads 2.0×, and a skip's 1.4× (10.5× before, 207× at
+//! a history of 1,000), whatever `--history` keeps (docs/benchmarks.md). A run that
+//! takes the lock pays one round trip more.
 //!
 //! - A plain try: `GET` of the mode key and of the lock key, `PTTL` of the lock key,
 //!   `HGETALL` of its metadata. The lock held by another token (a string), the mode
@@ -25,8 +28,8 @@
 //!   `--if-vanished rerun`); a try for a slot (`--splay` pins it) that is over is over
 //!   (`{-11}`). Every other case (a vanished run not told yet, which its first try must
 //!   tell; attempts to count; a record older than the newest few) goes to the script,
-//!   whose answer is the full check. The scan never reads more than the history's newest records: a skip
-//!   costs the same whatever `--history` keeps.
+//!   whose answer is the full check. The scan never reads more than the history's
+//!   newest records: a skip costs the same whatever `--history` keeps.
 //!
 //! The reads are a snapshot of a moment, not one atomic step: they grant nothing and
 //! write nothing, and each answer they give is one the script would have given at the
