@@ -141,57 +141,74 @@ impl Glance {
             let Value::BulkString(text) = record else {
                 return None;
             };
-            let Ok(run) = serde_json::from_slice::<serde_json::Value>(&text) else {
-                continue;
-            };
-            let Some(start_ms) = run.get("start_ms").and_then(|s| s.as_f64()) else {
-                continue;
-            };
-            if run
-                .get("end_ms")
-                .and_then(|e| e.as_f64())
-                .is_some_and(|e| e < slot as f64)
-            {
-                return None;
-            }
-            let run_token = run.get("token").and_then(|t| t.as_str());
-            if start_ms < slot as f64 || run_token == Some(token) {
-                continue;
-            }
-            let skip = |why, now_ms| {
-                Some(Acquired::Skipped(Skip {
-                    slot_ms: slot,
-                    why,
-                    record: text.clone(),
-                    now_ms,
-                    told: false,
-                }))
-            };
-            if run.get("running") == Some(&serde_json::Value::Bool(true)) {
-                let holds = run_token.is_some_and(|t| holder.as_deref() == Some(t.as_bytes()));
-                let flag = |name: &str, value: bool| {
-                    run.get(name) == Some(&serde_json::Value::Bool(value))
-                };
-                match (holds, flag("started", false)) {
-                    (true, _) if self.may_wait => return None,
-                    (true, _) => return skip(Closed::InProgress, now_ms),
-                    // A grant whose command never started: no start, the scan goes on.
-                    (false, true) => {}
-                    // Vanished, and told already: it closes the slot, as the script
-                    // answers (`{-4, slot, record, 0, 0}`) without `--if-vanished rerun`.
-                    (false, false) if flag("told", true) && !self.reruns => {
-                        return skip(Closed::Ran, 0);
-                    }
-                    // Vanished and not told yet (its first try tells it), or counted as
-                    // an attempt: the script's.
-                    (false, false) => return None,
+            match self.read(&text, slot, holder.as_deref(), token) {
+                Read::Next => {}
+                Read::End => return None,
+                Read::Closes(why) => {
+                    let now_ms = if why == Closed::InProgress { now_ms } else { 0 };
+                    return Some(Acquired::Skipped(Skip {
+                        slot_ms: slot,
+                        why,
+                        record: text,
+                        now_ms,
+                        told: false,
+                    }));
                 }
-            } else if run.get("status").and_then(|s| s.as_f64()) == Some(0.0) {
-                return skip(Closed::Ran, 0);
             }
         }
         None
     }
+
+    /// What one record (newest first) says of the slot starting at `slot`, the lock
+    /// held by `holder`, for `token`'s try: the rules of `completion::once_per`.
+    fn read(&self, text: &[u8], slot: u64, holder: Option<&[u8]>, token: &str) -> Read {
+        // A record that is not a run's (not JSON, no start) is passed over.
+        let Ok(run) = serde_json::from_slice::<serde_json::Value>(text) else {
+            return Read::Next;
+        };
+        let Some(start_ms) = run.get("start_ms").and_then(|s| s.as_f64()) else {
+            return Read::Next;
+        };
+        let number = |name: &str| run.get(name).and_then(|n| n.as_f64());
+        let flag = |name: &str, value: bool| run.get(name) == Some(&serde_json::Value::Bool(value));
+        if number("end_ms").is_some_and(|e| e < slot as f64) {
+            return Read::End;
+        }
+        let run_token = run.get("token").and_then(|t| t.as_str());
+        if start_ms < slot as f64 || run_token == Some(token) {
+            return Read::Next;
+        }
+        if !flag("running", true) {
+            return match number("status") {
+                Some(0.0) => Read::Closes(Closed::Ran),
+                // A failed attempt: the scan goes on (the script counts it).
+                _ => Read::Next,
+            };
+        }
+        let holds = run_token.is_some_and(|t| holder == Some(t.as_bytes()));
+        match (holds, flag("started", false)) {
+            (true, _) if self.may_wait => Read::End,
+            (true, _) => Read::Closes(Closed::InProgress),
+            // A grant whose command never started: no start, the scan goes on.
+            (false, true) => Read::Next,
+            // Vanished, and told already: it closes the slot, as the script answers
+            // (`{-4, slot, record, 0, 0}`) without `--if-vanished rerun`.
+            (false, false) if flag("told", true) && !self.reruns => Read::Closes(Closed::Ran),
+            // Vanished and not told yet (its first try tells it), or counted as an
+            // attempt: the script's.
+            (false, false) => Read::End,
+        }
+    }
+}
+
+/// What one history record tells a glance.
+enum Read {
+    /// Nothing for this slot: the next record.
+    Next,
+    /// The script decides (the scan is over, or the record needs it).
+    End,
+    /// The slot is closed for this try, by this record.
+    Closes(Closed),
 }
 
 /// The `--once-per` slot of the server time `now_ms`: its start, a multiple of the
