@@ -9,6 +9,7 @@ use std::ops::Deref;
 use std::time::Duration;
 
 use crate::error::{Error, Kind as ErrorKind, Result, most_telling};
+use crate::glance::Glance;
 use crate::history::Ending;
 use crate::holder::{Holder, Meta};
 use crate::keys::LockKeys;
@@ -231,7 +232,10 @@ impl Lease {
         // The request that asks the holder to stop (newest wins, `--supersede
         // running`): who asks.
         let request = self.kind().preempt_request(&who);
-        let mut votes = self.vote(meta, waiter, &who, &request).await;
+        let mut votes = match self.glance(waiter).await {
+            Some(votes) => votes,
+            None => self.vote(meta, waiter, &who, &request).await,
+        };
         // A calendar slot computed from this host's clock that the server's time is not
         // in: once more, from the server's time (a host whose clock is off by more than
         // the slot pays the round trip again, never runs for another slot).
@@ -338,6 +342,38 @@ impl Lease {
         let mut who = serde_json::to_value(meta.who()).unwrap_or_default();
         who["since_ms"] = crate::clock::wall_ms().into();
         who.to_string()
+    }
+
+    /// A first try's glance (see `crate::glance`): one pipeline of reads that answers
+    /// a losing try (busy, another kind, a `--once-per` slot closed) without the acquire
+    /// script; `None` when the try is not one it serves or the reads do not settle it.
+    /// A command the reads could not run (an ACL without it, a key of another type)
+    /// and a dropped connection leave the answer to the script; a request that failed
+    /// otherwise (a timeout, a refused connection) is the round's error, as the
+    /// script's would have been.
+    async fn glance(&self, waiter: Option<&Waiter>) -> Option<Votes> {
+        let node = self.nodes().iter().next()?;
+        let serves = waiter.is_none()
+            && matches!(self.kind, LockKind::Plain)
+            && self.once_key.is_none()
+            && self.nodes().given() == 1
+            && !node.is_cluster();
+        if !serves {
+            return None;
+        }
+        let rerun = self.completion.rerun_arg(self.waits_for_run.get());
+        let glance = Glance {
+            period: self.completion.once_per.as_ref(),
+            may_wait: rerun >= 2,
+            reruns: rerun % 2 == 1,
+            pin_ms: self.slot_pin.get(),
+        };
+        match node.read_pipeline(&glance.pipeline(self.name_keys())).await {
+            Ok(replies) => glance
+                .answer(replies?, self.token())
+                .map(|answer| tally(vec![Ok(answer)])),
+            Err(e) => Some(tally(vec![Err(e)])),
+        }
     }
 
     /// Sends the acquire script to every node and counts the answers.

@@ -10,7 +10,8 @@
 //!   by the release, one waiter per release) and showing it;
 //!   `child`: starting the command and its process group; `guard`: the group guard
 //!   for a wrapper killed, stopped or starved; `signals`: the signal rule;
-//! - `lease`: a session with a kind of lock (one acquire round, the release);
+//! - `lease`: a session with a kind of lock (one acquire round, the release); `glance`:
+//!   a first try's reads, which answer a losing try without the acquire script;
 //!   `kinds/`: the kinds of lock (plain, slots, fair, newest, shared), one enum with
 //!   one table of their facts, two of them choices (`kinds/waiters`: a set or a queue;
 //!   `kinds/holders`: by the key or by a share), a file for what only one kind does; `session`: what every kind shares (token, nodes,
@@ -49,6 +50,7 @@ pub mod entry;
 mod error;
 mod events;
 pub mod exit;
+mod glance;
 mod gone;
 mod guard;
 mod history;

@@ -267,6 +267,27 @@ impl Node {
         self.settle(result).await
     }
 
+    /// Runs a pipeline of reads (one round trip), bounded by the node timeout; each
+    /// command's error stays in its place when the pipeline ignores errors. `None` when
+    /// the connection was dropped (the server closed it while idle, or at once: a full
+    /// server, one that does not speak RESP): the caller's next call, a script by
+    /// [`Node::run_idempotent`], reconnects and says why. Not for a cluster (see
+    /// [`Node::is_cluster`]).
+    pub async fn read_pipeline(&self, pipe: &redis::Pipeline) -> Result<Option<Vec<Value>>> {
+        let mut conn = self.conn();
+        let result = tokio::time::timeout(self.timeout, pipe.query_async(&mut conn)).await;
+        if matches!(&result, Ok(Err(e)) if dropped(e)) {
+            self.unhold();
+            return Ok(None);
+        }
+        self.settle(result).await.map(Some)
+    }
+
+    /// Whether this node is a Redis Cluster (whose pipelines route by one key).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster(_))
+    }
+
     /// The connection a call goes through (for Sentinel, the current master's).
     fn conn(&self) -> Conn {
         if let Some(hold) = lock(&self.blocking.hold).as_ref() {

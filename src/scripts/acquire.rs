@@ -12,9 +12,11 @@
 //!
 //! `--once-per`: with a period, the slot is the server's `TIME` rounded down to a
 //! multiple of the period (from the Unix epoch, UTC): hosts whose clocks differ agree on
-//! it. The history (newest first) is read until a run that started before the slot; a
-//! record with `"status":0` that started in the slot means the job already ran, and the
-//! lock is not taken (`{-4, slot start, record}`).
+//! it. The history (newest first) is read, in pages of 4, 8, 16, … records, until a run
+//! that ended before the slot; a record with `"status":0` that started in the slot means
+//! the job already ran, and the lock is not taken (`{-4, slot start, record}`). A plain
+//! run's first try that does not wait reads first, without this script (`crate::glance`):
+//! a losing try's answer, when its reads settle it, never costs the script.
 //!
 //! Replies: `{1, fence, now, slot, attempt, rerun of, wake, told}` acquired (`told`: the
 //! start mark of a vanished run this try tells, '' for none), `{2, fence, now, slot}`
@@ -474,7 +476,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("6fb2db0bfbdb4280225753be34843b8b06680629", || {
+pub static PLAIN: Lua = Lua::new("90d1f23b1a1a15e5effebeb58f8fa2285baad8fb", || {
     PLAIN_TEXT.as_str()
 });
 

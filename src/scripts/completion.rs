@@ -79,51 +79,61 @@ local function once_per(history, period, lock, attempts, rerun, pin)
   local starts, vanished, in_progress, untold = 0, '', false, nil
   local kind = redis.call('TYPE', history)['ok']
   if kind == 'list' then
-    for i, record in ipairs(redis.call('LRANGE', history, 0, -1)) do
-      local ok, run = pcall(cjson.decode, record)
-      -- Newest end first: a run that started before the slot may have ended after one
-      -- that started in it, so the scan goes on to the first run that ended before.
-      -- A start mark (see `mark`) of a run that still holds the lock is the slot's run
-      -- in progress: the try is skipped ({-7}), or a run that may wait goes on to find
-      -- the lock busy and waits for its end (to skip the slot if it succeeds, or run it
-      -- if it fails or vanishes); it is not counted, so it never exhausts the slot. A
-      -- mark of a run that no longer holds the lock and whose command started is a run
-      -- whose end was never recorded (it vanished): it may have succeeded, so it closes
-      -- its slot ({-4}), or, with `rerun`, it counts as an attempt and the slot is open
-      -- again. A mark whose command never started (`"started":false`: the grant's
-      -- reply, or the run, was lost before the start) is not a start, and the caller's
-      -- own is not looked at (a try after its own ambiguous grant). Every other start
-      -- in the slot is an attempt; `attempts` of them close it ({-8}).
-      if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
-        if type(run.end_ms) == 'number' and run.end_ms < slot then break end
-        if run.start_ms >= slot and run.token ~= ARGV[1] then
-          if run.running == true then
-            if redis.pcall('GET', lock) == run.token then
-              if not waiting then return {-7, slot, record, now} end
-              in_progress = true
-            elseif run.started ~= false then
-              if not rerun then
-                local told = run.told ~= true and tell({history, i - 1, record}) or ''
-                return {-4, slot, record, 0, told ~= '' and 1 or 0}
+    -- Read from the newest in pages of 4, 8, 16, ... records: the scan ends at the
+    -- first run that ended before the slot, most often among the newest, so that what
+    -- it costs follows the records it needs, not what --history keeps.
+    local from, size, done = 0, 4, false
+    while not done do
+      local page = redis.call('LRANGE', history, from, from + size - 1)
+      for j, record in ipairs(page) do
+        local i = from + j
+        local ok, run = pcall(cjson.decode, record)
+        -- Newest end first: a run that started before the slot may have ended after one
+        -- that started in it, so the scan goes on to the first run that ended before.
+        -- A start mark (see `mark`) of a run that still holds the lock is the slot's run
+        -- in progress: the try is skipped ({-7}), or a run that may wait goes on to find
+        -- the lock busy and waits for its end (to skip the slot if it succeeds, or run it
+        -- if it fails or vanishes); it is not counted, so it never exhausts the slot. A
+        -- mark of a run that no longer holds the lock and whose command started is a run
+        -- whose end was never recorded (it vanished): it may have succeeded, so it closes
+        -- its slot ({-4}), or, with `rerun`, it counts as an attempt and the slot is open
+        -- again. A mark whose command never started (`"started":false`: the grant's
+        -- reply, or the run, was lost before the start) is not a start, and the caller's
+        -- own is not looked at (a try after its own ambiguous grant). Every other start
+        -- in the slot is an attempt; `attempts` of them close it ({-8}).
+        if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
+          if type(run.end_ms) == 'number' and run.end_ms < slot then done = true break end
+          if run.start_ms >= slot and run.token ~= ARGV[1] then
+            if run.running == true then
+              if redis.pcall('GET', lock) == run.token then
+                if not waiting then return {-7, slot, record, now} end
+                in_progress = true
+              elseif run.started ~= false then
+                if not rerun then
+                  local told = run.told ~= true and tell({history, i - 1, record}) or ''
+                  return {-4, slot, record, 0, told ~= '' and 1 or 0}
+                end
+                starts = starts + 1
+                if vanished == '' then vanished = run.token end
               end
+            elseif run.status == 0 then
+              return {-4, slot, record}
+            else
               starts = starts + 1
-              if vanished == '' then vanished = run.token end
             end
-          elseif run.status == 0 then
-            return {-4, slot, record}
-          else
-            starts = starts + 1
-          end
-        elseif untold == nil and run.running == true and run.started ~= false
-            and run.token ~= ARGV[1] then
-          -- The newest started mark of an earlier slot: vanished and not told yet,
-          -- the run that takes this slot tells it (see `tell`).
-          untold = false
-          if run.told ~= true and redis.pcall('GET', lock) ~= run.token then
-            untold = {history, i - 1, record}
+          elseif untold == nil and run.running == true and run.started ~= false
+              and run.token ~= ARGV[1] then
+            -- The newest started mark of an earlier slot: vanished and not told yet,
+            -- the run that takes this slot tells it (see `tell`).
+            untold = false
+            if run.told ~= true and redis.pcall('GET', lock) ~= run.token then
+              untold = {history, i - 1, record}
+            end
           end
         end
       end
+      done = done or #page < size
+      from, size = from + size, size * 2
     end
   elseif kind ~= 'none' then
     return {-2, 'history', kind}

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("2d8f2a4db02054818fb1c690f2e928bd45151aae", || {
+pub static SEMAPHORE: Lua = Lua::new("140e5d30d79d4e8ccc921a1174e8a37429794548", || {
     SEMAPHORE_TEXT.as_str()
 });
 

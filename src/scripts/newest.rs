@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("f373d2c2e895887f19a57e2974f0983c1abd7a73", || {
+pub static NEWEST: Lua = Lua::new("6ff5d86fdb31e5e94b48840c2ec2ad6b795af5a7", || {
     NEWEST_TEXT.as_str()
 });
 

@@ -134,7 +134,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("f422f8ec24225e5968378f85210dab7009df9471", || {
+pub static FAIR: Lua = Lua::new("87fd173432b5d32eedf96570a80a138118bd85d7", || {
     FAIR_TEXT.as_str()
 });
 

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("ace1c7ffa9cb4c56160e60e765202d28b88cba95", || {
+pub static SHARE: Lua = Lua::new("7d21a3b5d95db114ee0446fd79ef2551182bee4b", || {
     SHARE_TEXT.as_str()
 });
 

@@ -512,8 +512,10 @@ fn timeline_over_a_pattern_draws_every_name() {
 /// (review 4, #7) A `--once-per` grant whose reply and undo are both lost (a partition
 /// at the wrong moment) leaves a start mark; the command never started, so the mark
 /// must not close the slot: the next try in the slot runs the job. The grant's reply
-/// is dropped by a proxy, and once the mark is in Redis the link is blackholed, so the
-/// undo is lost too; the first run exits 69 without running anything.
+/// is dropped by a proxy (the first try's plain reads pass, see `src/glance.rs`; the
+/// acquire script's reply is the first dropped), and once the mark is in Redis the link
+/// is blackholed, so the undo is lost too; the first run exits 69 without running
+/// anything.
 #[test]
 fn a_grant_whose_command_never_started_does_not_close_the_slot() {
     use crate::harness::proxy::{Mode, Proxy};
@@ -521,8 +523,8 @@ fn a_grant_whose_command_never_started_does_not_close_the_slot() {
     let s = Scratch::new();
     let log = s.path("job.log");
     let job = format!("echo ran >> '{}'", log.display());
-    // The scripts in the server's cache, so that the first run's one request is the
-    // acquire.
+    // The scripts in the server's cache, so that the first run's script request is
+    // the acquire's EVALSHA.
     let warm = output(redlock_run().args([
         "--key",
         "warm",
@@ -535,7 +537,7 @@ fn a_grant_whose_command_never_started_does_not_close_the_slot() {
     ]));
     assert_eq!(code(&warm), 0, "{}", stderr(&warm));
     let proxy = Proxy::start(redis.port);
-    proxy.set(Mode::DropReplies);
+    proxy.set(Mode::DropRepliesFrom("EVALSHA"));
     let mut first = redlock_run()
         .args([
             "--key",

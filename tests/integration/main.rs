@@ -20,6 +20,7 @@ mod if_dead;
 mod lease_life;
 mod lifecycle;
 mod local_queue;
+mod losing;
 mod metrics;
 mod nemesis;
 mod operators;

@@ -70,8 +70,16 @@ pub const USES: &[Use] = &[
             Script::Release,
         ],
         // GET: the re-entrancy check of a run started inside a holder. BLPOP: a holder
-        // waits for a request to stop (`redlock preempt`) on its own wake list.
-        direct: &[on("get", Key::Lock), on("blpop", Key::OwnWake)],
+        // waits for a request to stop (`redlock preempt`) on its own wake list. GET of
+        // the mode, PTTL, HGETALL: a first try's glance (`crate::glance`; the acquire
+        // script calls them too; `--once-per`'s TIME and LRANGE are the script's own).
+        direct: &[
+            on("get", Key::Lock),
+            on("blpop", Key::OwnWake),
+            on("get", Key::Mode),
+            on("pttl", Key::Lock),
+            on("hgetall", Key::Meta),
+        ],
         wrapper: true,
     },
     Use {

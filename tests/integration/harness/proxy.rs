@@ -23,6 +23,10 @@ pub enum Mode {
     Blackhole,
     /// Forward requests, swallow replies: the server acts, the client never hears.
     DropReplies,
+    /// Forward both ways until a request contains these bytes (`EVALSHA`: a run's
+    /// first script, after its first try's plain reads), then swallow replies, that
+    /// request's first, as [`Mode::DropReplies`].
+    DropRepliesFrom(&'static str),
     /// Forward both ways, each chunk after this delay.
     Latency(Duration),
     /// Forward both ways, but hold the first request that contains these bytes (a
@@ -185,6 +189,13 @@ fn pump(mut from: TcpStream, mut to: TcpStream, downstream: bool, shared: &Share
             Mode::Pass => true,
             Mode::Blackhole => false,
             Mode::DropReplies => !downstream,
+            Mode::DropRepliesFrom(text) => {
+                let needle = text.as_bytes();
+                if !downstream && buf[..n].windows(needle.len()).any(|w| w == needle) {
+                    *shared.mode.lock().unwrap() = Mode::DropReplies;
+                }
+                true
+            }
             Mode::Latency(delay) => {
                 std::thread::sleep(delay);
                 true
