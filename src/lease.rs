@@ -232,27 +232,7 @@ impl Lease {
         // The request that asks the holder to stop (newest wins, `--supersede
         // running`): who asks.
         let request = self.kind().preempt_request(&who);
-        let mut votes = match self.glance(waiter).await {
-            Some(votes) => votes,
-            None => self.vote(meta, waiter, &who, &request).await,
-        };
-        // A calendar slot computed from this host's clock that the server's time is not
-        // in: once more, from the server's time (a host whose clock is off by more than
-        // the slot pays the round trip again, never runs for another slot).
-        for _ in 0..2 {
-            let Some(server_ms) = votes
-                .other_slot
-                .filter(|_| votes.yes < self.nodes().quorum())
-            else {
-                break;
-            };
-            if votes.yes > 0 {
-                let _ = self.release_all(0, None).await;
-            }
-            self.learn_server_time(server_ms);
-            votes = self.vote(meta, waiter, &who, &request).await;
-        }
-        self.learn_server_time(votes.now_ms);
+        let mut votes = self.votes(meta, waiter, &who, &request).await;
         if !votes.told.is_empty() {
             self.told.replace(std::mem::take(&mut votes.told));
         }
@@ -342,6 +322,32 @@ impl Lease {
         let mut who = serde_json::to_value(meta.who()).unwrap_or_default();
         who["since_ms"] = crate::clock::wall_ms().into();
         who.to_string()
+    }
+
+    /// The round's votes: the glance's answer, else the acquire script's on every node;
+    /// a calendar slot computed from this host's clock that the server's time is not in
+    /// is asked again from the server's time (a host whose clock is off pays the round
+    /// trip again, never runs for another slot).
+    async fn votes(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
+        let mut votes = match self.glance(waiter).await {
+            Some(votes) => votes,
+            None => self.vote(meta, waiter, who, request).await,
+        };
+        for _ in 0..2 {
+            let Some(server_ms) = votes
+                .other_slot
+                .filter(|_| votes.yes < self.nodes().quorum())
+            else {
+                break;
+            };
+            if votes.yes > 0 {
+                let _ = self.release_all(0, None).await;
+            }
+            self.learn_server_time(server_ms);
+            votes = self.vote(meta, waiter, who, request).await;
+        }
+        self.learn_server_time(votes.now_ms);
+        votes
     }
 
     /// A first try's glance (see `crate::glance`): one pipeline of reads that answers
