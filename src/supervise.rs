@@ -151,11 +151,7 @@ pub async fn supervise(
 ) -> Outcome {
     let mut sup = Supervisor::new(held, started.group, report, guard);
     let mut listening: Option<RequestFuture<'_>> = None;
-    // Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z).
-    let mut children = started
-        .is_job()
-        .then(|| signal(SignalKind::child()).ok())
-        .flatten();
+    let mut children = job_control_signals(&mut sup, &started);
     let status = loop {
         let nap = clock::sleep_for(sup.tick(clock::now()));
         if listening.is_none() {
@@ -255,6 +251,21 @@ async fn next_request(listening: &mut Option<RequestFuture<'_>>) -> Option<(Pree
         Some(future) => future.await,
         None => std::future::pending().await,
     }
+}
+
+/// Job control: SIGCHLD tells that the command may have been stopped (Ctrl-Z); `None`
+/// when the command is not a job on a terminal. A command stopped before the stream
+/// listened (in its first milliseconds: its SIGCHLD came before) is looked for once now.
+fn job_control_signals(
+    sup: &mut Supervisor<'_>,
+    started: &Started,
+) -> Option<tokio::signal::unix::Signal> {
+    if !started.is_job() {
+        return None;
+    }
+    let children = signal(SignalKind::child()).ok()?;
+    sup.job_control(started);
+    Some(children)
 }
 
 /// The next SIGCHLD, or never without a stream.
