@@ -46,10 +46,14 @@ pub mod env {
     /// first start).
     pub const ATTEMPT: &str = "REDLOCK_ATTEMPT";
 
-    /// A run of several names: the variable that holds `name`'s fencing number
-    /// (`REDLOCK_FENCE_<NAME>`), or a pool's slot (`REDLOCK_SLOT_<NAME>`): `base`, `_`,
-    /// and the name in upper case with every character other than A-Z and 0-9 as `_`
-    /// (the name `deploy-slots` gives `FENCE` the suffix `_DEPLOY_SLOTS`).
+    /// The variable that holds `name`'s token (`REDLOCK_TOKEN_<NAME>`), fencing number
+    /// (`REDLOCK_FENCE_<NAME>`) or pool slot (`REDLOCK_SLOT_<NAME>`): `base`, `_`, and
+    /// the name in upper case with every character other than A-Z and 0-9 as `_` (the
+    /// name `deploy-slots` gives `FENCE` the suffix `_DEPLOY_SLOTS`). That is one to
+    /// one only for names of lower-case letters, digits and `-`; any other name (`a.b`,
+    /// `A_B`, `a_b`) gets `_x` and 12 hex digits of its bytes' FNV-1a hash after it
+    /// (`FENCE` then gets `_A_B_x…`), which no name of the first sort can end with (they
+    /// give upper case only): two names never share a variable.
     pub fn of_name(base: &str, name: &[u8]) -> String {
         let upper: String = name
             .iter()
@@ -58,7 +62,22 @@ pub mod env {
                 _ => '_',
             })
             .collect();
-        format!("{base}_{upper}")
+        let plain = !name.is_empty()
+            && name
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+        if plain {
+            return format!("{base}_{upper}");
+        }
+        format!("{base}_{upper}_x{:012x}", fnv1a(name) & 0xffff_ffff_ffff)
+    }
+
+    /// FNV-1a, 64 bits: a fixed, well-spread hash of a name's bytes that every version
+    /// of the tool computes alike (std's hasher is seeded per process).
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
     }
 }
 

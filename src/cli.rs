@@ -85,7 +85,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "REDLOCK_FENCE_<NAME>",
-        "given to the command with several --key names: each name's fencing number (NAME in upper case, other than A-Z and 0-9 as _)",
+        "given to the command: each --key name's fencing number (NAME: the name in upper case, other than A-Z and 0-9 as _; a name with anything but a-z, 0-9 and - also gets _x and 12 hex digits of its hash, so that two names never share a variable)",
     ),
     (
         "REDLOCK_SLOT_<NAME>",

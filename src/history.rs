@@ -94,6 +94,10 @@ pub struct RunRecord {
     /// preempted: that name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<String>,
+    /// A nested run's: the first 8 characters of the token its enclosing run holds
+    /// the name with (the run it ran inside; its own `token` is one of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside: Option<String>,
 }
 
 impl RunRecord {
@@ -314,6 +318,8 @@ struct Head<'a> {
     with: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     ended_by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inside: Option<&'a str>,
 }
 
 /// Who ran what, for an [`Ending`].
@@ -329,6 +335,9 @@ pub struct Run<'a> {
     pub ended_by: Option<&'a str>,
     /// A signal to the wrapper ended the command: the run was asked to end.
     pub stopped: bool,
+    /// A nested run (see `run/nested.rs`): the meta's token is its enclosing run's, so
+    /// its record gets a token of its own and says which run it ran inside.
+    pub inside: bool,
 }
 
 impl Ending {
@@ -336,8 +345,9 @@ impl Ending {
     /// lock `held` (`lost`: the run knows it lost the lock, and exits `status`).
     pub fn of(run: &Run, held: Duration, command_status: u8, status: u8, lost: bool) -> Self {
         let held_ms = held.as_millis() as u64;
+        let own = run.inside.then(|| uuid::Uuid::new_v4().to_string());
         let head = Head {
-            token: &run.meta.token,
+            token: own.as_deref().unwrap_or(&run.meta.token),
             who: run.meta.who(),
             fence: run.fence,
             once_per_ms: run.once_per.and_then(|p| p.fixed_ms()),
@@ -350,6 +360,9 @@ impl Ending {
             stopped: run.stopped,
             with: &run.meta.with,
             ended_by: run.ended_by,
+            inside: own
+                .as_ref()
+                .map(|_| run.meta.token.get(..8).unwrap_or_default()),
         };
         let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{".to_string());
         head.pop();
@@ -437,6 +450,7 @@ mod tests {
             attempt: None,
             ended_by: None,
             stopped: false,
+            inside: false,
         };
         let ending = Ending::of(&run, Duration::from_millis(1500), 3, 3, false);
         // What the release script appends.

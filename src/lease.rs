@@ -13,7 +13,7 @@ use crate::glance::Glance;
 use crate::history::Ending;
 use crate::holder::{Holder, Meta};
 use crate::keys::LockKeys;
-use crate::kinds::LockKind;
+use crate::kinds::{Holders, LockKind};
 use crate::policy::{Completion, Mode};
 use crate::quorum::Nodes;
 use crate::scripts::acquire;
@@ -53,6 +53,18 @@ pub struct Lease {
     /// An `--elect` term with a history: its start pushes a start mark of its own (see
     /// `scripts::started`), so that a term whose wrapper dies is read as vanished.
     pushes_mark: bool,
+    /// A name an enclosing run holds with this lease's token (a nested run, see
+    /// `run/nested.rs`): taken as already held, renewed with the enclosing run's ttl,
+    /// released by the enclosing run; this lease only records its run.
+    inside: Option<Inside>,
+}
+
+/// What a nested run's environment says its enclosing run holds of a name: the pool
+/// slot (1 for other kinds) and the fencing number of that acquisition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inside {
+    pub slot: u32,
+    pub fence: u64,
 }
 
 /// A lease is its session with a kind: what every kind shares is asked of the session.
@@ -90,6 +102,7 @@ impl Lease {
             waits_for_run: Cell::new(false),
             server_ahead_ms: Cell::new(0),
             pushes_mark: false,
+            inside: None,
         }
     }
 
@@ -128,6 +141,17 @@ impl Lease {
     pub fn of_kind(mut self, kind: LockKind) -> Self {
         self.kind = kind;
         self
+    }
+
+    /// A name an enclosing run holds with this lease's token (see [`Inside`]).
+    pub fn inside(mut self, inside: Inside) -> Self {
+        self.inside = Some(inside);
+        self
+    }
+
+    /// Whether an enclosing run holds the name with this lease's token.
+    pub fn is_inside(&self) -> bool {
+        self.inside.is_some()
     }
 
     /// Whether the run's start pushes a start mark of its own to the history (an
@@ -223,6 +247,9 @@ impl Lease {
     /// round from a quorum; a key of another type is an error naming its type. A
     /// `waiter` joins the lock's waiters when it finds it busy (see [`Waiter`]).
     pub async fn acquire(&self, meta: &Meta, waiter: Option<&Waiter>) -> Result<Acquire> {
+        if let Some(inside) = self.inside.filter(|_| !self.takes_inside_by_script()) {
+            return self.take_inside(inside).await;
+        }
         let t_sent = crate::clock::now();
         let who = if self.kind().records_who_waits() {
             Self::who_waits(meta)
@@ -264,6 +291,44 @@ impl Lease {
             return Ok(Acquire::Acquired { t_sent });
         }
         self.not_granted(votes, waiter).await
+    }
+
+    /// Whether a nested run takes a name its enclosing run holds through the kind's
+    /// acquire script (which finds it already its token's and answers the completion
+    /// checks): a lock held by its key alone. A pool's slot and a share are taken as
+    /// the environment says ([`Lease::take_inside`]); the run refuses completion flags
+    /// for them (`run/nested.rs`).
+    fn takes_inside_by_script(&self) -> bool {
+        self.kind().slots() == 1 && self.kind().holders() == Holders::Key
+    }
+
+    /// A nested run's take of a pool slot or a share its enclosing run holds: the
+    /// grant is what the environment says, and a renewal with the enclosing run's
+    /// token starts this lease's clock (the lease ends no later than that renewal's
+    /// ttl, whatever the enclosing run last sent).
+    async fn take_inside(&self, inside: Inside) -> Result<Acquire> {
+        let slot = inside.slot.max(1);
+        self.set_grant(Grant {
+            fence: inside.fence,
+            server_ms: 0,
+            slot,
+            keys: self.kind().held_keys(self.name_keys(), slot, self.token()),
+            attempt: 0,
+            rerun_of: String::new(),
+        });
+        match self.renew().await {
+            Renew::Renewed { t_sent } | Renew::Preempt { t_sent, .. } => {
+                Ok(Acquire::Acquired { t_sent })
+            }
+            Renew::Lost(_) => Err(Error::new(
+                ErrorKind::Lost,
+                format!(
+                    "lock {}: the enclosing run no longer holds it",
+                    self.keys().display_name()
+                ),
+            )),
+            Renew::Unknown(e) => Err(e),
+        }
     }
 
     /// A quorum granted the lock in time: over several nodes its fencing number is
@@ -363,6 +428,7 @@ impl Lease {
             && matches!(self.kind, LockKind::Plain)
             && self.once_key.is_none()
             && self.nodes().given() == 1
+            && self.inside.is_none()
             && !node.is_cluster();
         if !serves {
             return None;
@@ -560,7 +626,7 @@ impl Lease {
     /// Whether `redlock preempt` can ask this holder to stop, so it waits for the
     /// request between renewals ([`Lease::listen`]).
     pub fn can_be_asked(&self) -> bool {
-        self.kind().can_be_asked()
+        self.kind().can_be_asked() && self.inside.is_none()
     }
 
     /// In a fair queue: this run's place (1-based) and the queue's length, as the last
@@ -569,15 +635,47 @@ impl Lease {
         self.place.get().filter(|(place, _)| *place > 0)
     }
 
+    /// A nested run's release ([`Inside`]): the name stays its enclosing run's; the
+    /// run's record is written where its ending says (a lock held by its key: the
+    /// release script's record, see `scripts::release`), nothing else. A give-back
+    /// (no ending) and a share (whose record would need the share's own release)
+    /// write nothing.
+    async fn record_inside(&self, ending: Option<&Ending>) -> Result<Release> {
+        let Some(ending) = ending.filter(|_| self.kind().holders() == Holders::Key) else {
+            return Ok(Release::Deleted);
+        };
+        let request = release::Request {
+            keys: self.keys(),
+            wakes_head: false,
+            token: self.token(),
+            keep_ms: 0,
+            inside: true,
+            retain_ms: self.retain_ms(),
+            once_per: self.start_mark() != StartMark::None,
+            once_key: self.once_key.as_deref(),
+            record: Some(ending.record()),
+        };
+        let call = request.call(false);
+        let released = self.session.release(&call, &call).await;
+        match released.error {
+            Some(e) if released.outcome == Release::NotHeld => Err(e),
+            _ => Ok(released.outcome),
+        }
+    }
+
     /// Releases on every node; with `keep_ms`, leaves the key ours for that long instead.
     /// A delete wakes one waiter, if any. With an `ending`, the run is recorded in the
     /// lock's history on every node, in the same script (see `scripts::release`).
     pub async fn release_all(&self, keep_ms: u64, ending: Option<&Ending>) -> Result<Release> {
+        if self.inside.is_some() {
+            return self.record_inside(ending).await;
+        }
         let request = release::Request {
             keys: self.keys(),
             wakes_head: self.kind().release_wakes_head(),
             token: self.token(),
             keep_ms,
+            inside: false,
             retain_ms: self.retain_ms(),
             once_per: self.start_mark() != StartMark::None,
             once_key: self.once_key.as_deref(),

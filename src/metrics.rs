@@ -126,8 +126,8 @@ pub struct Metrics {
     path: PathBuf,
     name: String,
     facts: Mutex<RunFacts>,
-    /// A run nested in a holder of its lock writes nothing: the file is the enclosing
-    /// run's (which it may share through `REDLOCK_METRICS`).
+    /// A run nested in a holder of its lock that shares the enclosing run's file
+    /// (through `REDLOCK_METRICS`) writes nothing: the file is the enclosing run's.
     nested: std::sync::atomic::AtomicBool,
 }
 
@@ -144,7 +144,14 @@ impl Metrics {
         }
     }
 
-    /// This run runs inside a holder of its lock: it leaves the file alone.
+    /// Whether this file is the one a nested run's enclosing run writes: the path our
+    /// environment's `REDLOCK_METRICS` names, which the enclosing run passed on.
+    pub fn is_inherited(&self) -> bool {
+        std::env::var_os("REDLOCK_METRICS").is_some_and(|p| p == self.path.as_os_str())
+    }
+
+    /// This run runs inside a holder of its lock and shares its file: it leaves the
+    /// file alone.
     pub fn nested(&self) {
         self.nested
             .store(true, std::sync::atomic::Ordering::Relaxed);

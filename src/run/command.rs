@@ -51,9 +51,9 @@ pub(super) fn obituary(run: &Run<'_>) -> Obituary {
 /// The lock's environment for the command: key, name, token, ttl and fencing number;
 /// the slot of a semaphore; the slot's start of a `--once-per` run; the attempt of a
 /// `--once-per` or `--once-id` run. A run of several names gives the first name's as
-/// these, and each name's fencing number as `REDLOCK_FENCE_<NAME>`. Every run gives each
-/// name's token as `REDLOCK_TOKEN_<NAME>` and a pool's slot as `REDLOCK_SLOT_<NAME>`
-/// (see [`env::of_name`]): a nested run finds every name it holds by them.
+/// these. Every run gives each name's token as `REDLOCK_TOKEN_<NAME>`, its fencing
+/// number as `REDLOCK_FENCE_<NAME>` and a pool's slot as `REDLOCK_SLOT_<NAME>` (see
+/// [`env::of_name`]): a nested run finds every name it holds by them.
 fn lock_env(held: &Held<'_>) -> Vec<(String, OsString)> {
     let lease = held.lease;
     let mut envs: Vec<(String, OsString)> = vec![
@@ -84,10 +84,8 @@ fn lock_env(held: &Held<'_>) -> Vec<(String, OsString)> {
     for member in std::iter::once(lease).chain(held.also) {
         let name = &member.keys().name;
         envs.push((env::of_name(env::TOKEN, name), member.token().into()));
-        if !held.also.is_empty() {
-            let fence = member.fence().to_string().into();
-            envs.push((env::of_name(env::FENCE, name), fence));
-        }
+        let fence = member.fence().to_string().into();
+        envs.push((env::of_name(env::FENCE, name), fence));
         if member.is_semaphore() {
             let slot = member.slot().to_string().into();
             envs.push((env::of_name(env::SLOT, name), slot));

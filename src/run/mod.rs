@@ -95,14 +95,14 @@ async fn stages(config: RunConfig, report: &Reporter) -> Step<u8> {
     let head = run.queue_locally().await?;
     let slot = splay::splay(&mut run).await?;
     let lease = run.connect().await?;
-    let lease = nested::run_if_nested(&mut run, lease).await?;
+    let mut leases = nested::leases(&mut run, lease).await?;
     if let Some(slot) = slot {
-        lease.pin_slot(slot);
+        leases[0].pin_slot(slot);
     }
     if run.config.policy.elect.is_some() {
+        let lease = leases.into_iter().next().expect("a run has a name");
         return elect::elect(&mut run, lease, head).await;
     }
-    let mut leases = set::leases(&run, lease);
     term::term(&mut run, &mut leases, head).await
 }
 
@@ -209,8 +209,21 @@ impl<'r> Run<'r> {
         keys: crate::keys::LockKeys,
         mode: Mode,
     ) -> Lease {
+        self.lease_as(nodes, keys, mode, new_token(), self.config.budget.ttl)
+    }
+
+    /// The lease of `keys`, a lock of `mode`, with `token`, renewed to `ttl`, over
+    /// `nodes` (a nested run's lease of a name its enclosing run holds has that run's).
+    fn lease_as(
+        &self,
+        nodes: crate::quorum::Nodes,
+        keys: crate::keys::LockKeys,
+        mode: Mode,
+        token: String,
+        ttl: std::time::Duration,
+    ) -> Lease {
         let config = &self.config;
-        Lease::new(nodes, keys, config.budget.ttl, new_token())
+        Lease::new(nodes, keys, ttl, token)
             .completion(config.policy.completion.clone())
             .retain(config.retain)
             // An `--elect` term, an `--once-id` run, is a record from its start: one

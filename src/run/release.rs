@@ -57,6 +57,7 @@ pub(super) async fn release_after(
         attempt: lease.attempt(),
         ended_by,
         stopped,
+        inside: lease.is_inside(),
     };
     let held = crate::clock::now().saturating_sub(acquired_at);
     let Some(lost) = lost else {

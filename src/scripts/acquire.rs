@@ -452,7 +452,9 @@ end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then return foreign('lock', KEYS[1]) end
 if holder == token then
-  return {2, refresh(KEYS[1], KEYS[2], ttl), now_ms(), 1}
+  local fence = refresh(KEYS[1], KEYS[2], ttl)
+  mark_again(KEYS[6], ARGV[5], ARGV[6], attempt, after)
+  return {2, fence, now_ms(), 1, attempt or 0, after or ''}
 end
 if heartbeat > 0 then
   if shared then
@@ -476,7 +478,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("90d1f23b1a1a15e5effebeb58f8fa2285baad8fb", || {
+pub static PLAIN: Lua = Lua::new("6b763c9774d65cafc765d16486f1dbb84b3fbce9", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -158,7 +158,9 @@ local function once_id(key, attempts, lock, rerun)
   if running then
     local ok, run = pcall(cjson.decode, running)
     if ok and type(run) == 'table' and type(run.token) == 'string' then
-      if redis.pcall('GET', lock) == run.token then
+      -- The caller's own token (a nested run inside the ID's run) is not another run
+      -- in progress.
+      if run.token ~= ARGV[1] and redis.pcall('GET', lock) == run.token then
         if rerun < 2 then return {-7, 0, running, now_ms()} end
         return nil, starts + 1, ''
       end
@@ -179,5 +181,20 @@ local function mark(history, period, retain, attempt, after)
   if type(redis.pcall('LPUSH', history, start)) == 'number' then
     redis.call('PEXPIRE', history, retain)
   end
+end
+-- A try that finds the lock already its token's (a nested run, whose enclosing run
+-- holds the name with that token; or a try after its own grant's lost reply) marks its
+-- grant only when no start mark of the token is among the newest records: a nested run
+-- is a run of the slot of its own, a retry never pushes a second mark.
+local function mark_again(history, period, retain, attempt, after)
+  if period == '0' then return end
+  local recent = redis.pcall('LRANGE', history, 0, 9)
+  if type(recent) == 'table' then
+    local start = '{"token":"' .. ARGV[1] .. '","start_ms":'
+    for _, record in ipairs(recent) do
+      if string.sub(record, 1, #start) == start and string.find(record, '"running":true', 1, true) then return end
+    end
+  end
+  mark(history, period, retain, attempt, after)
 end
 "#;

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("140e5d30d79d4e8ccc921a1174e8a37429794548", || {
+pub static SEMAPHORE: Lua = Lua::new("4c68de9aa791ddbb3149846543d7ecb2a338c308", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("6ff5d86fdb31e5e94b48840c2ec2ad6b795af5a7", || {
+pub static NEWEST: Lua = Lua::new("c1d1dde1af9271d48e4e828f73dec954b6a12529", || {
     NEWEST_TEXT.as_str()
 });
 

@@ -91,7 +91,9 @@ end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) == 'table' then return foreign('lock', KEYS[1]) end
 if holder == token then
-  return {2, refresh(KEYS[1], KEYS[2], ttl), now, 1}
+  local fence = refresh(KEYS[1], KEYS[2], ttl)
+  mark_again(KEYS[6], ARGV[5], ARGV[6], attempt, after)
+  return {2, fence, now, 1, attempt or 0, after or ''}
 end
 if heartbeat > 0 then
   if not redis.call('ZSCORE', KEYS[3], token) then
@@ -134,7 +136,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("87fd173432b5d32eedf96570a80a138118bd85d7", || {
+pub static FAIR: Lua = Lua::new("9fc9b07807f7cb7afca0ac0b610514d145dc1044", || {
     FAIR_TEXT.as_str()
 });
 

@@ -14,7 +14,7 @@ use crate::redis::reply::{array, int, string};
 /// KEYS: lock, meta, waiters, wake, history, queue, mode, and with `--once-id` the ID's
 /// record (`done` is set to the run's record when it succeeded; its `run`, this run's
 /// start mark, is removed: an ended run is never taken for a vanished one; a give-back,
-/// without a record, also takes back the start its token counted there). ARGV: token, keep ms (0 = delete),
+/// without a record, also takes back the start its token counted there). ARGV: token, keep ms (0 = delete; `inside`: a nested run, which only records its run),
 /// wake ttl ms (0: wake nobody on this node), '1' for a fair queue's lock, retain ms,
 /// '1' for a run with a start mark (`--once-per`, an `--elect` term: the mark is removed first), then the run's record: history size (0: record nothing), the record's JSON without
 /// its closing brace, held ms, start ms (the acquisition's server time; 0: unknown,
@@ -131,6 +131,9 @@ if KEYS[8] then
     redis.call('HDEL', KEYS[8], 'run')
   end
 end
+-- A nested run's release (keep 'inside'): its enclosing run holds the name with this
+-- token and releases it; the nested run only records its run, and touches nothing else.
+if ARGV[2] == 'inside' then return {ours and 1 or 0, ''} end
 if not ours then
   if ours_meta then
     redis.call('DEL', KEYS[2])
@@ -188,7 +191,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("a537a875be7ebe23d64cb3c6fd5fc374fbf0c59d", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("fa6afab0636619c1da60aa3ed0737d01733a0047", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -243,6 +246,9 @@ pub struct Request<'a> {
     pub token: &'a str,
     /// `--hold-min`: keep the key ours this long instead of deleting it (0: delete).
     pub keep_ms: u64,
+    /// A nested run's release: the enclosing run holds the name with this token and
+    /// releases it; this one only records its run (`keep_ms` is not used).
+    pub inside: bool,
     pub retain_ms: u64,
     /// A run with a start mark in the history (`--once-per`, an `--elect` term): the
     /// mark is removed.
@@ -266,9 +272,13 @@ impl Request<'_> {
             .collect();
         let mut call = invocation(&RELEASE, &keys);
         let fair = if self.wakes_head { "1" } else { "0" };
-        call.arg(self.token)
-            .arg(self.keep_ms)
-            .arg(if waking { WAKE_TTL_MS } else { 0 })
+        call.arg(self.token);
+        if self.inside {
+            call.arg("inside");
+        } else {
+            call.arg(self.keep_ms);
+        }
+        call.arg(if waking { WAKE_TTL_MS } else { 0 })
             .arg(fair)
             .arg(self.retain_ms)
             .arg(if self.once_per { "1" } else { "0" });

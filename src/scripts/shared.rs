@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("7d21a3b5d95db114ee0446fd79ef2551182bee4b", || {
+pub static SHARE: Lua = Lua::new("5a9f50791f0a996fa6a3fb998db53cf6f47d5f5d", || {
     SHARE_TEXT.as_str()
 });
 

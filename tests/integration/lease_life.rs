@@ -633,6 +633,7 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
             wakes_head: false,
             token,
             keep_ms: 0,
+            inside: false,
             retain_ms: 60_000,
             once_per: false,
             once_key: None,

@@ -23,6 +23,7 @@ mod local_queue;
 mod losing;
 mod metrics;
 mod nemesis;
+mod nested;
 mod operators;
 mod paused;
 mod preempt_soon;

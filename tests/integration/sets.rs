@@ -552,7 +552,6 @@ fn bad_sets_are_refused_with_one_line_and_write_nothing() {
             ],
             "given twice",
         ),
-        (&["--key", "a-b", "--key", "A_B"], "REDLOCK_FENCE_A_B"),
         (&["--key", "a", "--key", "b", "--fair"], "--fair"),
         (
             &["--key", "a", "--key", "b", "--once-per", "1m"],

@@ -96,6 +96,7 @@ fn release_writer(redis: &Redis, k: &LockKeys, token: &str) -> Outcome {
         wakes_head: false,
         token,
         keep_ms: 0,
+        inside: false,
         retain_ms: RETAIN,
         once_per: false,
         once_key: None,
