@@ -458,7 +458,11 @@ impl Lease {
                 token: self.token(),
                 ttl_ms: self.ttl_ms(),
                 heartbeat_ms,
-                known_holder: waiter.map_or("", |w| w.known_holder.as_str()),
+                // A nested run knows the holder: itself (`scripts::completion`).
+                known_holder: match &self.inside {
+                    Some(_) => self.token(),
+                    None => waiter.map_or("", |w| w.known_holder.as_str()),
+                },
                 period: &period,
                 max_attempts: self.completion.attempts(),
                 rerun: self.completion.rerun_arg(self.waits_for_run.get()),

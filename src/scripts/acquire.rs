@@ -453,7 +453,9 @@ local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then return foreign('lock', KEYS[1]) end
 if holder == token then
   local fence = refresh(KEYS[1], KEYS[2], ttl)
-  mark_again(KEYS[6], ARGV[5], ARGV[6], attempt, after)
+  -- A nested run (see `completion::once_per`) marks a grant of its own; a try after its
+  -- own grant's lost reply already has its mark.
+  if ARGV[4] == token then mark(KEYS[6], ARGV[5], ARGV[6], attempt, after) end
   return {2, fence, now_ms(), 1, attempt or 0, after or ''}
 end
 if heartbeat > 0 then
@@ -478,7 +480,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("6b763c9774d65cafc765d16486f1dbb84b3fbce9", || {
+pub static PLAIN: Lua = Lua::new("847b15b4dd36dd9713a71b4a203298b6e8f7d6e6", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -72,6 +72,10 @@ local function once_per(history, period, lock, attempts, rerun, pin)
   if period == '0' then return nil end
   local waiting = rerun >= 2
   rerun = rerun % 2 == 1
+  -- A nested run (its enclosing run holds the lock with the caller's token, said by a
+  -- known holder that is the caller itself): the enclosing run's start mark in the
+  -- slot is the slot's run in progress, never waited for.
+  local nested = ARGV[4] == ARGV[1]
   local now = now_ms()
   local slot = slot_of(period, now)
   if pin > 0 and slot ~= pin then return {-11, pin} end
@@ -103,10 +107,10 @@ local function once_per(history, period, lock, attempts, rerun, pin)
         -- in the slot is an attempt; `attempts` of them close it ({-8}).
         if ok and type(run) == 'table' and type(run.start_ms) == 'number' then
           if type(run.end_ms) == 'number' and run.end_ms < slot then done = true break end
-          if run.start_ms >= slot and run.token ~= ARGV[1] then
+          if run.start_ms >= slot and (run.token ~= ARGV[1] or nested) then
             if run.running == true then
               if redis.pcall('GET', lock) == run.token then
-                if not waiting then return {-7, slot, record, now} end
+                if not waiting or nested then return {-7, slot, record, now} end
                 in_progress = true
               elseif run.started ~= false then
                 if not rerun then
@@ -158,10 +162,10 @@ local function once_id(key, attempts, lock, rerun)
   if running then
     local ok, run = pcall(cjson.decode, running)
     if ok and type(run) == 'table' and type(run.token) == 'string' then
-      -- The caller's own token (a nested run inside the ID's run) is not another run
-      -- in progress.
-      if run.token ~= ARGV[1] and redis.pcall('GET', lock) == run.token then
-        if rerun < 2 then return {-7, 0, running, now_ms()} end
+      if redis.pcall('GET', lock) == run.token then
+        -- A nested run inside the ID's own run (its token is the caller's) is skipped
+        -- as in progress: waiting would be waiting for its own holder.
+        if rerun < 2 or run.token == ARGV[1] then return {-7, 0, running, now_ms()} end
         return nil, starts + 1, ''
       end
       -- Its release takes an ended run out (`scripts::release`): this one vanished.
@@ -181,20 +185,5 @@ local function mark(history, period, retain, attempt, after)
   if type(redis.pcall('LPUSH', history, start)) == 'number' then
     redis.call('PEXPIRE', history, retain)
   end
-end
--- A try that finds the lock already its token's (a nested run, whose enclosing run
--- holds the name with that token; or a try after its own grant's lost reply) marks its
--- grant only when no start mark of the token is among the newest records: a nested run
--- is a run of the slot of its own, a retry never pushes a second mark.
-local function mark_again(history, period, retain, attempt, after)
-  if period == '0' then return end
-  local recent = redis.pcall('LRANGE', history, 0, 9)
-  if type(recent) == 'table' then
-    local start = '{"token":"' .. ARGV[1] .. '","start_ms":'
-    for _, record in ipairs(recent) do
-      if string.sub(record, 1, #start) == start and string.find(record, '"running":true', 1, true) then return end
-    end
-  end
-  mark(history, period, retain, attempt, after)
 end
 "#;

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("4c68de9aa791ddbb3149846543d7ecb2a338c308", || {
+pub static SEMAPHORE: Lua = Lua::new("d38c2dc1506e0fb2eaafecef4f7541b00a2fc399", || {
     SEMAPHORE_TEXT.as_str()
 });
 

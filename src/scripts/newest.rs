@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("c1d1dde1af9271d48e4e828f73dec954b6a12529", || {
+pub static NEWEST: Lua = Lua::new("86c562217fa690b0c1347ccfc1276d85b4baf397", || {
     NEWEST_TEXT.as_str()
 });
 

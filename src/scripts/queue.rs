@@ -92,7 +92,9 @@ local holder = redis.pcall('GET', KEYS[1])
 if type(holder) == 'table' then return foreign('lock', KEYS[1]) end
 if holder == token then
   local fence = refresh(KEYS[1], KEYS[2], ttl)
-  mark_again(KEYS[6], ARGV[5], ARGV[6], attempt, after)
+  -- A nested run (see `completion::once_per`) marks a grant of its own; a try after its
+  -- own grant's lost reply already has its mark.
+  if ARGV[4] == token then mark(KEYS[6], ARGV[5], ARGV[6], attempt, after) end
   return {2, fence, now, 1, attempt or 0, after or ''}
 end
 if heartbeat > 0 then
@@ -136,7 +138,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("9fc9b07807f7cb7afca0ac0b610514d145dc1044", || {
+pub static FAIR: Lua = Lua::new("904c8f70fde3a6c03871b2741a96f5f48cf44799", || {
     FAIR_TEXT.as_str()
 });
 

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("5a9f50791f0a996fa6a3fb998db53cf6f47d5f5d", || {
+pub static SHARE: Lua = Lua::new("ea750a3247b33080a5633be77ffc285de9aa43da", || {
     SHARE_TEXT.as_str()
 });
 

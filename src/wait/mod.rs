@@ -397,6 +397,7 @@ impl<'a> Waiter<'a> {
             && completion.once_per.is_some()
             && completion.waits_for_run_in_progress()
             && !self.lease.waits_for_run()
+            && !self.lease.is_inside()
     }
 
     /// From now on, the slot's run in progress is waited for: the try is for its slot

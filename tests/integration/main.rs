@@ -24,6 +24,7 @@ mod losing;
 mod metrics;
 mod nemesis;
 mod nested;
+mod nesting;
 mod operators;
 mod paused;
 mod preempt_soon;

@@ -339,3 +339,25 @@ fn a_nested_run_writes_a_metrics_file_of_its_own() {
     let text = std::fs::read_to_string(&own).unwrap_or_default();
     assert!(text.contains("redlock_running{name=\"m\"} 0"), "{text}");
 }
+
+/// A nested run of the slot or ID its enclosing run is the run of is that run in
+/// progress: skipped at once (75), never a second run in the slot and never a wait for
+/// its own holder (`--once-id` waits by default).
+#[test]
+fn a_nested_run_inside_its_own_slots_or_ids_run_is_skipped_at_once() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let dir = s.path("");
+    let ran = s.path("ran");
+    let job = format!("echo x >> {}", ran.display());
+    for (tag, flags) in [("id", "--once-id i9"), ("slot", "--once-per 1d")] {
+        let name = format!("own-{tag}");
+        let line = nested(&redis, &dir, tag, &format!("--key {name} {flags}"), &job);
+        let mut args = vec!["--key", name.as_str()];
+        args.extend(flags.split(' '));
+        let (status, err) = enclosing(&redis, &args, &format!("{job}; {line}"));
+        assert_eq!(status, 0, "{err}");
+    }
+    assert_eq!(statuses(&dir), ["id 75", "slot 75"]);
+    assert_eq!(lines(&ran), 2, "a second run in a slot or of an ID");
+}
