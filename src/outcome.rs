@@ -380,6 +380,10 @@ pub fn markdown() -> String {
 fn seen_by_top_and_status(outcome: Outcome, words: Option<&str>) -> String {
     match (outcome, words) {
         (Outcome::Running, _) => "held: the holder, its host, pid and since".to_string(),
+        // `top` says it in one word, dated by its start, so that when shows at 80 columns.
+        (Outcome::Vanished, Some(words)) => {
+            format!("last run: {words} (`top`: vanished, dated by its start)")
+        }
         (_, Some(words)) => format!("last run: {words}"),
         (_, None) => "–".to_string(),
     }
