@@ -3,7 +3,7 @@
 //! (see [`recorded_command`]). Text only: nothing here reads a process or Redis.
 
 /// The command line recorded in metadata, quoted as a shell would need it, with the
-/// values of secrets replaced by `***`, cut to 256 characters. With `program_only`,
+/// values of secrets replaced by `***`, cut to 256 characters (the last one `…`). With `program_only`,
 /// just the program name.
 ///
 /// What is masked (and nothing else, so that the line still says what runs):
@@ -22,7 +22,14 @@ pub fn recorded_command(argv: &[String], program_only: bool) -> String {
         return argv.first().cloned().unwrap_or_default();
     }
     let line = crate::error::one_line(&shell_words::join(redact_words(argv)));
-    line.chars().take(256).collect()
+    if line.chars().count() <= 256 {
+        return line;
+    }
+    // Cut, and said to be: a line cut bare reads as whole, and in `status`'s `(cmd)` of
+    // a semaphore's slot its last `)` passed for the command's own (issue 60).
+    let mut cut: String = line.chars().take(255).collect();
+    cut.push('…');
+    cut
 }
 
 /// The words of a command line with their secrets masked. A word naming a program

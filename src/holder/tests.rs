@@ -63,7 +63,24 @@ fn recorded_command_hides_secrets() {
     assert!(line.ends_with("--verbose file"));
     assert_eq!(recorded_command(&argv, true), "mysql");
     let long = vec!["x".repeat(1000)];
-    assert_eq!(recorded_command(&long, false).len(), 256);
+    assert_eq!(recorded_command(&long, false).chars().count(), 256);
+}
+
+/// (issue 60, item 6) A command line cut to 256 characters says it was cut: cut bare,
+/// `status` showed a semaphore's slot as `(sh -c '… - $t)/1000000 ))`, its text cut
+/// mid-way and the slot's closing parenthesis read as the command's.
+#[test]
+fn a_command_line_cut_says_so() {
+    let script = format!(
+        "{}; echo $(( ($(date +%s%N) - $t)/1000000 ))",
+        "sleep 1; ".repeat(40)
+    );
+    let argv = ["sh".to_string(), "-c".to_string(), script];
+    let line = recorded_command(&argv, false);
+    assert_eq!(line.chars().count(), 256);
+    assert!(line.ends_with('…'), "{line}");
+    let short = ["sh".to_string(), "-c".to_string(), "sleep 1".to_string()];
+    assert_eq!(recorded_command(&short, false), "sh -c 'sleep 1'");
 }
 
 /// Each line: the command as typed, and as recorded.
