@@ -295,7 +295,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__forget)
-            opts="-h --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --help"
+            opts="-h --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -313,10 +313,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -326,6 +322,10 @@ _redlock() {
                     return 0
                     ;;
                 --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -547,7 +547,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__history)
-            opts="-n -h --limit --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --timeline --since --help"
+            opts="-n -h --limit --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --timeline --since --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -573,10 +573,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -593,6 +589,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -601,7 +601,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__leader)
-            opts="-h --watch --is-me --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            opts="-h --watch --is-me --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -619,10 +619,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -632,6 +628,10 @@ _redlock() {
                     return 0
                     ;;
                 --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -643,7 +643,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__list)
-            opts="-h --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            opts="-h --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -661,10 +661,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -677,6 +673,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -685,7 +685,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__preempt)
-            opts="-h --signal --wait --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            opts="-h --signal --wait --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -711,10 +711,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -727,6 +723,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -735,7 +735,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-h --token --force --if-dead --slot --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --help"
+            opts="-h --token --force --if-dead --slot --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -761,10 +761,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -774,6 +770,10 @@ _redlock() {
                     return 0
                     ;;
                 --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -984,7 +984,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-h --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --local-dir --help"
+            opts="-h --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --json --local-dir --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -999,10 +999,6 @@ _redlock() {
                     return 0
                     ;;
                 --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1025,6 +1021,10 @@ _redlock() {
                     fi
                     return 0
                     ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1033,7 +1033,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__top)
-            opts="-n -h --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --interval --once --help"
+            opts="-n -h --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --interval --once --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1048,10 +1048,6 @@ _redlock() {
                     return 0
                     ;;
                 --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1075,6 +1071,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --node-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1083,7 +1083,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__wait)
-            opts="-t -q -h --timeout --redis --redis-url-file --prefix --node-timeout --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --quiet --help"
+            opts="-t -q -h --timeout --redis --redis-url-file --prefix --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify --quiet --node-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1109,10 +1109,6 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --node-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1122,6 +1118,10 @@ _redlock() {
                     return 0
                     ;;
                 --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

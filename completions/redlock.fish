@@ -94,21 +94,21 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Pr
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l local-dir -d 'Directory of the host-local queue whose waiters to count, as the runs were given it [default: $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID]' -r -f -a "(__fish_complete_directories)"
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print JSON (one object per line)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand list" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print JSON (one object per line)'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -117,10 +117,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l slot -d 'The
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Remove the lock whoever holds it (says whose lock it was)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-dead -d 'Remove the lock only on proof that its holder is gone: its process recorded exactly (not `acquire`\'s guess), on this machine (host name and boot id), in this PID namespace, and gone (no such process, a zombie, or a reused pid). Anything else, a --hold-min keep included, is a refusal (exit 75). On a semaphore without --slot, every slot whose holder is proved gone'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
@@ -159,10 +159,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand wait" -s t -l timeout -d
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand wait" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand wait" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -s q -l quiet -d 'Print nothing but errors'
 complete -c redlock -n "__fish_redlock_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -170,11 +170,11 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l limit -
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l since -d 'With --timeline: how far back to draw, 1m to 365 days [default: from the oldest run shown to now, at a round column width]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print JSON (one object: the name and its runs)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l timeline -d 'Draw the runs: one row per host, time across (UTC), each run a bar shaded by how it ended; NAME may be a pattern (nightly-*) [colours on a terminal, NO_COLOR honoured; the width of the terminal, else $COLUMNS, else 80]'
@@ -182,10 +182,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand forget" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand forget" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand forget" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s k -l key -d 'Lock name whose keys are checked (ACL key patterns, Cluster slot) [default: doctor]' -r
@@ -203,11 +203,11 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand top" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand top" -s n -l interval -d 'Refresh every DURATION, 100ms to 1h [default: 1s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand top" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand top" -l once -d 'Print one frame as text and exit (for scripts; no terminal needed)'
 complete -c redlock -n "__fish_redlock_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -216,20 +216,20 @@ complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l wait -d 'Wai
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -l json -d 'Print JSON'
 complete -c redlock -n "__fish_redlock_using_subcommand preempt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand leader" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand leader" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l watch -d 'Print a line (with --json, a JSON line) now and at every change of leader, until interrupted; changes are seen within 250ms'
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l is-me -d 'Exit 0 when this host leads, 1 when another does or none does (69 when Redis cannot be reached): a readiness probe. The host is REDLOCK_HOST when set, else the machine\'s name, as the runs record it'
 complete -c redlock -n "__fish_redlock_using_subcommand leader" -l tls-insecure-skip-verify -d 'Do not verify the server\'s TLS certificate or name (tests only; warns every run)'

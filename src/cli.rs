@@ -478,6 +478,12 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--node-timeout` of a verb that has no ttl: its default is the default ttl's
+/// (`DEFAULT_TTL` / 15 = 2s), which "ttl/15" would not tell (a unit test holds it).
+fn without_ttl(arg: clap::Arg) -> clap::Arg {
+    arg.help("Timeout of each request to a Redis node, 1ms to 365 days [default: 2s]")
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command while holding a lock (same as redlock-run).
@@ -487,13 +493,22 @@ pub enum Command {
     )]
     Run(Box<RunArgs>),
     /// Show whether locks are held, and by whom.
-    #[command(after_long_help = verb_help(Page::Status))]
+    #[command(
+        after_long_help = verb_help(Page::Status),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Status(StatusArgs),
     /// List the held locks under the prefix.
-    #[command(after_long_help = verb_help(Page::List))]
+    #[command(
+        after_long_help = verb_help(Page::List),
+        mut_arg("node_timeout", without_ttl)
+    )]
     List(ListArgs),
     /// Release a lock: with --token only that holder's, with --force whoever holds it.
-    #[command(after_long_help = verb_help(Page::Release))]
+    #[command(
+        after_long_help = verb_help(Page::Release),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Release(ReleaseArgs),
     /// Take a lock and print its token (for scripts that cannot wrap one command).
     #[command(after_long_help = verb_help(Page::Acquire))]
@@ -502,15 +517,24 @@ pub enum Command {
     #[command(after_long_help = verb_help(Page::Extend))]
     Extend(ExtendArgs),
     /// Wait until a lock is free, without taking it.
-    #[command(after_long_help = verb_help(Page::Wait))]
+    #[command(
+        after_long_help = verb_help(Page::Wait),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Wait(WaitVerbArgs),
     /// Show a lock's last runs (recorded by redlock-run), newest first.
-    #[command(after_long_help = verb_help(Page::History))]
+    #[command(
+        after_long_help = verb_help(Page::History),
+        mut_arg("node_timeout", without_ttl)
+    )]
     History(HistoryArgs),
     /// Delete a free lock's run history, fence counter and --order-key mark now,
     /// instead of --retain after its last use (refused while the lock is held or
     /// waited for).
-    #[command(after_long_help = verb_help(Page::Forget))]
+    #[command(
+        after_long_help = verb_help(Page::Forget),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Forget(ForgetArgs),
     /// Check the Redis a lock depends on: eviction, replica role, persistence, ACL,
     /// clock offset, latency against the ttl.
@@ -522,19 +546,28 @@ pub enum Command {
     #[command(after_long_help = verb_help(Page::Doctor))]
     Doctor(DoctorArgs),
     /// A live view of the locks under the prefix: holders, waiters, slots, last runs.
-    #[command(after_long_help = verb_help(Page::Top))]
+    #[command(
+        after_long_help = verb_help(Page::Top),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Top(TopArgs),
     /// Ask a lock's holder, wherever it runs, to stop gracefully (its command gets
     /// --preempt-signal, SIGKILL after its --kill-after; it releases and exits 80).
     ///
     /// Unlike release --force, the lock stays the holder's until its command has
     /// stopped: never two holders. An --uninterruptible holder is refused (75).
-    #[command(after_long_help = verb_help(Page::Preempt))]
+    #[command(
+        after_long_help = verb_help(Page::Preempt),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Preempt(PreemptArgs),
     /// Who leads an --elect name: host, pid, term (its fencing number), since, its
     /// --announce value; --watch prints a line per change, --is-me answers with the
     /// exit status (a readiness probe).
-    #[command(after_long_help = verb_help(Page::Leader))]
+    #[command(
+        after_long_help = verb_help(Page::Leader),
+        mut_arg("node_timeout", without_ttl)
+    )]
     Leader(LeaderArgs),
     /// Write man pages and shell completions (for packagers and the repository).
     #[command(hide = true)]
@@ -839,4 +872,46 @@ fn after_help() -> String {
         crate::exit::table_text(&crate::exit::table()),
         env_help()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// (issue 60, item 6) `--node-timeout`'s default is "ttl/15, at most 2s" only where
+    /// the verb has a ttl; the verbs without one connect with 2s. Every verb's `--help`
+    /// (and so its man page) said "ttl/15".
+    #[test]
+    fn the_node_timeout_default_names_a_ttl_only_where_there_is_one() {
+        let cli = super::Cli::command();
+        let mut seen = 0;
+        for verb in cli.get_subcommands() {
+            let arg = |id: &str| verb.get_arguments().find(|a| a.get_id() == id);
+            let Some(timeout) = arg("node_timeout") else {
+                continue;
+            };
+            seen += 1;
+            let help = timeout
+                .get_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let has_ttl = arg("ttl").is_some();
+            assert_eq!(
+                help.contains("ttl/15"),
+                has_ttl,
+                "redlock {}: --node-timeout says {help:?}",
+                verb.get_name()
+            );
+            if !has_ttl {
+                assert!(
+                    help.contains("[default: 2s]"),
+                    "{}: {help}",
+                    verb.get_name()
+                );
+            }
+        }
+        assert!(seen >= 12, "{seen} verbs with --node-timeout");
+        let default = crate::timing::default_node_timeout(crate::config::DEFAULT_TTL);
+        assert_eq!(default, std::time::Duration::from_secs(2));
+    }
 }

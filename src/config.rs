@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::exit::Code;
 use crate::keys::{DEFAULT_PREFIX, LockKeys};
 use crate::redis::{DEFAULT_URL, RedisUrl, Tls, apply_tls, split_list};
-use crate::report::human;
+use crate::report::pasteable;
 use crate::timing::{self, Budget, BudgetError};
 use nix::sys::signal::Signal;
 
@@ -179,7 +179,7 @@ fn bounded(range: Range, raw: &str) -> Result<Duration> {
     if d < range.min {
         return Err(Error::usage(format!(
             "{flag} {raw:?} is too short: it must be at least {}",
-            human(range.min)
+            pasteable(range.min)
         )));
     }
     if d > range.max {
@@ -407,22 +407,33 @@ fn tls_options(args: &ConnArgs) -> Result<Tls> {
     })
 }
 
-fn budget_error(b: &Budget, e: BudgetError) -> Error {
-    let h = human;
+/// The budget's flags as the user gave them (`None`: not given, a default).
+#[derive(Debug, Clone, Copy, Default)]
+struct GivenBudget<'a> {
+    ttl: Option<&'a str>,
+    renew_every: Option<&'a str>,
+    kill_after: Option<&'a str>,
+}
+
+/// A budget's refusal: each duration the user gave as given (`--ttl 90s`, not `1m
+/// 30s`; `--ttl 1500ms`, not `1s`), each other one in one word that reads back the same
+/// ([`crate::report::pasteable`]).
+fn budget_error(b: &Budget, e: BudgetError, given: GivenBudget<'_>) -> Error {
+    let said = |d: Duration, raw: Option<&str>| {
+        raw.map_or_else(|| pasteable(d), |raw| crate::report::shown(raw.trim()))
+    };
+    let ttl = said(b.ttl, given.ttl);
+    let renew = said(b.renew_every, given.renew_every);
     match e {
         BudgetError::RenewNotBelowTtl => Error::usage(format!(
-            "--renew-every {} must be shorter than --ttl {}",
-            h(b.renew_every),
-            h(b.ttl)
+            "--renew-every {renew} must be shorter than --ttl {ttl}"
         )),
         BudgetError::DoesNotFit { needed, available } => Error::usage(format!(
-            "--ttl {} is too short: a renewal every {} plus two --node-timeout {} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
-            h(b.ttl),
-            h(b.renew_every),
-            h(b.node_timeout),
-            h(needed),
-            h(available),
-            h(b.kill_after)
+            "--ttl {ttl} is too short: a renewal every {renew} plus two --node-timeout {} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
+            pasteable(b.node_timeout),
+            pasteable(needed),
+            pasteable(available),
+            said(b.kill_after, given.kill_after)
         )),
     }
 }

@@ -299,6 +299,34 @@ impl Holder {
         }
     }
 
+    /// Whether the holder renews its lease while it runs: a wrapper's run in progress
+    /// (its own pid, its run not ended and kept by `--hold-min`) and the shares of a
+    /// `--shared` name. A lock of another client (no metadata), a `redlock acquire`
+    /// (renewed only by `redlock extend`) and a kept lock expire at their ttl.
+    pub fn renews(&self) -> bool {
+        match self.token.as_str() {
+            crate::keys::SHARED => true,
+            crate::keys::WRITER_WAITS => false,
+            _ => self.is_known() && self.pid_from.is_none() && self.kept.is_none(),
+        }
+    }
+
+    /// The lease left as the busy line says it: `lease 29s left, renewed while its
+    /// command runs` for a holder that [renews](Self::renews) (not free in 29 s), else
+    /// `expires in 29s`; empty for a key without a ttl.
+    pub fn lease_note(&self) -> String {
+        let Some(left) = self.ttl_left.map(human) else {
+            return String::new();
+        };
+        match (self.renews(), self.token.as_str()) {
+            (true, crate::keys::SHARED) => {
+                format!(", lease {left} left, renewed while their commands run")
+            }
+            (true, _) => format!(", lease {left} left, renewed while its command runs"),
+            (false, _) => format!(", expires in {left}"),
+        }
+    }
+
     /// One-phrase description: `host pid 42 (./job.sh) for 3m 12s` or `an unknown holder`.
     pub fn describe(&self, now_ms: u64) -> String {
         match self.token.as_str() {

@@ -530,7 +530,8 @@ fn render_held(text: &mut Text, facts: &RunFacts, acquired_s: f64, end: Option<&
     }
 }
 
-/// The series of the try that just ended; when it was a success, its time.
+/// The series of the try that just ended; when it was a success (its command exited 0,
+/// stopped on request or not), its time.
 fn render_try(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
     let outcome = facts.outcome(end);
     let [(outcomes, help), (tried, tried_help)] = TRIED;
@@ -545,7 +546,10 @@ fn render_try(text: &mut Text, facts: &RunFacts, end: &Ending) -> Option<f64> {
         .collect();
     text.gauge(outcomes, help, &rows);
     text.one(tried, tried_help, seconds(end.end_s));
-    (outcome == Outcome::Ran && end.status == 0).then_some(end.end_s)
+    // A stop whose command exited 0 closes its `--once-per` slot as a run does (the
+    // acquire script reads the status), so it is the slot's success here too.
+    let success = matches!(outcome, Outcome::Ran | Outcome::Stopped) && end.status == 0;
+    success.then_some(end.end_s)
 }
 
 /// Holds an exclusive `flock(2)` of the directory of `path` while it lives (nothing
@@ -709,6 +713,30 @@ mod tests {
         assert!(ok.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 110.000\n"));
         let failed = render("job", &facts(), Some(&end(1)), &before(50.0));
         assert!(failed.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 50.000\n"));
+    }
+
+    /// (issue 58, item 4) A stopped run whose command exited 0 closes its `--once-per`
+    /// slot (the acquire script reads exit 0 as the slot's success), so it is the
+    /// slot's success here too: it was no success, and `RedlockJobMissed` fired for a
+    /// nightly job that `systemctl stop` ended cleanly. A stop that exits non-zero
+    /// leaves the slot open and is no success.
+    #[test]
+    fn a_stop_whose_command_exits_0_is_a_success() {
+        let before = Previous {
+            text: "redlock_last_success_timestamp_seconds{name=\"job\"} 50\n".into(),
+            name: "job".into(),
+        };
+        let stopped = |status: u8| RunFacts {
+            stopped: true,
+            command_status: Some(status),
+            ..facts()
+        };
+        let clean = render("job", &stopped(0), Some(&end(0)), &before);
+        assert!(clean.contains("redlock_last_outcome{name=\"job\",outcome=\"stopped\"} 1\n"));
+        assert!(clean.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 110.000\n"));
+        let killed = render("job", &stopped(143), Some(&end(143)), &before);
+        assert!(killed.contains("redlock_last_outcome{name=\"job\",outcome=\"stopped\"} 1\n"));
+        assert!(killed.contains("redlock_last_success_timestamp_seconds{name=\"job\"} 50.000\n"));
     }
 
     #[test]

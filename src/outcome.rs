@@ -32,7 +32,9 @@ pub enum Outcome {
     /// Asked to stop for a newer run (`--supersede running`, `redlock preempt`).
     Preempted,
     /// Asked to end: a signal to the wrapper (INT, TERM, HUP, QUIT: `systemctl stop`,
-    /// Ctrl-C, a CI cancel) reached the command, which ended.
+    /// a CI cancel) reached the command, which ended, or the command died of the
+    /// terminal's Ctrl-C or `Ctrl-\`. A success when its command exited 0 (as for
+    /// `Ran`: the status closes a `--once-per` slot, and the metrics follow it).
     Stopped,
     /// The run failed before its command could run (Redis unreachable, a usage error,
     /// a signal while waiting).
@@ -215,7 +217,7 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         outcome: Outcome::Stopped,
-        name: "stopped: the wrapper was asked to end (a signal: INT, TERM, HUP, QUIT), passed it on, and the command ended",
+        name: "stopped: the wrapper was asked to end (a signal: INT, TERM, HUP, QUIT), passed it on, and the command ended; or the command died of the terminal's Ctrl-C or `Ctrl-\\`. Its command exiting 0 is a success: it closes the `--once-per` slot or `--once-id` and is the metrics' last success; non-zero is none and leaves them open",
         status: Status::Command,
         event: Some(Event::Exited),
         metric: Some("stopped"),
@@ -378,6 +380,10 @@ pub fn markdown() -> String {
 fn seen_by_top_and_status(outcome: Outcome, words: Option<&str>) -> String {
     match (outcome, words) {
         (Outcome::Running, _) => "held: the holder, its host, pid and since".to_string(),
+        // `top` says it in one word, dated by its start, so that when shows at 80 columns.
+        (Outcome::Vanished, Some(words)) => {
+            format!("last run: {words} (`top`: vanished, dated by its start)")
+        }
         (_, Some(words)) => format!("last run: {words}"),
         (_, None) => "–".to_string(),
     }

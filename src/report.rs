@@ -177,9 +177,51 @@ pub fn rfc3339(unix_ms: u64) -> String {
         .to_string()
 }
 
+/// A duration as a flag's value, one word that can be pasted after the flag and is
+/// read back as the same duration: `11h30m`, `1d`, `1s500ms`, in the units the
+/// messages list (d, h, m, s, ms). [`human`] writes `11h 30m` (two arguments on a
+/// command line) and `1day`; refusals suggest values with this.
+pub fn pasteable(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".to_string();
+    }
+    let mut out = String::new();
+    let mut left = ms;
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
+        if left >= size {
+            out.push_str(&format!("{}{unit}", left / size));
+            left %= size;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pasteable_duration_is_one_word_read_back_the_same() {
+        for (ms, said) in [
+            (41_400_000, "11h30m"),
+            (86_400_000, "1d"),
+            (1_500, "1s500ms"),
+            (250, "250ms"),
+            (90_000, "1m30s"),
+            (0, "0s"),
+        ] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(pasteable(d), said);
+            assert_eq!(humantime::parse_duration(said).unwrap(), d);
+        }
+    }
 
     #[test]
     fn durations_and_bytes_for_people() {

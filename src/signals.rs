@@ -7,7 +7,9 @@
 //!
 //! - keys typed at the terminal (Ctrl-C, Ctrl-\, window size changes) reach the command's
 //!   group directly from the kernel and never reach the wrapper, so the wrapper forwards
-//!   nothing for them: the command sees Ctrl-C exactly once;
+//!   nothing for them: the command sees Ctrl-C exactly once; a command that dies of
+//!   the terminal's Ctrl-C or `Ctrl-\` was stopped on request all the same, as by a
+//!   signal to the wrapper (`stopped` in the history, the events and the metrics);
 //! - INT, TERM, HUP, QUIT, USR1, USR2 and WINCH that reach the wrapper were sent by a
 //!   process (`kill`, systemd, a CI runner) and are forwarded once, to the command's
 //!   whole process group;

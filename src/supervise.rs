@@ -76,6 +76,18 @@ pub struct Outcome {
     pub signalled: Option<Signal>,
 }
 
+/// The terminal's stop key that ended a command handed the terminal: Ctrl-C (INT) and
+/// `Ctrl-\` (QUIT) reach the command's group from the kernel and never the wrapper (the
+/// rule in `signals.rs`), so a job that died of one of them was stopped at the
+/// terminal, as a `kill -INT` of the wrapper would have stopped it (issue 60). Only a
+/// death by the signal counts: a command that caught it and chose its own status
+/// (`trap 'exit 0' INT`) ended as it chose.
+fn stopped_at_the_terminal(started: &Started, status: ExitStatus) -> Option<Signal> {
+    use std::os::unix::process::ExitStatusExt;
+    let sig = Signal::try_from(status.signal()?).ok()?;
+    (started.is_job() && matches!(sig, Signal::SIGINT | Signal::SIGQUIT)).then_some(sig)
+}
+
 /// A renewal round of every held name: its answer, and the name it is about (the one
 /// lost or failed, else the first).
 type RenewFuture<'a> = Pin<Box<dyn Future<Output = (Renew, String)> + 'a>>;
@@ -192,7 +204,9 @@ pub async fn supervise(
         status,
         lease_end: sup.lease_end(),
         renewed_at: sup.renewed_at(),
-        signalled: sup.signalled,
+        signalled: sup
+            .signalled
+            .or_else(|| stopped_at_the_terminal(&started, status)),
         lost_name: sup.lost_name.clone(),
         lost: sup.into_lost(),
     }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{
-    Conn, HOLD_MIN, KILL_AFTER, LocalDir, MAX_HOLD, MAX_LIMIT, ONCE_PER, RENEW_EVERY, Wait,
-    bounded, bounded_opt, budget_error, busy_code, count, duration, retain, signal, ttl, wait,
+    Conn, GivenBudget, HOLD_MIN, KILL_AFTER, LocalDir, MAX_HOLD, MAX_LIMIT, ONCE_PER, RENEW_EVERY,
+    Wait, bounded, bounded_opt, budget_error, busy_code, count, duration, retain, signal, ttl,
+    wait,
 };
 use crate::cli::{OnLost, RunArgs};
 use crate::error::{Error, Result};
@@ -19,7 +20,6 @@ use crate::keys::LockKeys;
 use crate::period::{Period, Zone};
 use crate::policy::refused::Given;
 use crate::policy::{Completion, Elect, Newest, Policy, Stop};
-use crate::report::human;
 use crate::timing::{self, Budget};
 
 /// A checked `redlock-run` configuration.
@@ -242,19 +242,23 @@ fn ready_file(file: Option<&std::path::Path>) -> Result<Option<std::path::PathBu
 }
 
 /// `--splay D`: shorter than the `--once-per` period (a try must be able to come within
-/// its slot); without `--once-per` the refusal table says so.
-fn splay(raw: Option<&str>, once_per: Option<&Period>) -> Result<Option<Duration>> {
-    let (Some(raw), Some(period)) = (raw, once_per) else {
+/// its slot); without `--once-per` the refusal table says so. The refusal says both
+/// as given (`--once-per` with its `--tz`) and suggests a D that can be pasted.
+fn splay(raw: Option<&str>, once_per: (Option<&str>, Option<&Period>)) -> Result<Option<Duration>> {
+    let (Some(raw), (Some(per), Some(period))) = (raw, once_per) else {
         return Ok(None);
     };
     let d = duration("--splay", raw)?;
     let shortest = period.shortest();
     if d >= shortest {
+        let tz = period.zone().map_or(String::new(), |zone| {
+            format!(" --tz {}", crate::report::shown(&zone.name))
+        });
         return Err(Error::usage(format!(
-            "--splay {} is not shorter than --once-per {}: a try waits up to D into its slot; give a D below the period, e.g. --splay {}",
-            human(d),
-            period.words(),
-            human(shortest / 2)
+            "--splay {} is not shorter than --once-per {}{tz}: a try waits up to D into its slot; give a D below the period, e.g. --splay {}",
+            crate::report::shown(raw.trim()),
+            crate::report::shown(per.trim()),
+            crate::report::pasteable(shortest / 2)
         )));
     }
     Ok(Some(d).filter(|d| !d.is_zero()))
@@ -474,7 +478,10 @@ fn run_policy<'n>(
         max_attempts: asked.max_attempts,
         may_wait: wait != Wait::For(Duration::ZERO),
         once_id: once_id(args.once_id.as_deref())?,
-        splay: splay(args.splay.as_deref(), asked.once_per.as_ref())?,
+        splay: splay(
+            args.splay.as_deref(),
+            (args.once_per.as_deref(), asked.once_per.as_ref()),
+        )?,
     };
     let newest = args
         .supersede
@@ -634,6 +641,13 @@ fn run_budget(args: &RunArgs, conn: &Conn) -> Result<Budget> {
         node_timeout: conn.timeout_for(ttl),
         kill_after,
     };
-    budget.check().map_err(|e| budget_error(&budget, e))?;
+    let given = GivenBudget {
+        ttl: args.ttl.as_deref(),
+        renew_every: args.renew_every.as_deref(),
+        kill_after: args.kill_after.as_deref(),
+    };
+    budget
+        .check()
+        .map_err(|e| budget_error(&budget, e, given))?;
     Ok(budget)
 }

@@ -223,3 +223,61 @@ fn the_command_line_wins_over_the_environment_for_the_local_queue() {
         .is_err()
     );
 }
+
+/// (issue 60, item 5) A refusal says each duration as it was given and suggests only
+/// durations that can be pasted: `--splay 24h` was said "--splay 1day", `--once-per 1d`
+/// "--once-per 1day", `--ttl 90s` "1m 30s", `--ttl 1500ms` "1s", and the suggestion
+/// "e.g. --splay 11h 30m" is two arguments (exit 64 when pasted).
+#[test]
+fn refusals_say_durations_as_given_and_suggest_pasteable_ones() {
+    let base = ["--key", "k", "--redis", "redis://h:1"];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--once-per", "1d", "--splay", "24h"],
+            &["--splay 24h", "--once-per 1d", "e.g. --splay 12h"],
+        ),
+        (
+            &[
+                "--once-per",
+                "day",
+                "--tz",
+                "Europe/Berlin",
+                "--splay",
+                "24h",
+            ],
+            &["--splay 24h", "--once-per day", "e.g. --splay 11h30m"],
+        ),
+        (
+            &["--ttl", "90s", "--renew-every", "90s"],
+            &["--renew-every 90s", "--ttl 90s"],
+        ),
+        (
+            &["--ttl", "1500ms", "--kill-after", "1s"],
+            &["--ttl 1500ms"],
+        ),
+    ];
+    // Two durations in a row ("11h 30m"): one value said in two words.
+    let two_words = |msg: &str| {
+        let words: Vec<&str> = msg
+            .split_whitespace()
+            .map(|w| w.trim_end_matches([',', ';', ':']))
+            .collect();
+        words.windows(2).any(|w| {
+            w.iter()
+                .all(|w| w.starts_with(|c: char| c.is_ascii_digit()) && duration("x", w).is_ok())
+        })
+    };
+    for (extra, needles) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "true"]);
+        let msg = usage_message(&args);
+        for needle in *needles {
+            assert!(msg.contains(needle), "{extra:?}: no {needle:?} in: {msg}");
+        }
+        assert!(
+            !two_words(&msg),
+            "{extra:?}: a duration in two words: {msg}"
+        );
+    }
+}

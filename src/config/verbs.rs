@@ -9,8 +9,8 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{
-    Conn, LocalDir, MAX_LIMIT, PREEMPT_WAIT, Range, SINCE, TIMEOUT, Wait, bounded, bounded_opt,
-    budget_error, busy_code, count, retain, signal, ttl, wait,
+    Conn, GivenBudget, LocalDir, MAX_LIMIT, PREEMPT_WAIT, Range, SINCE, TIMEOUT, Wait, bounded,
+    bounded_opt, budget_error, busy_code, count, retain, signal, ttl, wait,
 };
 use crate::cli::{
     AcquireArgs, DoctorArgs, ExtendArgs, ForgetArgs, HistoryArgs, ListArgs, ReleaseArgs,
@@ -436,7 +436,13 @@ impl DoctorConfig {
             node_timeout: conn.timeout_for(ttl),
             kill_after: timing::default_kill_after(ttl),
         };
-        budget.check().map_err(|e| budget_error(&budget, e))?;
+        let given = GivenBudget {
+            ttl: args.ttl.as_deref(),
+            ..GivenBudget::default()
+        };
+        budget
+            .check()
+            .map_err(|e| budget_error(&budget, e, given))?;
         Ok(DoctorConfig {
             conn,
             keys,

@@ -3,7 +3,7 @@
 //! (see [`recorded_command`]). Text only: nothing here reads a process or Redis.
 
 /// The command line recorded in metadata, quoted as a shell would need it, with the
-/// values of secrets replaced by `***`, cut to 256 characters. With `program_only`,
+/// values of secrets replaced by `***`, cut to 256 characters (the last one `…`). With `program_only`,
 /// just the program name.
 ///
 /// What is masked (and nothing else, so that the line still says what runs):
@@ -22,7 +22,14 @@ pub fn recorded_command(argv: &[String], program_only: bool) -> String {
         return argv.first().cloned().unwrap_or_default();
     }
     let line = crate::error::one_line(&shell_words::join(redact_words(argv)));
-    line.chars().take(256).collect()
+    if line.chars().count() <= 256 {
+        return line;
+    }
+    // Cut, and said to be: a line cut bare reads as whole, and in `status`'s `(cmd)` of
+    // a semaphore's slot its last `)` passed for the command's own (issue 60).
+    let mut cut: String = line.chars().take(255).collect();
+    cut.push('…');
+    cut
 }
 
 /// The words of a command line with their secrets masked. A word naming a program
@@ -131,22 +138,37 @@ fn mask_after_colon(arg: &str) -> String {
 /// or ends in `password`, `passwd`, `secret`, `token`, `apikey` or `credential`
 /// (`API_KEY`, `SECRET_KEY`, `PGPASSWORD`, `GITHUB_TOKEN`, `apiKey`), case aside.
 /// `KEYBOARD`, `MONKEY`, `AUTHOR` and `PASSAGE` are not secrets.
+///
+/// Two names that say secret are not (issue 60): `key` alone (`--key NAME` of a nested
+/// `redlock-run`, a cache or sort key, `KEY=$REDLOCK_KEY`: a name, not a credential; a
+/// compound still is: `--api-key`, `SECRET_KEY`), and a name whose last word is `file`,
+/// `path` or `dir` (`--token-file=/etc/t`, `--password-file`, `SSH_KEY_PATH`): its value
+/// names where the secret is kept, which is what an operator needs to read, and holds
+/// no secret itself.
 fn secret_name(name: &str) -> bool {
-    name.split(['_', '-', '.'])
+    let words: Vec<String> = name
+        .split(['_', '-', '.'])
         .map(str::to_ascii_lowercase)
-        .any(|w| {
-            matches!(w.as_str(), "pass" | "pwd" | "key" | "auth" | "credentials")
-                || [
-                    "password",
-                    "passwd",
-                    "secret",
-                    "token",
-                    "apikey",
-                    "credential",
-                ]
-                .iter()
-                .any(|end| w.ends_with(end))
-        })
+        .collect();
+    let names_a_place = words
+        .last()
+        .is_some_and(|w| matches!(w.as_str(), "file" | "path" | "dir"));
+    if names_a_place || words == ["key"] {
+        return false;
+    }
+    words.iter().any(|w| {
+        matches!(w.as_str(), "pass" | "pwd" | "key" | "auth" | "credentials")
+            || [
+                "password",
+                "passwd",
+                "secret",
+                "token",
+                "apikey",
+                "credential",
+            ]
+            .iter()
+            .any(|end| w.ends_with(end))
+    })
 }
 
 /// One argument with its secrets hidden: URL passwords, the value of every
@@ -174,13 +196,47 @@ fn redact_arg(arg: &str, rules: ShortSecrets) -> String {
             return masked_in_place(arg, &words, &masked);
         }
     }
-    let arg = if arg.contains('@') && arg.contains(':') {
-        crate::redis::redact(arg)
-    } else {
-        arg.to_string()
-    };
+    let arg = redact_urls(arg);
     let arg = redact_authorization(&arg);
     redact_pairs(&arg)
+}
+
+/// Each URL with credentials in `arg` (`scheme://user:password@host`, anywhere in it:
+/// a script given as one word holds several) with its password masked (`user:***@`),
+/// or its user info whole when it is one word (`https://TOKEN@host`). Nothing else:
+/// a `:` and an `@` that are no URL's user info (`echo "at: $(date -d @0)"`, rsync's
+/// and scp's `user@host:path`, `git@host:repo`) are ordinary text (issue 60).
+fn redact_urls(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(sep) = rest.find("://") {
+        let scheme = rest[..sep]
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+            .next()
+            .unwrap_or("");
+        let after = &rest[sep + 3..];
+        // The URL's text ends at a blank or a quote; its user info at its last `@`.
+        let word = after
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`'))
+            .map_or(after, |end| &after[..end]);
+        let userinfo = word.rfind('@').map(|at| &word[..at]);
+        out.push_str(&rest[..sep + 3]);
+        rest = after;
+        let Some(userinfo) = userinfo.filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        if !scheme.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        match userinfo.split_once(':') {
+            Some((user, _)) => out.push_str(&format!("{user}:***")),
+            None if userinfo.contains('/') => continue,
+            None => out.push_str("***"),
+        }
+        rest = &after[userinfo.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One word of a command line given as one argument (`sh -c '…'`): where it is typed

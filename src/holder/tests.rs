@@ -63,7 +63,24 @@ fn recorded_command_hides_secrets() {
     assert!(line.ends_with("--verbose file"));
     assert_eq!(recorded_command(&argv, true), "mysql");
     let long = vec!["x".repeat(1000)];
-    assert_eq!(recorded_command(&long, false).len(), 256);
+    assert_eq!(recorded_command(&long, false).chars().count(), 256);
+}
+
+/// (issue 60, item 6) A command line cut to 256 characters says it was cut: cut bare,
+/// `status` showed a semaphore's slot as `(sh -c '… - $t)/1000000 ))`, its text cut
+/// mid-way and the slot's closing parenthesis read as the command's.
+#[test]
+fn a_command_line_cut_says_so() {
+    let script = format!(
+        "{}; echo $(( ($(date +%s%N) - $t)/1000000 ))",
+        "sleep 1; ".repeat(40)
+    );
+    let argv = ["sh".to_string(), "-c".to_string(), script];
+    let line = recorded_command(&argv, false);
+    assert_eq!(line.chars().count(), 256);
+    assert!(line.ends_with('…'), "{line}");
+    let short = ["sh".to_string(), "-c".to_string(), "sleep 1".to_string()];
+    assert_eq!(recorded_command(&short, false), "sh -c 'sleep 1'");
 }
 
 /// Each line: the command as typed, and as recorded.
@@ -221,5 +238,54 @@ fn recorded_command_keeps_quoting_and_hides_more_shapes() {
             .last()
             .map(String::as_str),
         Some("a'b")
+    );
+}
+
+/// (issue 60, item 2) Only what parses as a URL with credentials has its password
+/// masked; a `:` before an `@` elsewhere is ordinary text (`date -d @0` in a script
+/// after `echo "at: …"`, rsync's and scp's `user@host:path`), a file named by a
+/// `--token-file` is no secret, and `KEY=$REDLOCK_KEY` names a variable, not a value.
+/// Each was recorded as `***` up to the `@` or after the `=`.
+#[test]
+fn ordinary_text_with_a_colon_and_an_at_is_not_a_secret() {
+    let record = |words: &[&str]| {
+        let argv: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        recorded_command(&argv, false)
+    };
+    let kept = [
+        &["sh", "-c", r#"echo "at: $(date -d @0)""#][..],
+        &["rsync", "-a", "/data/", "backup@nas:/srv/backup/"],
+        &["scp", "f", "ops@host:/srv/"],
+        &["deploy", "--token-file=/etc/t"],
+        &["deploy", "--password-file", "/etc/pw"],
+        &["sh", "-c", "KEY=$REDLOCK_KEY; echo $KEY"],
+        &["redlock-run", "--key", "nightly", "--", "./x"],
+        &["git", "clone", "git@github.com:o/r.git"],
+    ];
+    for words in kept {
+        let line = record(words);
+        assert!(!line.contains("***"), "{words:?} recorded as {line}");
+        assert_eq!(shell_words::split(&line).unwrap(), words, "{line}");
+    }
+    // Secrets still go, in a script too, the rest of its text kept.
+    assert_eq!(
+        record(&[
+            "sh",
+            "-c",
+            r#"echo "at: $(date)"; curl https://u:hunter2@h/x"#
+        ]),
+        r#"sh -c 'echo "at: $(date)"; curl https://u:***@h/x'"#
+    );
+    assert_eq!(
+        record(&["job", "redis://:hunter2@h:6379/0", "--api-key=hunter2"]),
+        "job 'redis://:***@h:6379/0' '--api-key=***'"
+    );
+    assert_eq!(
+        record(&["deploy", "--token", "hunter2"]),
+        "deploy --token '***'"
+    );
+    assert_eq!(
+        record(&["env", "API_KEY=hunter2", "SECRET=hunter2", "x"]),
+        "env 'API_KEY=***' 'SECRET=***' x"
     );
 }

@@ -51,7 +51,7 @@ pub async fn run(config: PreemptConfig) -> Result<u8> {
         format!(
             "{}: asked its holder to stop, and it still holds the lock after --wait {}",
             config.keys.display_name(),
-            crate::report::human(wait)
+            crate::report::pasteable(wait)
         ),
     ))
 }

@@ -92,15 +92,16 @@ async fn snapshot(nodes: &Nodes, config: &TopConfig) -> Result<Vec<Line>> {
 /// The last run as a cell: how it ended first, then when and where (`exit 0, 3m ago on
 /// web-1`), so that a narrow column still shows the outcome.
 fn last_run(run: &crate::history::RunRecord, now: u64) -> String {
-    // A vanished run has no end: it is dated by its start.
-    let at = if run.vanished {
-        run.start_ms
+    // A vanished run has no end: it is dated by its start, and said in one word (the
+    // history's "vanished: started, its end never recorded, its lease gone" was cut to
+    // "vanished: started, its…" at 80 and 120 columns, with no when and no host).
+    let (how, at) = if run.vanished {
+        ("vanished".to_string(), run.start_ms)
     } else {
-        run.end_ms.max(run.start_ms)
+        (run.outcome(), run.end_ms.max(run.start_ms))
     };
     format!(
-        "{}, {} ago on {}",
-        run.outcome(),
+        "{how}, {} ago on {}",
         human(Duration::from_millis(now.saturating_sub(at))),
         run.who.host_text()
     )
@@ -592,5 +593,51 @@ mod tests {
         // Too narrow for the essential columns at their least: the last ones go whole.
         let tiny: Vec<usize> = fitting(&lines, 50).iter().map(|(i, _)| *i).collect();
         assert_eq!(tiny, [NAME, STATE, HOLDER]);
+    }
+
+    /// (issue 60, item 3) A vanished last run keeps how it ended and when at 80 and 120
+    /// columns (the host comes with the room the reference gives it): its cell was the
+    /// history's long words, cut to "vanished: started, its…", with no when.
+    #[test]
+    fn a_vanished_last_run_keeps_when_and_where_at_80_and_120_columns() {
+        use crate::history::RunRecord;
+        use crate::holder::Who;
+        const NOW: u64 = 1_795_651_200_000;
+        let vanished = RunRecord {
+            token: "t".into(),
+            who: Who {
+                host: Some("hA".into()),
+                ..Who::default()
+            },
+            start_ms: NOW - 192_000,
+            vanished: true,
+            ..RunRecord::default()
+        };
+        let cell = last_run(&vanished, NOW);
+        let lines = [
+            line([
+                "close-order",
+                "held",
+                "hB pid 31115 sh -c 'sleep 50; ./close_orders.sh'",
+                "12s",
+                "28s",
+                "1795673560532341",
+                "0",
+                "exit 0, 1m 5s ago on hC",
+            ]),
+            line(["nightly", "free", "", "", "", "", "0", &cell]),
+        ];
+        for width in [80, 120] {
+            let shown = fitting(&lines, width);
+            let (_, w) = shown
+                .iter()
+                .find(|(i, _)| *i == LAST_RUN)
+                .unwrap_or_else(|| panic!("{width}: no last run column: {shown:?}"));
+            let seen = shorten(LAST_RUN, &cell, usize::from(*w));
+            assert!(
+                seen.starts_with("vanished") && seen.contains("3m 12s ago"),
+                "{width}: {seen}"
+            );
+        }
     }
 }

@@ -591,10 +591,7 @@ pub fn busy_note(
                 1 => String::new(),
                 n => format!(" (all {n} slots held; the first to come free)"),
             },
-            holder
-                .ttl_left
-                .map(|t| format!(", expires in {}", human(t)))
-                .unwrap_or_default()
+            holder.lease_note()
         )
     };
     if busy_code == 0 {

@@ -258,3 +258,35 @@ fn redlock_host_names_the_host_shown() {
     assert!(!stderr(&dead).contains("another host"), "{}", stderr(&dead));
     run.wait().unwrap();
 }
+
+/// (issue 60, item 4) The busy line of a live, renewed lock said "expires in 29s", which
+/// reads as "free in 29 s" while the holder renews; it says the lease left and that it
+/// is renewed. A lock whose holder does not renew (a foreign SET NX lock) still expires.
+#[test]
+fn the_busy_line_says_a_renewed_lease_is_renewed() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let args = |name: &str| {
+        [
+            "--redis".to_string(),
+            url.clone(),
+            "--key".into(),
+            name.into(),
+        ]
+    };
+    let holder = Holding::start(&args("live"));
+    let tried = output(redlock_run().args(args("live")).args(["--", "true"]));
+    let said = stderr(&tried);
+    assert!(said.contains("lock live is busy: held by"), "{said}");
+    assert!(
+        said.contains("left, renewed while its command runs"),
+        "{said}"
+    );
+    assert!(!said.contains("expires in"), "{said}");
+    drop(holder);
+    let _: String = redis.cmd(&["SET", "redlock:{foreign}", "theirs", "NX", "PX", "60000"]);
+    let tried = output(redlock_run().args(args("foreign")).args(["--", "true"]));
+    let said = stderr(&tried);
+    assert!(said.contains("expires in"), "{said}");
+    assert!(!said.contains("renewed"), "{said}");
+}

@@ -674,3 +674,55 @@ fn sigint_reaches_the_command_of_a_wrapper_started_with_it_ignored() {
     }
     assert_no_keys(&redis, "sigint");
 }
+
+/// (issue 60, item 1) Ctrl-C at the terminal reaches the command's group, never the
+/// wrapper; a command that dies of it was stopped from the terminal all the same, as
+/// by a `kill -INT` of the wrapper: "stopped on request" in the history, `"stopped":
+/// true` in the `exited` event, `outcome="stopped"` in the metrics. It was "exit 130",
+/// no `stopped`, `outcome="ran"`.
+#[test]
+fn ctrl_c_at_the_terminal_is_a_stop_in_every_view() {
+    let redis = Redis::start();
+    let scratch = Scratch::new();
+    let (ready, events, metrics) = (
+        scratch.path("ready"),
+        scratch.path("events"),
+        scratch.path("m.prom"),
+    );
+    let script = format!("echo ready > '{}'; exec sleep 60", ready.display());
+    let mut cmd = redlock_run();
+    cmd.args([
+        "--key",
+        "ctrlc",
+        "--redis",
+        &redis.url(),
+        "--once-per",
+        "1h",
+    ])
+    .arg("--events")
+    .arg(&events)
+    .arg("--metrics")
+    .arg(&metrics)
+    .args(["--", "sh", "-c", &script]);
+    let (mut running, mut master) = start_on_pty(cmd, None);
+    wait_file(&ready, "ready", &running);
+    master.write_all(b"\x03").unwrap();
+    assert_eq!(running.code(), 130, "{}", running.said());
+    let history = redlock()
+        .args(["history", "ctrlc", "--redis", &redis.url()])
+        .output()
+        .unwrap();
+    let history = String::from_utf8_lossy(&history.stdout).to_string();
+    assert!(history.contains("stopped on request"), "history: {history}");
+    let events = std::fs::read_to_string(&events).unwrap();
+    let exited = events
+        .lines()
+        .find(|l| l.contains("\"exited\""))
+        .unwrap_or_else(|| panic!("no exited event: {events}"));
+    assert!(exited.contains("\"stopped\":true"), "{exited}");
+    let metrics = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        metrics.contains("redlock_last_outcome{name=\"ctrlc\",outcome=\"stopped\"} 1"),
+        "{metrics}"
+    );
+}
