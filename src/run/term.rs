@@ -356,7 +356,7 @@ fn say_skipped(
                 rfc3339(last.start_ms)
             );
             if skip.told {
-                report.note(&line);
+                report.tell(&line);
             } else {
                 report.verbose(|| line);
             }
