@@ -254,3 +254,44 @@ fn a_quiet_try_still_tells_the_vanished_run() {
     let (status, err) = try_once(&args, "true");
     assert_eq!((status, err.as_str()), (codes::BUSY, ""), "told twice");
 }
+
+/// Issue 58 item 10 (newcomer-7 #10): a host that died mid-run (its wrapper, guard and
+/// command together) left its `--metrics` file at `redlock_running 1`; the next try of
+/// that host that tells the dead run (name `own`), or sees it told by another host's
+/// try (name `seen`), settles the file to `redlock_running 0`: the dead run is no
+/// longer read as running hours later. Before, the file said 1 until the host won a
+/// later slot.
+#[test]
+fn a_try_that_tells_or_sees_its_hosts_dead_run_settles_its_metrics() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    for (name, told_elsewhere) in [("own", false), ("seen", true)] {
+        let file = s.path(&format!("{name}.prom"));
+        let metrics = ["--metrics".to_string(), file.display().to_string()];
+        host_dies_mid_run(&redis, &s, name, &metrics);
+        let running = |v: u8| format!("redlock_running{{name=\"{name}\"}} {v}\n");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&running(1)), "nothing tidied: {text}");
+        let mut args = lock_args(&redis, name);
+        args.extend(["--once-per", "1h"].map(String::from));
+        args.extend(LEASE.map(String::from));
+        if told_elsewhere {
+            let mut other = args.clone();
+            other.extend([
+                "--metrics".into(),
+                s.path("other.prom").display().to_string(),
+            ]);
+            let (status, err) = try_once(&other, "true");
+            assert!(
+                status == codes::BUSY && err.contains("never recorded"),
+                "{err}"
+            );
+        }
+        args.extend(metrics);
+        let (status, err) = try_once(&args, "true");
+        assert_eq!(status, codes::BUSY, "{err}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&running(0)), "{name}: still running: {text}");
+        assert!(!text.contains(&running(1)), "{name}: {text}");
+    }
+}
