@@ -440,6 +440,13 @@ fn given(args: &RunArgs, asked: &Asked, name: &Name, nodes: usize, wait: Wait) -
         nodes,
         once_per: asked.once_per.is_some(),
         history: asked.history,
+        attempts: Completion {
+            vanished: args.if_vanished.unwrap_or_default(),
+            max_attempts: asked.max_attempts,
+            once_id: args.once_id.clone(),
+            ..Completion::default()
+        }
+        .attempts(),
         if_vanished: args.if_vanished.is_some(),
         max_attempts: asked.max_attempts.is_some(),
         once_id: args.once_id.is_some(),
