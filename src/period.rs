@@ -53,6 +53,29 @@ impl Unit {
     }
 }
 
+/// The spellings the duration parser (humantime) takes for weeks, months and years:
+/// lengths from the Unix epoch (7 days from a Thursday, 30.44 days, 365.25 days), never
+/// the calendar's, so `--once-per` refuses them (see [`calendar_unit_in`]).
+const CALENDAR_SPELLINGS: [&str; 13] = [
+    "weeks", "week", "wk", "wks", "w", "months", "month", "M", "years", "year", "yr", "yrs", "y",
+];
+
+/// The first unit of a fixed period `raw` (`1w`, `2weeks`, `1M`, `1d 1w`) that reads as
+/// a calendar unit but counts from the Unix epoch: `--once-per 1w` would be 7 days from
+/// a Thursday 00:00 UTC, `1month` 30.44 days from an odd instant, and `1M` (a month)
+/// sits beside `1m` (a minute). Returns the unit as people say it (`weeks`, `months`,
+/// `years`); `None` when every unit is a fixed one.
+pub fn calendar_unit_in(raw: &str) -> Option<&'static str> {
+    let at = raw
+        .split(|c: char| !c.is_alphabetic())
+        .find_map(|unit| CALENDAR_SPELLINGS.iter().position(|s| *s == unit))?;
+    Some(match at {
+        0..5 => "weeks",
+        5..8 => "months",
+        _ => "years",
+    })
+}
+
 /// A zone by its IANA name.
 #[derive(Debug, Clone)]
 pub struct Zone {

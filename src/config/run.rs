@@ -264,6 +264,16 @@ fn splay(raw: Option<&str>, once_per: Option<&Period>) -> Result<Option<Duration
 /// zone, an IANA name; UTC by default): `--tz` without a calendar period is refused.
 fn once_per(raw: Option<&str>, tz: Option<&str>) -> Result<Option<Period>> {
     let calendar = raw.is_some_and(Period::is_calendar_word);
+    if let Some(unit) = raw
+        .filter(|_| !calendar)
+        .and_then(crate::period::calendar_unit_in)
+    {
+        return Err(Error::usage(format!(
+            "--once-per {}: {unit} count from the Unix epoch here, not from the calendar (a week from a Thursday, a month of 30.44 days); for calendar weeks or months give --once-per week|month --tz ZONE, else a period in {}",
+            crate::report::shown(raw.unwrap_or_default().trim()),
+            super::UNITS
+        )));
+    }
     let zone = match tz {
         Some(name) if !calendar => {
             let given = raw.map_or(String::new(), |raw| {

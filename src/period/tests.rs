@@ -152,3 +152,23 @@ fn unknown_zones_are_none_and_far_times_never_panic() {
     let far = cal("month", "Europe/Berlin").slot_at(u64::MAX / 2);
     assert!(far.start_ms <= u64::MAX / 2 && u64::MAX / 2 < far.end_ms);
 }
+
+#[test]
+fn weeks_months_and_years_are_found_in_any_spelling() {
+    for (raw, unit) in [
+        ("1w", Some("weeks")),
+        ("2weeks", Some("weeks")),
+        ("1wk", Some("weeks")),
+        ("1d 1w", Some("weeks")),
+        ("1M", Some("months")),
+        ("1month", Some("months")),
+        ("1y", Some("years")),
+        ("3yrs", Some("years")),
+        ("1m", None),
+        ("30days", None),
+        ("1h30m", None),
+        ("250ms", None),
+    ] {
+        assert_eq!(calendar_unit_in(raw), unit, "{raw}");
+    }
+}
