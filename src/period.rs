@@ -92,13 +92,51 @@ impl PartialEq for Zone {
 impl Eq for Zone {}
 
 impl Zone {
-    /// The zone of an IANA name (`Europe/Berlin`, `UTC`); `None` when the system's
-    /// zoneinfo and the bundled database both do not know it.
+    /// The zone of an IANA name (`Europe/Berlin`, `UTC`; any case), named as the zone
+    /// database spells it (`asia/bangkok` is `Asia/Bangkok`); `None` when the system's
+    /// zoneinfo and the bundled database both do not know it, or when it is no zone's
+    /// name but a file of the zoneinfo tree ([`Zone::not_a_name`]).
     pub fn named(name: &str) -> Option<Zone> {
+        if Zone::not_a_name(name).is_some() || !Zone::looks_like_a_name(name) {
+            return None;
+        }
         let tz = TimeZone::get(name).ok()?;
         Some(Zone {
-            name: name.to_string(),
+            name: tz.iana_name().unwrap_or(name).to_string(),
             tz,
+        })
+    }
+
+    /// Why `name` is no IANA zone name though the zoneinfo tree may hold a file of it:
+    /// `localtime` and `posixrules` are each host's own zone (hosts in other zones
+    /// would each read their own calendar), `posix/…` and `right/…` other trees of the
+    /// same zones (`right/` counts leap seconds), and a path is a file, not a name.
+    /// `None`: a name of the form the database uses (`Area/Location`, `UTC`), which the
+    /// database must still know.
+    pub fn not_a_name(name: &str) -> Option<&'static str> {
+        let parts: Vec<&str> = name.split('/').collect();
+        let first = parts[0].to_ascii_lowercase();
+        if ["localtime", "posixrules"].contains(&first.as_str()) && parts.len() == 1 {
+            Some("is each host's own zone, not a zone's name")
+        } else if ["posix", "right"].contains(&first.as_str()) && parts.len() > 1 {
+            Some("is another tree of the zoneinfo files, not a zone's name")
+        } else if parts
+            .iter()
+            .any(|p| p.is_empty() || *p == "." || *p == "..")
+        {
+            Some("is a path, not a zone's name")
+        } else {
+            None
+        }
+    }
+
+    /// Whether `name` is made of what the database's names are made of (`Area/Location`
+    /// parts of letters, digits, `_`, `+` and `-`).
+    fn looks_like_a_name(name: &str) -> bool {
+        name.split('/').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_+-".contains(c))
         })
     }
 

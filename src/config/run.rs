@@ -285,8 +285,9 @@ fn once_per(raw: Option<&str>, tz: Option<&str>) -> Result<Option<Period>> {
             )));
         }
         Some(name) => Zone::named(name).ok_or_else(|| {
+            let why = Zone::not_a_name(name).map_or(": no such time zone".into(), |w| format!(" {w}"));
             Error::usage(format!(
-                "--tz {}: no such time zone; give an IANA name such as Europe/Berlin or America/New_York (see /usr/share/zoneinfo)",
+                "--tz {}{why}; give an IANA name such as Europe/Berlin or America/New_York (see /usr/share/zoneinfo), the same on every host",
                 crate::report::shown(name)
             ))
         })?,

@@ -172,3 +172,27 @@ fn weeks_months_and_years_are_found_in_any_spelling() {
         assert_eq!(calendar_unit_in(raw), unit, "{raw}");
     }
 }
+
+#[test]
+fn zone_names_are_the_databases_and_nothing_else() {
+    assert_eq!(
+        Zone::named("asia/bangkok").map(|z| z.name),
+        Some("Asia/Bangkok".into())
+    );
+    assert_eq!(Zone::named("UTC").map(|z| z.name), Some("UTC".into()));
+    assert!(Zone::named("Etc/GMT+7").is_some());
+    for name in [
+        "localtime",
+        "posixrules",
+        "posix/Asia/Bangkok",
+        "right/Asia/Bangkok",
+        "/usr/share/zoneinfo/UTC",
+        "Asia/../Asia/Bangkok",
+        "./UTC",
+        "+05:30",
+        "zone.tab",
+    ] {
+        assert!(Zone::named(name).is_none(), "{name}");
+    }
+    assert_eq!(Zone::not_a_name("Europe/Berlin"), None);
+}

@@ -376,3 +376,48 @@ fn periods_in_weeks_months_or_years_are_refused() {
         assert_eq!(code(&run(period)), 0, "{period}");
     }
 }
+
+/// Issue 58 item 9 (newcomer-7 #11): `--tz` takes a zone's IANA name, never a file of
+/// the zoneinfo tree that is a host's own zone (`localtime`, `posixrules`), another
+/// tree (`posix/…`, `right/…`) or a path: each is refused with one line (64). A name in
+/// another case is the zone, recorded as the zone database spells it.
+#[test]
+fn only_iana_zone_names_are_zones() {
+    let redis = Redis::start();
+    let run = |tz: &str| {
+        output(
+            redlock_run()
+                .args(["--redis", &redis.url(), "--key", "zones"])
+                .args(["--once-per", "day", "--tz", tz])
+                .args(["--", "true"]),
+        )
+    };
+    for tz in [
+        "localtime",
+        "posixrules",
+        "posix/Asia/Bangkok",
+        "right/Asia/Bangkok",
+        "/usr/share/zoneinfo/Asia/Bangkok",
+        "Asia/../Asia/Bangkok",
+        "./UTC",
+    ] {
+        let out = run(tz);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 64, "{tz}: {err}");
+        assert_eq!(err.lines().count(), 1, "{tz}: {err}");
+        assert!(err.contains("IANA"), "{tz}: {err}");
+        assert!(redis.keys().is_empty(), "{tz}: a key was written");
+    }
+    let out = run("asia/bangkok");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = history_json(&redis, "zones");
+    assert_eq!(runs["runs"][0]["tz"], "Asia/Bangkok", "{runs}");
+    for tz in ["UTC", "Etc/GMT+7"] {
+        let out = output(
+            redlock_run()
+                .args(["--redis", &redis.url(), "--key", tz])
+                .args(["--once-per", "day", "--tz", tz, "--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{tz}: {}", stderr(&out));
+    }
+}
