@@ -261,9 +261,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", env = "REDLOCK_METRICS", value_hint = ValueHint::FilePath)]
     pub metrics: Option<PathBuf>,
 
-    /// Run once per slot of this period across all hosts: a length (1s to 365 days, e.g.
-    /// 1m, 1h, 1d: the slot is the Redis server's time rounded down to a multiple of it
-    /// from the Unix epoch, UTC), or a calendar period, day, week or month, in --tz's
+    /// Run once per slot of this period across all hosts: a length (1s to 365 days in
+    /// ms, s, m, h, d, e.g. 1m, 1h, 1d: the slot is the Redis server's time rounded down
+    /// to a multiple of it from the Unix epoch, UTC; weeks, months and years are refused:
+    /// give week or month with --tz), or a calendar period, day, week or month, in --tz's
     /// zone (a day from local midnight, 23 or 25 hours across DST; an ISO week from
     /// Monday; a month from the 1st), taken from the Redis server's time whatever the
     /// host clocks say. A try whose slot already had a run exiting 0, or whose slot's run
@@ -274,7 +275,8 @@ pub struct RunArgs {
 
     /// With --once-per day, week or month: the time zone of the slots, an IANA name
     /// (Europe/Berlin, America/New_York; default UTC), from the system's zoneinfo or the
-    /// database built in. Every host of the job must give the same zone.
+    /// database built in (localtime, posixrules, posix/..., right/... and paths are
+    /// refused). Every host of the job must give the same zone.
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
 
@@ -305,8 +307,9 @@ pub struct RunArgs {
     pub splay: Option<String>,
 
     /// With --once-per: the most runs that may start in one slot (failed and vanished
-    /// ones count); the next try is skipped with the reason attempts_exhausted. Default:
-    /// 3 with --if-vanished rerun, no limit otherwise.
+    /// ones count, in the run history: --history must keep at least N); the next try is
+    /// skipped with the reason attempts_exhausted. Default: 3 with --if-vanished rerun,
+    /// no limit otherwise.
     #[arg(long, value_name = "N")]
     pub max_attempts: Option<String>,
 
@@ -392,7 +395,8 @@ pub struct RunArgs {
     pub retain: RetainArg,
 
     /// How many past runs the lock's history keeps (`redlock history`, `redlock
-    /// status`), 0 to 1000; 0 records nothing [default: 20].
+    /// status`), 0 to 1000; 0 records nothing; with --once-per, at least --max-attempts
+    /// [default: 20].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub history: Option<String>,
 
@@ -409,7 +413,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub local: LocalArgs,
 
-    /// Print nothing but errors (no waiting line, no busy note).
+    /// Print nothing but errors (no waiting line, no busy note); a vanished run's one
+    /// line (told once in the fleet) is still printed.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
 

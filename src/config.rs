@@ -157,6 +157,12 @@ fn duration(flag: &str, raw: &str) -> Result<Duration> {
             " (a duration cannot be negative)".to_string()
         } else if raw_t.chars().all(|c| c.is_ascii_digit()) {
             format!(" (add a unit: {UNITS})")
+        } else if let humantime::DurationError::UnknownUnit { unit, .. } = &e
+            && !unit.is_empty()
+        {
+            // humantime's own message lists its units (weeks, months, years among
+            // them); the line lists ours, once.
+            format!(" (unknown unit {unit:?}; units: {UNITS})")
         } else {
             format!(" ({e}; units: {UNITS})")
         };

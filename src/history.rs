@@ -46,8 +46,9 @@ pub struct RunRecord {
     pub once_per: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
-    /// How long the lock was held, by the wrapper's clock.
-    pub duration_ms: u64,
+    /// How long the lock was held, by the wrapper's clock (`None`: a run in progress or
+    /// vanished, which has no end to measure to; `null` in JSON, never 0).
+    pub duration_ms: Option<u64>,
     /// How the command ended (its exit status, or 128+N for a signal).
     pub command_status: Option<i64>,
     /// The wrapper's exit status: the command's, or 79 (lost), 124 (--max-hold). None
@@ -61,8 +62,10 @@ pub struct RunRecord {
     /// reached the command (a stop, not a failure).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
-    /// When the lock was taken and given back, Unix ms in the server's `TIME`.
+    /// When the lock was taken and given back, Unix ms in the server's `TIME`; a run
+    /// in progress or vanished has no end: 0 here, `null` in JSON.
     pub start_ms: u64,
+    #[serde(serialize_with = "zero_as_null", deserialize_with = "null_as_zero")]
     pub end_ms: u64,
     /// A run in progress (a start mark whose token holds the lock, or the holder's run):
     /// granted or started, not ended (see `crate::lifecycle`).
@@ -98,6 +101,19 @@ pub struct RunRecord {
     /// the name with (the run it ran inside; its own `token` is one of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inside: Option<String>,
+}
+
+/// An end time of 0 (no end: a run in progress or vanished) as `null`.
+fn zero_as_null<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        0 => s.serialize_none(),
+        ms => s.serialize_some(ms),
+    }
+}
+
+/// An end time, `null` read as 0 (none).
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.unwrap_or(0))
 }
 
 impl RunRecord {
@@ -185,7 +201,10 @@ impl RunRecord {
             ),
             // Nobody knows when it ended: no duration that grows for ever.
             Life::Vanished | Life::Abandoned => String::new(),
-            Life::Ended => format!("  took {}", human(Duration::from_millis(self.duration_ms))),
+            Life::Ended => format!(
+                "  took {}",
+                human(Duration::from_millis(self.duration_ms.unwrap_or_default()))
+            ),
         };
         let mut out = format!(
             "{}  {}{took}  {}",
@@ -462,7 +481,7 @@ mod tests {
         assert_eq!(parsed.who.host.as_deref(), Some("h\"ost"));
         assert_eq!(parsed.once_per_ms, Some(3_600_000));
         assert_eq!((parsed.command_status, parsed.status), (Some(3), Some(3)));
-        assert_eq!(parsed.duration_ms, 1500);
+        assert_eq!(parsed.duration_ms, Some(1500));
         assert!(!ending.record().lost);
         assert_eq!(ending.status_if_lost, 79);
         assert_eq!(parsed.outcome(), "exit 3");

@@ -532,15 +532,24 @@ impl Meta {
     }
 
     /// Who runs the command, for its start mark (see `scripts::started`): a JSON
-    /// object with the host, pid, user, command line, ttl and the run's `fence`, so that
-    /// a run that vanishes still names where it ran, under which fence, and for how
-    /// long its lease lasted.
-    pub fn started_json(&self, fence: u64) -> String {
+    /// object with the host, pid, user, command line, ttl, the run's `fence` and its
+    /// `--once-per` period (`once_per_ms`, or `once_per` and `tz` for a calendar one, as
+    /// its record will say), so that a run that vanishes, or is still running, names
+    /// where it ran, under which fence, for which period, and for how long its lease
+    /// lasted.
+    pub fn started_json(&self, fence: u64, once_per: Option<&crate::period::Period>) -> String {
         let mut who = serde_json::to_value(self.who()).unwrap_or_default();
         if let Some(fields) = who.as_object_mut() {
             fields.retain(|_, v| !v.is_null());
             fields.insert("ttl_ms".into(), self.ttl_ms.into());
             fields.insert("fence".into(), fence.into());
+            if let Some(ms) = once_per.and_then(|p| p.fixed_ms()) {
+                fields.insert("once_per_ms".into(), ms.into());
+            }
+            if let Some((unit, tz)) = once_per.and_then(|p| p.calendar_words()) {
+                fields.insert("once_per".into(), unit.into());
+                fields.insert("tz".into(), tz.into());
+            }
         }
         who.to_string()
     }

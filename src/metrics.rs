@@ -65,6 +65,10 @@ pub struct RunFacts {
     /// This run told a vanished run: the vanished runs this host has told, this one
     /// included (`None`: it told none; the file's count is kept).
     pub vanished_told: Option<u64>,
+    /// The fence of a run of this name this try found dead (it told it vanished, or
+    /// was skipped for its slot by it): when the file's last held run is that one (its
+    /// fence), the file no longer says it runs.
+    pub dead_fence: Option<u64>,
 }
 
 impl RunFacts {
@@ -80,6 +84,9 @@ impl RunFacts {
     /// The try was skipped, as the `skipped` event says why.
     fn skipped(&mut self, fields: &Value) {
         self.skipped = true;
+        if fields["last_run"]["vanished"] == true {
+            self.dead_fence = fields["last_run"]["fence"].as_u64();
+        }
         self.exhausted = fields["reason"] == "attempts_exhausted";
         self.superseded = match fields["reason"].as_str() {
             Some("superseded") => Some(Outcome::Superseded),
@@ -186,6 +193,7 @@ impl Metrics {
             Event::Vanished => {
                 let previous = Previous::read(&self.path, &self.name);
                 facts.vanished_told = Some(previous.value(VANISHED.0).unwrap_or(0.0) as u64 + 1);
+                facts.dead_fence = fields["run"]["fence"].as_u64();
             }
             // The release found the key no longer ours: the lock was lost (exit 79),
             // also for a run too short for a renewal to find it first.
@@ -461,10 +469,7 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
     };
     match facts.acquired_s {
         Some(acquired_s) => render_held(&mut text, facts, acquired_s, end),
-        None => HELD
-            .iter()
-            .chain([&HELD_WITH])
-            .for_each(|(metric, help)| previous.keep(&mut text, metric, help)),
+        None => keep_held(&mut text, facts, previous),
     }
     let success = match end {
         Some(end) => render_try(&mut text, facts, end),
@@ -498,6 +503,26 @@ pub fn render(name: &str, facts: &RunFacts, end: Option<&Ending>, previous: &Pre
     let first = previous.value(FIRST_TRY.0).unwrap_or(facts.start_s);
     text.one(FIRST_TRY.0, FIRST_TRY.1, seconds(first));
     text.out
+}
+
+/// The series of the last run on this host that held the lock, as the file had them,
+/// for a try that did not hold it; but when this try found that run dead (a host that
+/// died with its wrapper and guard: nothing settled the file), `redlock_running` says 0,
+/// so that a run already told vanished never reads as running on (newcomer-7 #10).
+fn keep_held(text: &mut Text, facts: &RunFacts, previous: &Previous) {
+    let fence = HELD[3].0;
+    let dead = facts
+        .dead_fence
+        .is_some_and(|f| previous.value(fence) == Some(f as f64));
+    for (metric, help) in HELD.iter().chain([&HELD_WITH]) {
+        let from = text.out.len();
+        previous.keep(text, metric, help);
+        if dead && *metric == HELD[0].0 {
+            let settled = text.out[from..].replace(" 1\n", " 0\n");
+            text.out.truncate(from);
+            text.out.push_str(&settled);
+        }
+    }
 }
 
 /// The series of a run that held the lock: at its start, or with its end.
@@ -792,6 +817,36 @@ mod tests {
             name: "job".into(),
         };
         assert!(!render("job", &busy, Some(&end(75)), &other).contains("redlock_running"));
+    }
+
+    #[test]
+    fn a_try_that_found_the_held_run_dead_no_longer_says_it_runs() {
+        let held = Previous {
+            text: render("job", &facts(), None, &Previous::default()),
+            name: "job".into(),
+        };
+        let skipped = |dead_fence| RunFacts {
+            acquired_s: None,
+            fence: None,
+            skipped: true,
+            dead_fence,
+            ..facts()
+        };
+        let fence = facts().fence;
+        let settled = render("job", &skipped(fence), Some(&end(75)), &held);
+        assert!(
+            settled.contains("redlock_running{name=\"job\"} 0\n"),
+            "{settled}"
+        );
+        assert!(
+            settled.contains("redlock_last_run_start_timestamp_seconds{name=\"job\"} 101.000\n")
+        );
+        // Another run's death (another fence) leaves this file's run as it was.
+        let other = render("job", &skipped(fence.map(|f| f + 1)), Some(&end(75)), &held);
+        assert!(
+            other.contains("redlock_running{name=\"job\"} 1\n"),
+            "{other}"
+        );
     }
 
     #[test]

@@ -53,6 +53,29 @@ impl Unit {
     }
 }
 
+/// The spellings the duration parser (humantime) takes for weeks, months and years:
+/// lengths from the Unix epoch (7 days from a Thursday, 30.44 days, 365.25 days), never
+/// the calendar's, so `--once-per` refuses them (see [`calendar_unit_in`]).
+const CALENDAR_SPELLINGS: [&str; 13] = [
+    "weeks", "week", "wk", "wks", "w", "months", "month", "M", "years", "year", "yr", "yrs", "y",
+];
+
+/// The first unit of a fixed period `raw` (`1w`, `2weeks`, `1M`, `1d 1w`) that reads as
+/// a calendar unit but counts from the Unix epoch: `--once-per 1w` would be 7 days from
+/// a Thursday 00:00 UTC, `1month` 30.44 days from an odd instant, and `1M` (a month)
+/// sits beside `1m` (a minute). Returns the unit as people say it (`weeks`, `months`,
+/// `years`); `None` when every unit is a fixed one.
+pub fn calendar_unit_in(raw: &str) -> Option<&'static str> {
+    let at = raw
+        .split(|c: char| !c.is_alphabetic())
+        .find_map(|unit| CALENDAR_SPELLINGS.iter().position(|s| *s == unit))?;
+    Some(match at {
+        0..5 => "weeks",
+        5..8 => "months",
+        _ => "years",
+    })
+}
+
 /// A zone by its IANA name.
 #[derive(Debug, Clone)]
 pub struct Zone {
@@ -69,13 +92,51 @@ impl PartialEq for Zone {
 impl Eq for Zone {}
 
 impl Zone {
-    /// The zone of an IANA name (`Europe/Berlin`, `UTC`); `None` when the system's
-    /// zoneinfo and the bundled database both do not know it.
+    /// The zone of an IANA name (`Europe/Berlin`, `UTC`; any case), named as the zone
+    /// database spells it (`asia/bangkok` is `Asia/Bangkok`); `None` when the system's
+    /// zoneinfo and the bundled database both do not know it, or when it is no zone's
+    /// name but a file of the zoneinfo tree ([`Zone::not_a_name`]).
     pub fn named(name: &str) -> Option<Zone> {
+        if Zone::not_a_name(name).is_some() || !Zone::looks_like_a_name(name) {
+            return None;
+        }
         let tz = TimeZone::get(name).ok()?;
         Some(Zone {
-            name: name.to_string(),
+            name: tz.iana_name().unwrap_or(name).to_string(),
             tz,
+        })
+    }
+
+    /// Why `name` is no IANA zone name though the zoneinfo tree may hold a file of it:
+    /// `localtime` and `posixrules` are each host's own zone (hosts in other zones
+    /// would each read their own calendar), `posix/…` and `right/…` other trees of the
+    /// same zones (`right/` counts leap seconds), and a path is a file, not a name.
+    /// `None`: a name of the form the database uses (`Area/Location`, `UTC`), which the
+    /// database must still know.
+    pub fn not_a_name(name: &str) -> Option<&'static str> {
+        let parts: Vec<&str> = name.split('/').collect();
+        let first = parts[0].to_ascii_lowercase();
+        if ["localtime", "posixrules"].contains(&first.as_str()) && parts.len() == 1 {
+            Some("is each host's own zone, not a zone's name")
+        } else if ["posix", "right"].contains(&first.as_str()) && parts.len() > 1 {
+            Some("is another tree of the zoneinfo files, not a zone's name")
+        } else if parts
+            .iter()
+            .any(|p| p.is_empty() || *p == "." || *p == "..")
+        {
+            Some("is a path, not a zone's name")
+        } else {
+            None
+        }
+    }
+
+    /// Whether `name` is made of what the database's names are made of (`Area/Location`
+    /// parts of letters, digits, `_`, `+` and `-`).
+    fn looks_like_a_name(name: &str) -> bool {
+        name.split('/').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_+-".contains(c))
         })
     }
 

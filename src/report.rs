@@ -1,6 +1,7 @@
 //! Messages for people on stderr, one line each, prefixed with the program name.
-//! `--quiet` keeps only errors; `--verbose` adds the lease's life (acquire, renewals,
-//! release). On a terminal, waiting shows as one status line updated in place. Also the
+//! `--quiet` keeps only errors and the lines that ask a person to check something (a
+//! vanished run, told once in a fleet); `--verbose` adds the lease's life (acquire,
+//! renewals, release). On a terminal, waiting shows as one status line updated in place. Also the
 //! formatting for people that every message shares: durations and raw bytes.
 
 use std::io::IsTerminal;
@@ -77,6 +78,13 @@ impl Reporter {
         if !self.quiet {
             self.line(message);
         }
+    }
+
+    /// A line that asks a person to check something, said once in a fleet (a vanished
+    /// run: did it do its work?): shown whatever `--quiet` says, since the one try that
+    /// says it marks it said for every host, and cron mails it only if it is printed.
+    pub fn tell(&self, message: &str) {
+        self.line(message);
     }
 
     /// Whether a status line updated in place can be shown: stderr is a terminal and

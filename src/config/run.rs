@@ -268,6 +268,16 @@ fn splay(raw: Option<&str>, once_per: (Option<&str>, Option<&Period>)) -> Result
 /// zone, an IANA name; UTC by default): `--tz` without a calendar period is refused.
 fn once_per(raw: Option<&str>, tz: Option<&str>) -> Result<Option<Period>> {
     let calendar = raw.is_some_and(Period::is_calendar_word);
+    if let Some(unit) = raw
+        .filter(|_| !calendar)
+        .and_then(crate::period::calendar_unit_in)
+    {
+        return Err(Error::usage(format!(
+            "--once-per {}: {unit} count from the Unix epoch here, not from the calendar (a week from a Thursday, a month of 30.44 days); for calendar weeks or months give --once-per week|month --tz ZONE, else a period in {}",
+            crate::report::shown(raw.unwrap_or_default().trim()),
+            super::UNITS
+        )));
+    }
     let zone = match tz {
         Some(name) if !calendar => {
             let given = raw.map_or(String::new(), |raw| {
@@ -279,8 +289,9 @@ fn once_per(raw: Option<&str>, tz: Option<&str>) -> Result<Option<Period>> {
             )));
         }
         Some(name) => Zone::named(name).ok_or_else(|| {
+            let why = Zone::not_a_name(name).map_or(": no such time zone".into(), |w| format!(" {w}"));
             Error::usage(format!(
-                "--tz {}: no such time zone; give an IANA name such as Europe/Berlin or America/New_York (see /usr/share/zoneinfo)",
+                "--tz {}{why}; give an IANA name such as Europe/Berlin or America/New_York (see /usr/share/zoneinfo), the same on every host",
                 crate::report::shown(name)
             ))
         })?,
@@ -444,6 +455,13 @@ fn given(args: &RunArgs, asked: &Asked, name: &Name, nodes: usize, wait: Wait) -
         nodes,
         once_per: asked.once_per.is_some(),
         history: asked.history,
+        attempts: Completion {
+            vanished: args.if_vanished.unwrap_or_default(),
+            max_attempts: asked.max_attempts,
+            once_id: args.once_id.clone(),
+            ..Completion::default()
+        }
+        .attempts(),
         if_vanished: args.if_vanished.is_some(),
         max_attempts: asked.max_attempts.is_some(),
         once_id: args.once_id.is_some(),

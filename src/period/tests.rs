@@ -152,3 +152,47 @@ fn unknown_zones_are_none_and_far_times_never_panic() {
     let far = cal("month", "Europe/Berlin").slot_at(u64::MAX / 2);
     assert!(far.start_ms <= u64::MAX / 2 && u64::MAX / 2 < far.end_ms);
 }
+
+#[test]
+fn weeks_months_and_years_are_found_in_any_spelling() {
+    for (raw, unit) in [
+        ("1w", Some("weeks")),
+        ("2weeks", Some("weeks")),
+        ("1wk", Some("weeks")),
+        ("1d 1w", Some("weeks")),
+        ("1M", Some("months")),
+        ("1month", Some("months")),
+        ("1y", Some("years")),
+        ("3yrs", Some("years")),
+        ("1m", None),
+        ("30days", None),
+        ("1h30m", None),
+        ("250ms", None),
+    ] {
+        assert_eq!(calendar_unit_in(raw), unit, "{raw}");
+    }
+}
+
+#[test]
+fn zone_names_are_the_databases_and_nothing_else() {
+    assert_eq!(
+        Zone::named("asia/bangkok").map(|z| z.name),
+        Some("Asia/Bangkok".into())
+    );
+    assert_eq!(Zone::named("UTC").map(|z| z.name), Some("UTC".into()));
+    assert!(Zone::named("Etc/GMT+7").is_some());
+    for name in [
+        "localtime",
+        "posixrules",
+        "posix/Asia/Bangkok",
+        "right/Asia/Bangkok",
+        "/usr/share/zoneinfo/UTC",
+        "Asia/../Asia/Bangkok",
+        "./UTC",
+        "+05:30",
+        "zone.tab",
+    ] {
+        assert!(Zone::named(name).is_none(), "{name}");
+    }
+    assert_eq!(Zone::not_a_name("Europe/Berlin"), None);
+}

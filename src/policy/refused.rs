@@ -17,6 +17,9 @@ pub enum Flag {
     OncePer,
     /// `--history 0`.
     HistoryOff,
+    /// `--history` below the starts that close a slot (`--max-attempts`, 3 with
+    /// `--if-vanished rerun`).
+    HistoryBelowAttempts,
     /// No `--once-per`.
     NoOncePer,
     /// `--if-vanished`.
@@ -60,6 +63,7 @@ impl Flag {
             Flag::Redlock => "several `--redis` nodes",
             Flag::OncePer => "`--once-per P`",
             Flag::HistoryOff => "`--history 0`",
+            Flag::HistoryBelowAttempts => "`--history` below `--max-attempts`",
             Flag::NoOncePer => "no `--once-per`",
             Flag::IfVanished => "`--if-vanished`",
             Flag::MaxAttempts => "`--max-attempts`",
@@ -91,6 +95,9 @@ pub struct Given {
     pub once_per: bool,
     /// `--history`.
     pub history: u32,
+    /// The starts that close a `--once-per` slot (0: no limit): `--max-attempts`, or
+    /// its default with `--if-vanished rerun` (`Completion::attempts`).
+    pub attempts: u32,
     /// `--if-vanished` given.
     pub if_vanished: bool,
     /// `--max-attempts` given.
@@ -127,6 +134,7 @@ impl Given {
             Flag::Redlock => self.nodes > 1,
             Flag::OncePer => self.once_per,
             Flag::HistoryOff => self.history == 0,
+            Flag::HistoryBelowAttempts => self.history < self.attempts,
             Flag::NoOncePer => !self.once_per,
             Flag::IfVanished => self.if_vanished,
             Flag::MaxAttempts => self.max_attempts,
@@ -146,10 +154,13 @@ impl Given {
         }
     }
 
-    /// The line of a rule with this run's figures in place of `{limit}` and `{nodes}`.
+    /// The line of a rule with this run's figures in place of `{limit}`, `{nodes}`,
+    /// `{history}` and `{attempts}`.
     fn fill(&self, line: &str) -> String {
         line.replace("{limit}", &self.limit.to_string())
             .replace("{nodes}", &self.nodes.to_string())
+            .replace("{history}", &self.history.to_string())
+            .replace("{attempts}", &self.attempts.to_string())
     }
 }
 
@@ -158,7 +169,8 @@ impl Given {
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
     pub both: [Flag; 2],
-    /// The line, with `{limit}` and `{nodes}` for the run's figures.
+    /// The line, with `{limit}`, `{nodes}`, `{history}` and `{attempts}` for the run's
+    /// figures.
     pub line: &'static str,
 }
 
@@ -179,6 +191,14 @@ pub const RULES: &[Rule] = &[
     Rule {
         both: [Flag::OncePer, Flag::HistoryOff],
         line: "--once-per needs the run history, which --history 0 turns off; give --history 1 or more",
+    },
+    // The acquire script counts a slot's starts among the records the history keeps
+    // (`scripts::completion`'s `once_per`), and each release trims it to `--history`:
+    // with fewer records than the attempts, the oldest starts are gone before they
+    // are counted, and the slot never closes.
+    Rule {
+        both: [Flag::OncePer, Flag::HistoryBelowAttempts],
+        line: "--max-attempts {attempts} counts the runs started in a --once-per slot in the run history, which --history {history} trims to fewer: the slot would never close; give --history {attempts} or more",
     },
     Rule {
         both: [Flag::OncePer, Flag::Limit],
@@ -335,7 +355,12 @@ pub fn markdown() -> String {
     let mut out = String::from("| refused | because |\n| --- | --- |\n");
     for rule in RULES {
         let [a, b] = rule.both;
-        let why = rule.line.replace("{limit}", "N").replace("{nodes}", "K");
+        let why = rule
+            .line
+            .replace("{limit}", "N")
+            .replace("{nodes}", "K")
+            .replace("{history}", "H")
+            .replace("{attempts}", "A");
         let _ = writeln!(out, "| {} with {} | {} |", a.text(), b.text(), why);
     }
     out
@@ -353,6 +378,10 @@ mod tests {
             Flag::Redlock => g.nodes = 3,
             Flag::OncePer => g.once_per = true,
             Flag::HistoryOff => g.history = 0,
+            Flag::HistoryBelowAttempts => {
+                g.history = 2;
+                g.attempts = 3;
+            }
             Flag::NoOncePer => g.once_per = false,
             Flag::IfVanished => g.if_vanished = true,
             Flag::MaxAttempts => g.max_attempts = true,
@@ -397,6 +426,12 @@ mod tests {
             set(plain, Flag::HistoryOff),
             set(once, Flag::IfVanished),
             set(once, Flag::MaxAttempts),
+            set(plain, Flag::HistoryBelowAttempts),
+            Given {
+                history: 3,
+                attempts: 3,
+                ..once
+            },
             set(plain, Flag::OnceId),
             set(set(plain, Flag::OnceId), Flag::MaxAttempts),
             newest,

@@ -356,7 +356,7 @@ fn say_skipped(
                 rfc3339(last.start_ms)
             );
             if skip.told {
-                report.note(&line);
+                report.tell(&line);
             } else {
                 report.verbose(|| line);
             }
@@ -486,7 +486,10 @@ async fn mark_started(
     let last_try = budget
         .term_at(budget.lease_end(t_sent))
         .saturating_sub(budget.node_timeout);
-    let who = meta.started_json(lease.fence());
+    let who = meta.started_json(
+        lease.fence(),
+        run.config.policy.completion.once_per.as_ref(),
+    );
     let mut result = lease.mark_started(&who).await;
     while let Err(e) = &result
         && e.is_transient()

@@ -1,6 +1,8 @@
 //! A vanished run is told once: the try that finds a run started, never ended and its
 //! lease gone, which no try has told yet, says so in one line on stderr, a `vanished`
-//! event (and `redlock_vanished_runs_total` in its `--metrics`). The acquire script
+//! event (and `redlock_vanished_runs_total` in its `--metrics`); the line is printed
+//! whatever `--quiet` says (`Reporter::tell`): the try that says it marks it said for
+//! the whole fleet. The acquire script
 //! that found it marked it told in the same script (see `scripts::completion`'s
 //! `tell`), so in a fleet exactly one try tells it and cron mails it once.
 //!
@@ -46,7 +48,7 @@ pub(super) fn tell_found(run: &Run<'_>, lease: &Lease) {
                 .show(p.slot_at(run_record.start_ms).start_ms))
         ),
     };
-    run.report.note(&line);
+    run.report.tell(&line);
     told(run, lease, &run_record);
 }
 

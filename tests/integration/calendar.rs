@@ -331,3 +331,93 @@ fn a_zone_without_a_calendar_period_or_unknown_is_refused_in_one_line() {
         assert!(redis.keys().is_empty(), "{extra:?}: a key was written");
     }
 }
+
+/// Issue 58 item 8 (newcomer-7 #4): a `--once-per` in weeks, months or years (any
+/// spelling the duration parser takes) is a fixed period from the Unix epoch (`1w`: 7
+/// days from a Thursday; `1month`: 30.44 days from an odd instant; `1M` beside `1m`), not
+/// a calendar unit: refused with one line pointing to `--once-per week|month --tz`. A
+/// unit nobody takes is refused with the one unit list; days and minutes still run.
+#[test]
+fn periods_in_weeks_months_or_years_are_refused() {
+    let redis = Redis::start();
+    let run = |period: &str| {
+        output(
+            redlock_run()
+                .args([
+                    "--redis",
+                    &redis.url(),
+                    "--key",
+                    period,
+                    "--once-per",
+                    period,
+                ])
+                .args(["--", "true"]),
+        )
+    };
+    for period in [
+        "1w", "2weeks", "1wk", "1month", "1months", "1M", "1y", "1d 1w",
+    ] {
+        let out = run(period);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 64, "{period}: {err}");
+        assert_eq!(err.lines().count(), 1, "{period}: {err}");
+        assert!(
+            err.contains("--once-per week|month --tz ZONE"),
+            "{period}: {err}"
+        );
+        assert!(redis.keys().is_empty(), "{period}: a key was written");
+    }
+    let out = run("1fortnight");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 64, "{err}");
+    assert_eq!(err.matches("ms, s, m, h, d").count(), 1, "{err}");
+    assert!(!err.contains("weeks, months"), "two unit lists: {err}");
+    for period in ["30days", "1m"] {
+        assert_eq!(code(&run(period)), 0, "{period}");
+    }
+}
+
+/// Issue 58 item 9 (newcomer-7 #11): `--tz` takes a zone's IANA name, never a file of
+/// the zoneinfo tree that is a host's own zone (`localtime`, `posixrules`), another
+/// tree (`posix/…`, `right/…`) or a path: each is refused with one line (64). A name in
+/// another case is the zone, recorded as the zone database spells it.
+#[test]
+fn only_iana_zone_names_are_zones() {
+    let redis = Redis::start();
+    let run = |tz: &str| {
+        output(
+            redlock_run()
+                .args(["--redis", &redis.url(), "--key", "zones"])
+                .args(["--once-per", "day", "--tz", tz])
+                .args(["--", "true"]),
+        )
+    };
+    for tz in [
+        "localtime",
+        "posixrules",
+        "posix/Asia/Bangkok",
+        "right/Asia/Bangkok",
+        "/usr/share/zoneinfo/Asia/Bangkok",
+        "Asia/../Asia/Bangkok",
+        "./UTC",
+    ] {
+        let out = run(tz);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 64, "{tz}: {err}");
+        assert_eq!(err.lines().count(), 1, "{tz}: {err}");
+        assert!(err.contains("IANA"), "{tz}: {err}");
+        assert!(redis.keys().is_empty(), "{tz}: a key was written");
+    }
+    let out = run("asia/bangkok");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = history_json(&redis, "zones");
+    assert_eq!(runs["runs"][0]["tz"], "Asia/Bangkok", "{runs}");
+    for tz in ["UTC", "Etc/GMT+7"] {
+        let out = output(
+            redlock_run()
+                .args(["--redis", &redis.url(), "--key", tz])
+                .args(["--once-per", "day", "--tz", tz, "--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{tz}: {}", stderr(&out));
+    }
+}

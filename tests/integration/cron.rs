@@ -685,3 +685,54 @@ fn the_documented_crontab_lines_find_redlock_run_on_crons_path() {
         assert!(ran[0].1.contains("not found"), "{}", ran[0].1);
     }
 }
+
+/// Issue 58 item 6 (review-7 #3): a slot's starts are counted in the run history, so a
+/// `--history` that keeps fewer records than `--max-attempts` counts (3 by default with
+/// `--if-vanished rerun`) would let a failing job start again and again in one slot (6
+/// starts in 6 tries with `--history 1`). Such a run is refused with one line (64),
+/// nothing written; a history as long as the attempts is accepted.
+#[test]
+fn a_history_shorter_than_max_attempts_is_refused() {
+    let redis = Redis::start();
+    for (extra, says) in [
+        (
+            &["--if-vanished", "rerun", "--history", "1"][..],
+            "--history 1",
+        ),
+        (
+            &["--max-attempts", "3", "--history", "2"][..],
+            "--history 2",
+        ),
+        (
+            &[
+                "--if-vanished",
+                "rerun",
+                "--max-attempts",
+                "5",
+                "--history",
+                "4",
+            ][..],
+            "--max-attempts 5",
+        ),
+    ] {
+        let out = output(
+            redlock_run()
+                .args(lock_args(&redis, "short"))
+                .args(["--once-per", "1h"])
+                .args(extra)
+                .args(["--", "true"]),
+        );
+        let err = stderr(&out);
+        assert_eq!(code(&out), codes::USAGE, "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(redis.keys().is_empty(), "{extra:?}: a key was written");
+    }
+    let out = output(
+        redlock_run()
+            .args(lock_args(&redis, "short"))
+            .args(["--once-per", "1h", "--max-attempts", "3", "--history", "3"])
+            .args(["--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

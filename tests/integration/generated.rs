@@ -362,6 +362,7 @@ impl Draw {
             nodes: if self.redlock { 3 } else { 1 },
             once_per: self.once_per,
             history: 20,
+            attempts: if self.once_per && self.rerun { 3 } else { 0 },
             if_vanished: self.once_per && self.rerun,
             max_attempts: self.once_per && self.rerun,
             once_id: false,

@@ -617,3 +617,59 @@ fn a_once_per_runs_history_keeps_its_expiry_while_it_runs() {
         "the history has no expiry while the run is under way: {ttl}"
     );
 }
+
+/// Issue 58 item 11 (newcomer-7 #15): `history --json` gives a `--once-per` run in
+/// progress, and one that vanished, the period it ran for (`once_per_ms`, or
+/// `once_per` and `tz` for a calendar slot) and `null` for the end and duration it does
+/// not have (never 0: a script that averages durations or selects once-per runs by
+/// `once_per_ms` would miscount exactly these runs).
+#[test]
+fn a_running_or_vanished_once_per_run_says_its_period_and_no_end() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    for (name, period) in [
+        ("fixed", &["--once-per", "1h"][..]),
+        (
+            "calendar",
+            &["--once-per", "week", "--tz", "Asia/Bangkok"][..],
+        ),
+    ] {
+        let ready = s.path(&format!("{name}.ready"));
+        let mut args = lock_args(&redis, name);
+        args.extend(period.iter().map(|a| a.to_string()));
+        args.extend(["--ttl", "2s", "--no-local-queue"].map(String::from));
+        let job = format!("echo \"$PPID\" > '{}'; sleep 30", ready.display());
+        let mut child = start_run(&args, &job);
+        assert!(wait_for_file(&ready, "\n", READY), "never started");
+        let says = |life: &str| {
+            let json = history_json(&redis, name);
+            let run = &json["runs"][0];
+            assert_eq!(run[life], true, "{json}");
+            assert!(
+                run["end_ms"].is_null() && run["duration_ms"].is_null(),
+                "{json}"
+            );
+            if name == "fixed" {
+                assert_eq!(run["once_per_ms"], 3_600_000, "{json}");
+            } else {
+                assert!(run["once_per_ms"].is_null(), "{json}");
+                assert_eq!(
+                    (&run["once_per"], &run["tz"]),
+                    (&"week".into(), &"Asia/Bangkok".into()),
+                    "{json}"
+                );
+            }
+        };
+        says("running");
+        let wrapper = read_trimmed(&ready).parse::<i32>().unwrap();
+        for pid in [wrapper, child.id() as i32] {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        wait_child(&mut child, READY);
+        assert!(eventually(READY, || !redis.exists(&lock_key(name))));
+        says("vanished");
+    }
+}

@@ -189,3 +189,109 @@ fn a_vanished_once_id_attempt_is_told_once_by_the_next_try() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("vanished"), "told again: {err}");
 }
+
+/// The child of `wrapper` (by `/proc/<pid>/stat`'s parent field) that is `redlock-run`
+/// itself: the run's group guard, which its wrapper forks.
+fn guard_of(wrapper: i32) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&p| {
+            p != wrapper
+                && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| {
+                    st.rsplit(')')
+                        .next()
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .nth(1)
+                        == Some(wrapper.to_string().as_str())
+                })
+                && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(RUN))
+        })
+}
+
+/// A `--once-per 1h` run of `name` (`extra` flags beside) whose host dies mid-job: its
+/// wrapper, group guard and command SIGKILLed together, so nothing of it tidies; returns
+/// once its lease is gone.
+fn host_dies_mid_run(redis: &Redis, s: &Scratch, name: &str, extra: &[String]) {
+    let log = s.path(&format!("begun-{name}"));
+    let mut args = lock_args(redis, name);
+    args.extend(["--once-per", "1h"].map(String::from));
+    args.extend(LEASE.map(String::from));
+    args.extend(extra.iter().cloned());
+    let job = format!(
+        "echo \"BEGIN $PPID $$ $(hostname)\" >> '{}'; sleep 30",
+        log.display()
+    );
+    let mut run = start_run(&args, &job);
+    let (wrapper, command, _) = begun(&log);
+    let guard = guard_of(wrapper).expect("the run's group guard");
+    kill_run(guard, wrapper);
+    kill_run(command, guard);
+    wait_child(&mut run, READY);
+    assert!(eventually(READY, || !redis.exists(&lock_key(name))));
+}
+
+/// Issue 58 item 2 (newcomer-7 #9): a `-q` try that marks a vanished run told still
+/// prints its one line (it asks a human to check: neither a waiting line nor a busy
+/// note), so a fleet whose lines say `-q` still mails it once; the next try, told, says
+/// nothing. Before, the quiet try printed nothing and marked it told: no host said it.
+#[test]
+fn a_quiet_try_still_tells_the_vanished_run() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    host_dies_mid_run(&redis, &s, "quiet", &[]);
+    let mut args = lock_args(&redis, "quiet");
+    args.extend(["--once-per", "1h"].map(String::from));
+    args.extend(LEASE.map(String::from));
+    let quiet = [&args[..], &["-q".to_string()]].concat();
+    let (status, err) = try_once(&quiet, "true");
+    assert_eq!(status, codes::BUSY, "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("its end was never recorded"), "{err}");
+    let (status, err) = try_once(&args, "true");
+    assert_eq!((status, err.as_str()), (codes::BUSY, ""), "told twice");
+}
+
+/// Issue 58 item 10 (newcomer-7 #10): a host that died mid-run (its wrapper, guard and
+/// command together) left its `--metrics` file at `redlock_running 1`; the next try of
+/// that host that tells the dead run (name `own`), or sees it told by another host's
+/// try (name `seen`), settles the file to `redlock_running 0`: the dead run is no
+/// longer read as running hours later. Before, the file said 1 until the host won a
+/// later slot.
+#[test]
+fn a_try_that_tells_or_sees_its_hosts_dead_run_settles_its_metrics() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    for (name, told_elsewhere) in [("own", false), ("seen", true)] {
+        let file = s.path(&format!("{name}.prom"));
+        let metrics = ["--metrics".to_string(), file.display().to_string()];
+        host_dies_mid_run(&redis, &s, name, &metrics);
+        let running = |v: u8| format!("redlock_running{{name=\"{name}\"}} {v}\n");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&running(1)), "nothing tidied: {text}");
+        let mut args = lock_args(&redis, name);
+        args.extend(["--once-per", "1h"].map(String::from));
+        args.extend(LEASE.map(String::from));
+        if told_elsewhere {
+            let mut other = args.clone();
+            other.extend([
+                "--metrics".into(),
+                s.path("other.prom").display().to_string(),
+            ]);
+            let (status, err) = try_once(&other, "true");
+            assert!(
+                status == codes::BUSY && err.contains("never recorded"),
+                "{err}"
+            );
+        }
+        args.extend(metrics);
+        let (status, err) = try_once(&args, "true");
+        assert_eq!(status, codes::BUSY, "{err}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&running(0)), "{name}: still running: {text}");
+        assert!(!text.contains(&running(1)), "{name}: {text}");
+    }
+}
