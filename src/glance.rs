@@ -181,9 +181,17 @@ impl Glance<'_> {
             return Read::Next;
         }
         if !flag("running", true) {
+            // A run of the job (a --once-per run's record says its period): the rules
+            // of `completion::job`; another run of the name is passed over.
+            let job = number("once_per_ms").is_some()
+                || run
+                    .get("once_per")
+                    .is_some_and(serde_json::Value::is_string);
             return match number("status") {
-                Some(0.0) => Read::Closes(Closed::Ran),
-                // A failed attempt: the scan goes on (the script counts it).
+                Some(0.0) if job => Read::Closes(Closed::Ran),
+                _ if job && flag("told", true) && !self.reruns => Read::Closes(Closed::Ran),
+                // A failed attempt, or not the job's: the scan goes on (the script
+                // counts an attempt).
                 _ => Read::Next,
             };
         }

@@ -88,8 +88,16 @@ fn record(token: &str, start_min: u64, rest: &str) -> String {
 
 #[test]
 fn a_run_of_the_slot_that_exited_0_closes_it() {
-    let ran = record("t1", 1, r#","status":0,"lost":false,"end_ms":36061000"#);
-    let failed = record("t2", 5, r#","status":1,"end_ms":36301000"#);
+    let ran = record(
+        "t1",
+        1,
+        r#","once_per_ms":3600000,"status":0,"lost":false,"end_ms":36061000"#,
+    );
+    let failed = record(
+        "t2",
+        5,
+        r#","once_per_ms":3600000,"status":1,"end_ms":36301000"#,
+    );
     let Some(Acquired::Skipped(skip)) = once(false, &[failed, ran.clone()], Value::Nil) else {
         panic!("not a skip")
     };
@@ -121,7 +129,7 @@ fn what_the_newest_records_do_not_settle_is_the_scripts() {
         9 * HOUR,
         9 * HOUR + 1000
     );
-    let later_ran = record("t3", 2, r#","status":0"#);
+    let later_ran = record("t3", 2, r#","once_per_ms":3600000,"status":0"#);
     for records in [
         vec![vanished],
         // Not a start: the scan goes on, and ends at a run that ended before the slot.
@@ -168,7 +176,7 @@ fn a_vanished_run_told_already_closes_its_slot_but_for_a_rerun() {
 
 #[test]
 fn a_try_for_a_slot_that_is_over_is_over_and_one_for_this_slot_reads_on() {
-    let ran = record("t1", 1, r#","status":0"#);
+    let ran = record("t1", 1, r#","once_per":"day","tz":"UTC","status":0"#);
     let pinned = |pin_ms| Glance {
         period: Some(&HOURLY),
         may_wait: false,
@@ -183,4 +191,33 @@ fn a_try_for_a_slot_that_is_over_is_over_and_one_for_this_slot_reads_on() {
         panic!("not a skip")
     };
     assert_eq!(skip.why, Closed::Ran);
+}
+
+/// Issue 58 items 5 and 7: a run of the name without `--once-per` (no period in its
+/// record) neither closes the slot nor settles it; a run told as vanished that came
+/// back later (its record kept `"told":true`) keeps its slot closed but for a rerun.
+#[test]
+fn only_the_jobs_runs_close_a_slot_and_a_told_run_keeps_it_closed() {
+    let ad_hoc = record(
+        "t1",
+        1,
+        r#","once_per_ms":null,"status":0,"end_ms":36061000"#,
+    );
+    assert_eq!(once(false, std::slice::from_ref(&ad_hoc), Value::Nil), None);
+    let late = record(
+        "t2",
+        2,
+        r#","once_per_ms":3600000,"status":79,"lost":true,"told":true"#,
+    );
+    let Some(Acquired::Skipped(skip)) = once(false, std::slice::from_ref(&late), Value::Nil) else {
+        panic!("not a skip")
+    };
+    assert_eq!(skip.why, Closed::Ran);
+    let reruns = Glance {
+        period: Some(&HOURLY),
+        may_wait: false,
+        reruns: true,
+        pin_ms: 0,
+    };
+    assert_eq!(once_as(reruns, &[late], Value::Nil), None);
 }

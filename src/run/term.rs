@@ -328,12 +328,18 @@ fn say_skipped(
     let slot = closed_what(run, skip);
     let described = last.map(RunRecord::describe).unwrap_or_default();
     match (skip.why, last) {
+        // Said once for the fleet: by the try that marked the slot or ID told.
         (Closed::Exhausted { starts }, _) => {
-            report.note(&format!(
+            let line = format!(
                 "{name}: {starts} runs started for {slot} and none succeeded (--max-attempts {}){}; not running",
                 run.config.policy.completion.attempts(),
                 last_attempt(skip, &name),
-            ));
+            );
+            if skip.told {
+                report.note(&line);
+            } else {
+                report.verbose(|| line);
+            }
             ("attempts_exhausted", busy)
         }
         // A run-once ID that is done: every other run of it exits 0, saying who ran it.

@@ -338,6 +338,8 @@ fn skip(code: i64, items: &mut impl Iterator<Item = Value>) -> Option<Skip> {
             };
             // `--once-id`: the last started run's start mark.
             skip.record = bytes(items.next());
+            // The first try to find the slot or ID exhausted tells it.
+            skip.told = int(items.next()) == Some(1);
         }
         _ => {
             skip.slot_ms = unsigned(Some(int(items.next())?));
@@ -480,7 +482,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("847b15b4dd36dd9713a71b4a203298b6e8f7d6e6", || {
+pub static PLAIN: Lua = Lua::new("a69785254e8eed3632dfba79c8d331bc4592ab70", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -54,6 +54,16 @@ local function tell(untold)
   if type(written) == 'table' and written.err then return '' end
   return untold[3]
 end
+-- A slot whose attempts are spent is told once for the fleet, as a vanished run is:
+-- the try that finds it so marks its newest start (`"exhausted_told":true`) and says
+-- it (1); every later try finds the mark and is silent (0). Where the mark cannot be
+-- written (an ACL without LSET), every try tells it, as before the mark.
+local function tell_exhausted(newest)
+  if not newest or string.find(newest[3], '"exhausted_told":true', 1, true) then return 0 end
+  local marked = string.sub(newest[3], 1, -2) .. ',"exhausted_told":true}'
+  redis.pcall('LSET', newest[1], newest[2], marked)
+  return 1
+end
 -- The start of the slot `now` falls in: `period` is a fixed length in ms ('3600000':
 -- `now` rounded down to it from the epoch) or a calendar slot the client computed in
 -- its zone ('start+length': a local day, ISO week or month); nil when `now` is not in
@@ -68,6 +78,11 @@ local function slot_of(period, now)
   if now < start or now >= start + tonumber(length) then return nil end
   return start
 end
+-- Whether an ended record is a run of a --once-per job (its period in the record:
+-- `once_per_ms`, or a calendar period's `once_per`; JSON null decodes as userdata).
+local function job(run)
+  return type(run.once_per_ms) == 'number' or type(run.once_per) == 'string'
+end
 local function once_per(history, period, lock, attempts, rerun, pin)
   if period == '0' then return nil end
   local waiting = rerun >= 2
@@ -81,6 +96,9 @@ local function once_per(history, period, lock, attempts, rerun, pin)
   if pin > 0 and slot ~= pin then return {-11, pin} end
   if not slot then return {-12, now} end
   local starts, vanished, in_progress, untold = 0, '', false, nil
+  -- The newest start counted in the slot ({history, index, record}): the exhausted
+  -- slot's one tell is marked on it (see `tell_exhausted`).
+  local newest = nil
   local kind = redis.call('TYPE', history)['ok']
   if kind == 'list' then
     -- Read from the newest in pages of 4, 8, 16, ... records: the scan ends at the
@@ -118,12 +136,19 @@ local function once_per(history, period, lock, attempts, rerun, pin)
                   return {-4, slot, record, 0, told ~= '' and 1 or 0}
                 end
                 starts = starts + 1
+                newest = newest or {history, i - 1, record}
                 if vanished == '' then vanished = run.token end
               end
-            elseif run.status == 0 then
-              return {-4, slot, record}
-            else
+            elseif job(run) then
+              -- An ended run of the job (a --once-per run: a run of the name without it,
+              -- an operator's ad-hoc command, is not the job): a success closes the
+              -- slot; so does a run told as vanished whose wrapper came back later
+              -- (its record kept the told mark), unless a vanished run reopens it.
+              if run.status == 0 or (run.told == true and not rerun) then
+                return {-4, slot, record}
+              end
               starts = starts + 1
+              newest = newest or {history, i - 1, record}
             end
           elseif untold == nil and run.running == true and run.started ~= false
               and run.token ~= ARGV[1] then
@@ -142,7 +167,9 @@ local function once_per(history, period, lock, attempts, rerun, pin)
   elseif kind ~= 'none' then
     return {-2, 'history', kind}
   end
-  if attempts > 0 and starts >= attempts and not in_progress then return {-8, slot, starts} end
+  if attempts > 0 and starts >= attempts and not in_progress then
+    return {-8, slot, starts, '', tell_exhausted(newest)}
+  end
   return nil, starts + 1, vanished, untold or nil
 end
 -- `--once-id`: the ID's record (a hash): `done` closes it for good (its run's record:
@@ -172,7 +199,11 @@ local function once_id(key, attempts, lock, rerun)
       if run.told ~= true then untold = {key, false, running} end
     end
   end
-  if attempts > 0 and starts >= attempts then return {-8, 0, starts, running or ''} end
+  if attempts > 0 and starts >= attempts then
+    -- Told once per ID: the first try that finds it exhausted sets the mark.
+    local first = redis.pcall('HSETNX', key, 'exhausted_told', '1') == 1
+    return {-8, 0, starts, running or '', first and 1 or 0}
+  end
   return nil, starts + 1, '', untold
 end
 -- A `--once-per` run marks its grant in the history as it takes the lock, says when

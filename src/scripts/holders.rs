@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("d38c2dc1506e0fb2eaafecef4f7541b00a2fc399", || {
+pub static SEMAPHORE: Lua = Lua::new("7c0c005dcbd6a92001d307def66d8641d3b085c3", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("86c562217fa690b0c1347ccfc1276d85b4baf397", || {
+pub static NEWEST: Lua = Lua::new("add298b5a5147884ae064e2b47d5d685b3022321", || {
     NEWEST_TEXT.as_str()
 });
 

@@ -138,7 +138,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("904c8f70fde3a6c03871b2741a96f5f48cf44799", || {
+pub static FAIR: Lua = Lua::new("afbad2b3bb5fe25669ec7220e607e5dc79d44e84", || {
     FAIR_TEXT.as_str()
 });
 

@@ -55,6 +55,9 @@ pub static TEXT: LazyLock<String> = LazyLock::new(|| {
         r#"
 --CLOCK--
 local token = ARGV[1]
+-- A start mark told as vanished (`"told":true`) whose run came back after all: its
+-- record keeps the mark, so that a slot told closed stays closed.
+local told = false
 -- A --once-per run's start mark (written by the acquire; an --elect term's, by its
 -- start) goes first, whatever else the
 -- release finds: the record that replaces it, or nothing (a take-back), is what the
@@ -65,6 +68,7 @@ if ARGV[6] == '1' then
     local start = '{"token":"' .. token .. '","start_ms":'
     for _, record in ipairs(listed) do
       if string.sub(record, 1, #start) == start and string.find(record, '"running":true', 1, true) then
+        told = string.find(record, '"told":true', 1, true) ~= nil
         redis.call('LREM', KEYS[5], 1, record)
         break
       end
@@ -101,7 +105,8 @@ if ARGV[8] and (size > 0 or KEYS[8]) then
     lost = 'false'
   end
   succeeded = lost == 'false' and status == '0'
-  record = ARGV[8] .. ',"status":' .. status .. ',"lost":' .. lost .. ',"start_ms":'
+  record = ARGV[8] .. ',"status":' .. status .. ',"lost":' .. lost
+    .. (told and ',"told":true' or '') .. ',"start_ms":'
     .. int(start) .. ',"end_ms":' .. int(start + held) .. '}'
 end
 if size > 0 and record then
@@ -191,7 +196,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("fa6afab0636619c1da60aa3ed0737d01733a0047", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("dff0502aa79090829841f64d4a34f64aafe44e9c", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),

@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("ea750a3247b33080a5633be77ffc285de9aa43da", || {
+pub static SHARE: Lua = Lua::new("02cfd1f2d1564aa287cc239f404a9be8af369c0b", || {
     SHARE_TEXT.as_str()
 });
 

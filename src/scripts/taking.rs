@@ -118,6 +118,7 @@ macro_rules! taking_calls {
             on("type", Key::Once),
             on("lset", Key::History),
             on("hset", Key::Once),
+            on("hsetnx", Key::Once),
             $($extra),*
         ]
     };

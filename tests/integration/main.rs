@@ -35,6 +35,7 @@ mod sets;
 mod shared;
 mod shared_scripts;
 mod signals;
+mod slot_story;
 mod source;
 mod splay;
 mod state;

@@ -1,0 +1,106 @@
+//! Issue 58 (cron, round 4): one line per event, one answer per slot. Which runs close
+//! a `--once-per` slot (the job's, not an ad-hoc run of the name), a slot or ID whose
+//! attempts are spent told once for the fleet, and a slot told closed that stays
+//! closed when its paused wrapper comes back.
+
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::harness::*;
+
+/// A short lease (a paused wrapper's lease ends soon), a node timeout a loaded machine
+/// keeps, no local queue.
+const LEASE: [&str; 5] = ["--ttl", "2s", "--node-timeout", "300ms", "--no-local-queue"];
+
+fn once_per(redis: &Redis, name: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = lock_args(redis, name);
+    args.extend(["--once-per", "1h"].map(String::from));
+    args.extend(LEASE.map(String::from));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+/// Item 5 (review-7 #9): an operator's ad-hoc run of the name (no `--once-per`) that
+/// exits 0 is not the job: the nightly job still runs its slot. A run by hand with the
+/// job's `--once-per` is the slot's run: the next try is skipped and names it.
+#[test]
+fn only_a_once_per_run_closes_its_slot() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let ran = s.path("ran");
+    let job = format!("echo x >> '{}'", ran.display());
+    let (status, err) = try_once(&lock_args(&redis, "nightly"), "true");
+    assert_eq!(status, 0, "{err}");
+    let (status, err) = try_once(&once_per(&redis, "nightly", &[]), &job);
+    assert_eq!(status, 0, "an ad-hoc run closed the slot: {err}");
+    assert!(ran.exists(), "the job did not run");
+    let (status, err) = try_once(&once_per(&redis, "nightly", &["-v"]), &job);
+    assert_eq!(status, codes::BUSY, "{err}");
+    assert!(err.contains("already ran"), "{err}");
+    assert_eq!(read_trimmed(&ran), "x", "the job ran twice in its slot");
+}
+
+/// Item 3 (newcomer-7 #6): a slot whose attempts are spent is said once for the whole
+/// fleet ("attempts exhausted" on every later try of the slot, on every host, before),
+/// and so is an `--once-id` whose attempts are spent.
+#[test]
+fn spent_attempts_are_told_once() {
+    let redis = Redis::start();
+    let failing = once_per(&redis, "spent", &["--max-attempts", "2"]);
+    for _ in 0..2 {
+        let (status, err) = try_once(&failing, "exit 3");
+        assert_eq!(status, 3, "{err}");
+    }
+    let said: Vec<String> = (0..4).map(|_| try_once(&failing, "true").1).collect();
+    let telling: Vec<&String> = said
+        .iter()
+        .filter(|e| e.contains("none succeeded"))
+        .collect();
+    assert_eq!(telling.len(), 1, "told {} times: {said:?}", telling.len());
+    assert!(
+        said[0].contains("none succeeded"),
+        "the first try did not tell: {said:?}"
+    );
+    assert!(said[1..].iter().all(String::is_empty), "{said:?}");
+
+    let mut id = lock_args(&redis, "release");
+    id.extend(["--once-id", "v1", "--max-attempts", "1"].map(String::from));
+    let (status, err) = try_once(&id, "exit 3");
+    assert_eq!(status, 3, "{err}");
+    let said: Vec<String> = (0..3).map(|_| try_once(&id, "true").1).collect();
+    let telling = said.iter().filter(|e| e.contains("none succeeded")).count();
+    assert_eq!(telling, 1, "{said:?}");
+}
+
+/// Item 7 (review-7 #11): a run whose wrapper was paused past its lease is told
+/// vanished, its slot closed (`--if-vanished skip`); when the wrapper comes back its
+/// late record (lost, 79) replaced the told mark and the next try ran the job again in
+/// the same slot. A told run keeps its slot closed.
+#[test]
+fn a_slot_told_closed_stays_closed_when_its_paused_run_comes_back() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("begun");
+    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
+    let args = once_per(&redis, "paused", &[]);
+    let run = start_run(&args, &job);
+    assert!(wait_for_file(&log, "\n", READY), "the run never began");
+    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    kill(Pid::from_raw(wrapper), Signal::SIGSTOP).unwrap();
+    assert!(
+        eventually(READY, || !redis.exists(&lock_key("paused"))),
+        "the paused run's lease never ended"
+    );
+    let (status, err) = try_once(&args, "echo ran-again");
+    assert_eq!(status, codes::BUSY, "{err}");
+    assert!(err.contains("never recorded"), "not told: {err}");
+    kill(Pid::from_raw(wrapper), Signal::SIGCONT).unwrap();
+    let (status, err) = finish(run, Duration::from_secs(40));
+    assert_eq!(status, codes::LOST, "{err}");
+    let ran = s.path("ran");
+    let (status, err) = try_once(&args, &format!("touch '{}'", ran.display()));
+    assert_eq!(status, codes::BUSY, "the told slot reopened: {err}");
+    assert!(!ran.exists(), "the job ran again in a slot told closed");
+}
