@@ -256,8 +256,45 @@ impl<'r> Run<'r> {
     /// who holds it and ends the run with the busy status.
     fn busy(&self, lease: &Lease, holder: &crate::holder::Holder) -> End {
         let name = lease.keys().display_name();
+        if let Some(slot_ms) = self.earlier_slots_run(holder) {
+            return self.lost_slot(&name, holder, slot_ms);
+        }
         let busy = (self.config.busy_code, self.waited());
         wait::busy_note(&name, lease.limit(), holder, busy, self.report);
+        End::Status(self.config.busy_code)
+    }
+
+    /// `--once-per`: the start of this try's slot when the holder took the lock before
+    /// it (a run of an earlier slot whose lease reaches into this one: a crashed winner,
+    /// or a long job). The slot's own run in progress is answered by the script (in
+    /// progress), never busy.
+    fn earlier_slots_run(&self, holder: &crate::holder::Holder) -> Option<u64> {
+        let period = self.config.policy.completion.once_per.as_ref()?;
+        let slot = period.slot_at(crate::clock::wall_ms()).start_ms;
+        holder.since_ms.filter(|since| *since < slot).map(|_| slot)
+    }
+
+    /// A try that finds an earlier slot's run still holding the lock: its slot gets no
+    /// run, which is counted (the `skipped` event, reason `earlier_run_holds`, and so
+    /// the metrics) but not said on every host of the fleet: the earlier run is told
+    /// once, by the slot after its lease (see `vanished.rs`). With `--verbose`, a line.
+    fn lost_slot(&self, name: &str, holder: &crate::holder::Holder, slot_ms: u64) -> End {
+        let report = self.report;
+        report.verbose(|| {
+            format!(
+                "lock {name} is held by a run of an earlier slot ({}); this slot gets no run",
+                holder.describe(crate::clock::wall_ms())
+            )
+        });
+        report.event(
+            crate::events::Event::Skipped,
+            name,
+            serde_json::json!({
+                "reason": "earlier_run_holds",
+                "slot_start_ms": slot_ms,
+                "holder": holder,
+            }),
+        );
         End::Status(self.config.busy_code)
     }
 

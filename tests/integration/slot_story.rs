@@ -104,3 +104,60 @@ fn a_slot_told_closed_stays_closed_when_its_paused_run_comes_back() {
     assert_eq!(status, codes::BUSY, "the told slot reopened: {err}");
     assert!(!ran.exists(), "the job ran again in a slot told closed");
 }
+
+/// Item 1 (newcomer-7 #5): a winner killed with its lease reaching into the next slot
+/// made every host of that slot mail "lock … is busy: held by …" about the dead
+/// holder. A try that finds an earlier slot's run holding the lock is silent (the busy
+/// status, a `skipped` event saying why); the dead run is told once, later.
+#[test]
+fn a_try_behind_an_earlier_slots_run_is_silent() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("begun");
+    let mut args = lock_args(&redis, "crash");
+    args.extend(
+        [
+            "--once-per",
+            "2s",
+            "--ttl",
+            "8s",
+            "--node-timeout",
+            "300ms",
+            "--no-local-queue",
+        ]
+        .map(String::from),
+    );
+    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
+    let mut run = start_run(&args, &job);
+    assert!(wait_for_file(&log, "\n", READY), "the run never began");
+    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    let slot_of = |redis: &Redis| {
+        let (secs, _): (u64, u64) = redis.cmd(&["TIME"]);
+        secs / 2
+    };
+    let first = slot_of(&redis);
+    kill(Pid::from_raw(wrapper), Signal::SIGKILL).unwrap();
+    wait_child(&mut run, READY);
+    assert!(
+        eventually(READY, || slot_of(&redis) != first),
+        "the next slot never came"
+    );
+    let events = s.path("events");
+    let mut tries = args.clone();
+    tries.extend(["--events".to_string(), events.display().to_string()]);
+    for _ in 0..3 {
+        assert!(
+            redis.exists(&lock_key("crash")),
+            "the dead run's lease ended early"
+        );
+        let (status, err) = try_once(&tries, "true");
+        assert_eq!(
+            (status, err.as_str()),
+            (codes::BUSY, ""),
+            "a try mailed a line"
+        );
+    }
+    let said = std::fs::read_to_string(&events).unwrap_or_default();
+    let skips = said.matches("earlier_run_holds").count();
+    assert_eq!(skips, 3, "{said}");
+}
