@@ -161,3 +161,60 @@ fn a_try_behind_an_earlier_slots_run_is_silent() {
     let skips = said.matches("earlier_run_holds").count();
     assert_eq!(skips, 3, "{said}");
 }
+
+/// Item 12 (newcomer-7 #8): with `--splay`, a cron line that fires again while the
+/// host's try still waits its offset added one more sleeping process per tick (5 per
+/// host at a midnight with `--splay 5m` on a minute line). A try that finds this
+/// host's try of the name waiting for the same slot ends at once, silent and counted
+/// (`skipped`, reason `splay_waiting`). The name is searched for one whose offset
+/// leaves the first try a wait of at least 500 ms in its 2 s slot.
+#[test]
+fn a_second_splayed_try_of_the_slot_on_one_host_ends_at_once() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let local = s.path("local");
+    std::fs::create_dir_all(&local).unwrap();
+    for i in 0..40 {
+        let name = format!("sp{i}");
+        let mut args = lock_args(&redis, &name);
+        args.extend(["--once-per", "2s", "--splay", "1900ms", "--local-dir"].map(String::from));
+        args.push(local.display().to_string());
+        let said = s.path(&format!("said-{i}"));
+        let mut first = redlock_run()
+            .args(&args)
+            .args(["-v", "--", "true"])
+            .stderr(std::fs::File::create(&said).unwrap())
+            .spawn()
+            .unwrap();
+        let nap = || {
+            let text = std::fs::read_to_string(&said).unwrap_or_default();
+            let at = text.find("--splay: trying ")? + "--splay: trying ".len();
+            text[at..].split(' ').next()?.parse::<u64>().ok()
+        };
+        let napping = eventually(READY, || {
+            nap().is_some() || first.try_wait().ok().flatten().is_some()
+        });
+        assert!(napping, "the first try neither waited nor ended");
+        if nap().is_none_or(|ms| ms < 500) {
+            let _ = first.kill();
+            let _ = first.wait();
+            continue;
+        }
+        let events = s.path("events");
+        let (status, err) = try_once(
+            &[
+                &args[..],
+                &["--events".into(), events.display().to_string()],
+            ]
+            .concat(),
+            "true",
+        );
+        let _ = first.kill();
+        let _ = first.wait();
+        assert_eq!((status, err.as_str()), (codes::BUSY, ""), "{err}");
+        let said = std::fs::read_to_string(&events).unwrap_or_default();
+        assert!(said.contains("splay_waiting"), "{said}");
+        return;
+    }
+    panic!("no name's offset left the first try waiting");
+}
