@@ -360,7 +360,9 @@ impl Lease {
             self.kind().keeps_place_on_late_grant() && waiter.is_some() && votes.yes == 0;
         if (votes.yes > 0 || !votes.errors.is_empty()) && !keeps_place {
             // Ambiguous or partial: take our token back everywhere it may have landed.
-            let _ = self.release_all(0, None).await;
+            // A reply that was lost may have told a vanished run this try never said:
+            // the take-back untells it, so that a later try tells it (at least once).
+            let _ = self.take_back(!votes.errors.is_empty()).await;
         }
         // A fair queue's waiter whose reply came too late may have been granted the lock
         // (and left the queue): taking it back would hand its turn to the next in line.
@@ -656,6 +658,7 @@ impl Lease {
             inside: true,
             retain_ms: self.retain_ms(),
             once_per: self.start_mark() != StartMark::None,
+            untell: false,
             once_key: self.once_key.as_deref(),
             record: Some(ending.record()),
         };
@@ -674,6 +677,26 @@ impl Lease {
         if self.inside.is_some() {
             return self.record_inside(ending).await;
         }
+        self.release_as(keep_ms, ending, false).await
+    }
+
+    /// Takes the token back after an acquire round whose answer is not known
+    /// everywhere; `untell`: a reply was lost, so a vanished run this try's script may
+    /// have marked told is marked untold again (see `scripts::release`).
+    async fn take_back(&self, untell: bool) -> Result<Release> {
+        if self.inside.is_some() {
+            return Ok(Release::Deleted);
+        }
+        self.release_as(0, None, untell).await
+    }
+
+    /// The release round (see [`Lease::release_all`]).
+    async fn release_as(
+        &self,
+        keep_ms: u64,
+        ending: Option<&Ending>,
+        untell: bool,
+    ) -> Result<Release> {
         let request = release::Request {
             keys: self.keys(),
             wakes_head: self.kind().release_wakes_head(),
@@ -682,6 +705,7 @@ impl Lease {
             inside: false,
             retain_ms: self.retain_ms(),
             once_per: self.start_mark() != StartMark::None,
+            untell,
             once_key: self.once_key.as_deref(),
             record: ending.map(Ending::record),
         };

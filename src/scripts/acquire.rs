@@ -482,7 +482,7 @@ return {0, holder, redis.call('PTTL', KEYS[1]), meta}
 "#,
     )
 });
-pub static PLAIN: Lua = Lua::new("a69785254e8eed3632dfba79c8d331bc4592ab70", || {
+pub static PLAIN: Lua = Lua::new("99cc36f82e3f48bb8393f7eb27084691c5c0ab17", || {
     PLAIN_TEXT.as_str()
 });
 

@@ -44,7 +44,8 @@ pub(super) const FRAGMENT: &str = r#"
 -- LSET tells nothing rather than every try telling it).
 local function tell(untold)
   if not untold then return '' end
-  local told = string.sub(untold[3], 1, -2) .. ',"told":true}'
+  -- Who told it: a try whose reply is lost takes the mark back (`scripts::release`).
+  local told = string.sub(untold[3], 1, -2) .. ',"told":true,"told_by":"' .. ARGV[1] .. '"}'
   local written
   if untold[2] then
     written = redis.pcall('LSET', untold[1], untold[2], told)
@@ -201,7 +202,9 @@ local function once_id(key, attempts, lock, rerun)
   end
   if attempts > 0 and starts >= attempts then
     -- Told once per ID: the first try that finds it exhausted sets the mark.
-    local first = redis.pcall('HSETNX', key, 'exhausted_told', '1') == 1
+    -- (an ACL without HSETNX: every try tells it, as before the mark)
+    local set = redis.pcall('HSETNX', key, 'exhausted_told', '1')
+    local first = set == 1 or type(set) == 'table'
     return {-8, 0, starts, running or '', first and 1 or 0}
   end
   return nil, starts + 1, '', untold

@@ -77,7 +77,7 @@ return {0, holder, first_pttl, meta_pairs}
 "#,
     )
 });
-pub static SEMAPHORE: Lua = Lua::new("7c0c005dcbd6a92001d307def66d8641d3b085c3", || {
+pub static SEMAPHORE: Lua = Lua::new("d029f005a7a9994ae63a67ae907263a3b58f3f9e", || {
     SEMAPHORE_TEXT.as_str()
 });
 

@@ -164,7 +164,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
     )
     .replace("--VERDICT_KEEP--", &VERDICT_KEEP_MS.to_string())
 });
-pub static NEWEST: Lua = Lua::new("add298b5a5147884ae064e2b47d5d685b3022321", || {
+pub static NEWEST: Lua = Lua::new("957ecf53d76470c89f40a2a5a06ce2e5f40c533b", || {
     NEWEST_TEXT.as_str()
 });
 

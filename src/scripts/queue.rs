@@ -138,7 +138,7 @@ return {0, holder, pttl, meta, place, redis.call('ZCARD', KEYS[3]), wake}
 "#,
     )
 });
-pub static FAIR: Lua = Lua::new("afbad2b3bb5fe25669ec7220e607e5dc79d44e84", || {
+pub static FAIR: Lua = Lua::new("70def8a567d27b7f931e770728507ec4fe7ceb1d", || {
     FAIR_TEXT.as_str()
 });
 

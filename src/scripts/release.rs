@@ -62,7 +62,32 @@ local told = false
 -- start) goes first, whatever else the
 -- release finds: the record that replaces it, or nothing (a take-back), is what the
 -- next once-per check must see.
-if ARGV[6] == '1' then
+-- ARGV[6]: 1 the run has a start mark, 2 a take-back after a lost reply, 3 both.
+local marks, untell = ARGV[6] == '1' or ARGV[6] == '3', ARGV[6] == '2' or ARGV[6] == '3'
+if untell then
+  -- The acquire that marked a vanished run told by this token (`"told_by"`, see
+  -- `completion::tell`) lost its reply: the try never said it. Untold again, the
+  -- next try tells it: at least once, and still once (only the try that hears its
+  -- reply says it).
+  local by = ',"told":true,"told_by":"' .. token .. '"'
+  local recent = redis.pcall('LRANGE', KEYS[5], 0, 9)
+  if type(recent) == 'table' then
+    for i, record in ipairs(recent) do
+      local at = string.find(record, by, 1, true)
+      if at then
+        redis.pcall('LSET', KEYS[5], i - 1, string.sub(record, 1, at - 1) .. string.sub(record, at + #by))
+      end
+    end
+  end
+  local running = KEYS[8] and redis.pcall('HGET', KEYS[8], 'run')
+  if type(running) == 'string' then
+    local at = string.find(running, by, 1, true)
+    if at then
+      redis.pcall('HSET', KEYS[8], 'run', string.sub(running, 1, at - 1) .. string.sub(running, at + #by))
+    end
+  end
+end
+if marks then
   local listed = redis.pcall('LRANGE', KEYS[5], 0, -1)
   if type(listed) == 'table' then
     local start = '{"token":"' .. token .. '","start_ms":'
@@ -196,7 +221,7 @@ return {1, wake(true)}
         &[("CLOCK", CLOCK)],
     )
 });
-pub static RELEASE: Lua = Lua::new("dff0502aa79090829841f64d4a34f64aafe44e9c", || TEXT.as_str());
+pub static RELEASE: Lua = Lua::new("6cd7d0c971fc8379ad9212ff147a8d0f361ac0e1", || TEXT.as_str());
 
 pub const CALLS: &[Need] = &[
     bare("time"),
@@ -204,6 +229,7 @@ pub const CALLS: &[Need] = &[
     on("hget", Key::Meta),
     on("lrange", Key::History),
     on("lrem", Key::History),
+    on("lset", Key::History),
     on("lpush", Key::History),
     on("ltrim", Key::History),
     on("pexpire", Key::History),
@@ -258,6 +284,9 @@ pub struct Request<'a> {
     /// A run with a start mark in the history (`--once-per`, an `--elect` term): the
     /// mark is removed.
     pub once_per: bool,
+    /// A take-back after a lost reply: a vanished run this token told (`"told_by"`) is
+    /// marked untold again, so that a later try tells it.
+    pub untell: bool,
     /// `--once-id`: the ID's record key.
     pub once_key: Option<&'a [u8]>,
     pub record: Option<Record<'a>>,
@@ -286,7 +315,7 @@ impl Request<'_> {
         call.arg(if waking { WAKE_TTL_MS } else { 0 })
             .arg(fair)
             .arg(self.retain_ms)
-            .arg(if self.once_per { "1" } else { "0" });
+            .arg(u8::from(self.once_per) + 2 * u8::from(self.untell));
         if let Some(r) = &self.record {
             call.arg(r.size)
                 .arg(r.head)

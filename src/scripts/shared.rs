@@ -214,7 +214,7 @@ return {1, fence, now, 1, 0, ''}
 "#,
     ))
 });
-pub static SHARE: Lua = Lua::new("02cfd1f2d1564aa287cc239f404a9be8af369c0b", || {
+pub static SHARE: Lua = Lua::new("398db5dffd6f7a7e8439d0048db4504904926715", || {
     SHARE_TEXT.as_str()
 });
 

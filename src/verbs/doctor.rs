@@ -284,7 +284,7 @@ fn sample_args(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         }
         ("set", Some(Key::Lock)) => vec![key(Key::Lock), s("t"), s("NX"), s("PX"), s("1000")],
         ("set", Some(k)) => vec![key(k), s("1")],
-        ("hset", Some(k)) => vec![key(k), s("f"), s("v")],
+        ("hset" | "hsetnx", Some(k)) => vec![key(k), s("f"), s("v")],
         ("hget", Some(k)) => vec![key(k), s("token")],
         ("pexpire", Some(k)) => vec![key(k), s("1000")],
         ("sadd" | "srem", Some(k)) => vec![key(k), s("t")],

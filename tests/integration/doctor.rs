@@ -161,7 +161,7 @@ fn a_least_privilege_user_is_checked_with_its_own_rights() {
     // Everything the scripts and verbs need but BLPOP (waiting, and a holder's wait for
     // a request to stop).
     acl.extend(
-        "+type +set +get +del +exists +hset +hget +hgetall +hincrby +pexpire +pttl +incr +sadd +srem +scard +sismember +lpush +scan +time +lrange +lrem +lset +ltrim +zadd +zrem +zrange +zrangebyscore +zscore +zrank +zcard +hdel"
+        "+type +set +get +del +exists +hset +hsetnx +hget +hgetall +hincrby +pexpire +pttl +incr +sadd +srem +scard +sismember +lpush +scan +time +lrange +lrem +lset +ltrim +zadd +zrem +zrange +zrangebyscore +zscore +zrank +zcard +hdel"
             .split(' '),
     );
     let _: () = redis.cmd(&acl);

@@ -636,6 +636,7 @@ fn a_retried_release_after_a_lost_reply_is_not_a_lost_lock() {
             inside: false,
             retain_ms: 60_000,
             once_per: false,
+            untell: false,
             once_key: None,
             record: Some(Record {
                 size: 20,

@@ -99,6 +99,7 @@ fn release_writer(redis: &Redis, k: &LockKeys, token: &str) -> Outcome {
         inside: false,
         retain_ms: RETAIN,
         once_per: false,
+        untell: false,
         once_key: None,
         record: None,
     };

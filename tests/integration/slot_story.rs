@@ -218,3 +218,50 @@ fn a_second_splayed_try_of_the_slot_on_one_host_ends_at_once() {
     }
     panic!("no name's offset left the first try waiting");
 }
+
+/// Item 13 (review-7, read in code): the acquire script marks a vanished run told in
+/// the script that answers the try; when that reply is lost, the try takes its token
+/// back and says nothing, and every later try found the run told: told zero times.
+/// The take-back after a lost reply untells what this token told, so the next try
+/// tells it: once.
+#[test]
+fn a_tell_whose_reply_is_lost_is_told_by_the_next_try() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("begun");
+    // The scripts in the server's cache (a server in use), so that the take-back's
+    // request runs though its reply is lost too.
+    let (status, err) = try_once(&once_per(&redis, "warm", &[]), "true");
+    assert_eq!(status, 0, "{err}");
+    let args = once_per(&redis, "unheard", &[]);
+    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
+    let mut run = start_run(&args, &job);
+    assert!(wait_for_file(&log, "\n", READY), "the run never began");
+    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    kill(Pid::from_raw(wrapper), Signal::SIGKILL).unwrap();
+    wait_child(&mut run, READY);
+    assert!(
+        eventually(READY, || !redis.exists(&lock_key("unheard"))),
+        "the dead run's lease never ended"
+    );
+    let proxy = Proxy::start(redis.port);
+    proxy.set(Mode::DropRepliesFrom("EVALSHA"));
+    let mut lost = once_per(&redis, "unheard", &[]);
+    let at = lost.iter().position(|a| a == "--redis").unwrap() + 1;
+    lost[at] = proxy.url();
+    let out = output_within(
+        redlock_run().args(&lost).args(["--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert_ne!(code(&out), 0, "the try whose replies were lost ran");
+    assert!(!stderr(&out).contains("never recorded"), "{}", stderr(&out));
+    let (status, err) = try_once(&args, "true");
+    assert_eq!(status, codes::BUSY, "{err}");
+    assert!(
+        err.contains("never recorded"),
+        "the vanished run was never told: {err:?}"
+    );
+    let (status, err) = try_once(&args, "true");
+    assert_eq!((status, err.as_str()), (codes::BUSY, ""), "told twice");
+}

@@ -445,6 +445,7 @@ const LOCKER_ACL: &[&str] = &[
     "+del",
     "+exists",
     "+hset",
+    "+hsetnx",
     "+hget",
     "+hgetall",
     "+pexpire",

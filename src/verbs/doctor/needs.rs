@@ -196,6 +196,7 @@ pub const USES: &[Use] = &[
             on("hget", Key::Once),
             on("hincrby", Key::Once),
             on("hset", Key::Once),
+            on("hsetnx", Key::Once),
             on("pexpire", Key::Once),
         ],
         wrapper: false,
