@@ -335,8 +335,10 @@ fn say_skipped(
                 run.config.policy.completion.attempts(),
                 last_attempt(skip, &name),
             );
+            // Printed whatever `-q` says, as the vanished line: the try that marked
+            // it told is the fleet's one chance to say it.
             if skip.told {
-                report.note(&line);
+                report.tell(&line);
             } else {
                 report.verbose(|| line);
             }

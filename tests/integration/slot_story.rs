@@ -265,3 +265,122 @@ fn a_tell_whose_reply_is_lost_is_told_by_the_next_try() {
     let (status, err) = try_once(&args, "true");
     assert_eq!((status, err.as_str()), (codes::BUSY, ""), "told twice");
 }
+
+/// The fleet's tries of one slot on three hosts (the third `-q`), started together:
+/// each one's (status, stderr).
+fn fleet_slot(redis: &Redis, name: &str, extra: &[&str], job: &str) -> Vec<(i32, String)> {
+    let tries: Vec<_> = (0..3)
+        .map(|h| {
+            let mut args = lock_args(redis, name);
+            args.extend(
+                [
+                    "--once-per",
+                    "4s",
+                    "--ttl",
+                    "6s",
+                    "--node-timeout",
+                    "300ms",
+                    "--no-local-queue",
+                ]
+                .map(String::from),
+            );
+            args.extend(extra.iter().map(|a| a.to_string()));
+            if h == 2 {
+                args.push("-q".into());
+            }
+            start_run(&args, job)
+        })
+        .collect();
+    tries.into_iter().map(|t| finish(t, READY)).collect()
+}
+
+/// Issue 58, done when: a cron fleet of three hosts (one `-q`) with a crashed winner
+/// whose lease reaches into the next slot, and a slot whose attempts are spent, prints
+/// one line per event for the whole fleet: the vanished run told once (by the slot
+/// after its lease, `-q` or not), the spent slot told once, every other try silent.
+#[test]
+fn a_fleet_says_each_event_once() {
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let log = s.path("begun");
+    let slot = redis.now_ms() / 4000 * 4000 + 4000;
+    redis.sleep_until(slot + 100);
+    let crash = format!("echo \"$PPID $$\" >> '{}'; sleep 30", log.display());
+    let tries: Vec<_> = (0..3)
+        .map(|_| {
+            let mut args = lock_args(&redis, "fleet");
+            args.extend(
+                [
+                    "--once-per",
+                    "4s",
+                    "--ttl",
+                    "6s",
+                    "--node-timeout",
+                    "300ms",
+                    "--no-local-queue",
+                ]
+                .map(String::from),
+            );
+            start_run(&args, &crash)
+        })
+        .collect();
+    assert!(wait_for_file(&log, "\n", READY), "no run began");
+    let pids: Vec<i32> = read_trimmed(&log)
+        .split(' ')
+        .map(|p| p.parse().unwrap())
+        .collect();
+    for pid in &pids {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    let mut lines: Vec<String> = tries
+        .into_iter()
+        .filter(|t| t.id() as i32 != pids[0])
+        .map(|t| finish(t, READY).1)
+        .collect();
+    // Slot k+1: the dead run's lease (6 s) still holds the lock.
+    redis.sleep_until(slot + 4100);
+    assert!(
+        redis.exists(&lock_key("fleet")),
+        "the lease ended before slot k+1"
+    );
+    let next = fleet_slot(&redis, "fleet", &[], "true");
+    assert!(next.iter().all(|(c, _)| *c == codes::BUSY), "{next:?}");
+    lines.extend(next.into_iter().map(|(_, e)| e));
+    // Slot k+2: its lease is over; one try takes the slot and tells the dead run.
+    redis.sleep_until(slot + 8100);
+    let after = fleet_slot(&redis, "fleet", &[], "true");
+    assert_eq!(
+        after.iter().filter(|(c, _)| *c == 0).count(),
+        1,
+        "{after:?}"
+    );
+    lines.extend(after.into_iter().map(|(_, e)| e));
+    // A slot whose one attempt failed: the fleet's later tries of it.
+    let spent = ["--max-attempts", "1"];
+    let failed = fleet_slot(&redis, "spent", &spent, "exit 3");
+    assert_eq!(
+        failed.iter().filter(|(c, _)| *c == 3).count(),
+        1,
+        "{failed:?}"
+    );
+    lines.extend(failed.into_iter().map(|(_, e)| e));
+    for _ in 0..2 {
+        lines.extend(
+            fleet_slot(&redis, "spent", &spent, "true")
+                .into_iter()
+                .map(|(_, e)| e),
+        );
+    }
+    let said: Vec<&String> = lines.iter().filter(|l| !l.is_empty()).collect();
+    assert_eq!(said.len(), 2, "one line per event: {said:?}");
+    assert_eq!(
+        said.iter().filter(|l| l.contains("never recorded")).count(),
+        1,
+        "{said:?}"
+    );
+    assert_eq!(
+        said.iter().filter(|l| l.contains("none succeeded")).count(),
+        1,
+        "{said:?}"
+    );
+}
