@@ -43,6 +43,7 @@ use redis::Value;
 
 use crate::keys::LockKeys;
 use crate::period::Period;
+use crate::redis::command;
 use crate::redis::reply::held;
 use crate::scripts::acquire::{Acquired, Closed, Skip};
 
@@ -66,24 +67,13 @@ pub struct Glance<'a> {
 }
 
 impl Glance<'_> {
-    /// The reads, in one pipeline (errors kept in their place, see [`Glance::answer`]).
+    /// The reads, in one pipeline (errors kept in their place, see [`Glance::answer`];
+    /// built in the Redis layer, `redis::command`).
     pub fn pipeline(&self, keys: &LockKeys) -> redis::Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        if self.period.is_some() {
-            pipe.cmd("TIME");
-            pipe.cmd("LRANGE")
-                .arg(&keys.history)
-                .arg(0)
-                .arg(RECORDS - 1);
-            pipe.cmd("GET").arg(&keys.lock);
-        } else {
-            pipe.cmd("GET").arg(&keys.mode);
-            pipe.cmd("GET").arg(&keys.lock);
-            pipe.cmd("PTTL").arg(&keys.lock);
-            pipe.cmd("HGETALL").arg(&keys.meta);
+        match self.period {
+            Some(_) => command::glance_once_per(&keys.history, RECORDS, &keys.lock),
+            None => command::glance_plain(&keys.mode, &keys.lock, &keys.meta),
         }
-        pipe
     }
 
     /// The answer the reads make certain for `token`'s try, or `None`: the acquire

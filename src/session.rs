@@ -650,7 +650,7 @@ async fn holds_on(node: &crate::redis::Node, holding: &Holding, token: &str) -> 
     let Some(shares) = &holding.shares else {
         return Ok(false);
     };
-    let zscore = redis::cmd("ZSCORE").arg(shares).arg(token).clone();
+    let zscore = crate::redis::command::zscore(shares, token);
     let Some(deadline) = node.query::<Option<f64>>(&zscore).await? else {
         return Ok(false);
     };

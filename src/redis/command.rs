@@ -1,6 +1,8 @@
 //! The plain commands the layers above send outside scripts, each built here by name:
 //! the only place outside `src/scripts/` where a Redis command is spelled. Reads of a
-//! lock's parts (`status`, `history`, `top`, the re-entrancy check) and `doctor`'s probes.
+//! lock's parts (`status`, `history`, `top`, the re-entrancy check: a share's `ZSCORE`),
+//! a first try's glance (its pipelines are a contract like a script's: `crate::glance`
+//! reads their replies in this order) and `doctor`'s probes.
 
 use redis::Cmd;
 
@@ -77,4 +79,32 @@ pub fn acl_dryrun(user: &str, command: impl IntoIterator<Item = Vec<u8>>) -> Cmd
         cmd.arg(a);
     }
     cmd
+}
+
+/// `ZSCORE key member`.
+pub fn zscore(key: &[u8], member: &str) -> Cmd {
+    redis::cmd("ZSCORE").arg(key).arg(member).clone()
+}
+
+/// A plain try's glance (`crate::glance`), errors kept in their place: `GET` of the
+/// mode key and of the lock key, `PTTL` of the lock key, `HGETALL` of its metadata.
+pub fn glance_plain(mode: &[u8], lock: &[u8], meta: &[u8]) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("GET").arg(mode);
+    pipe.cmd("GET").arg(lock);
+    pipe.cmd("PTTL").arg(lock);
+    pipe.cmd("HGETALL").arg(meta);
+    pipe
+}
+
+/// A `--once-per` try's glance (`crate::glance`), errors kept in their place: `TIME`,
+/// the history's newest `records` (`LRANGE`), `GET` of the lock key.
+pub fn glance_once_per(history: &[u8], records: i64, lock: &[u8]) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("TIME");
+    pipe.cmd("LRANGE").arg(history).arg(0).arg(records - 1);
+    pipe.cmd("GET").arg(lock);
+    pipe
 }

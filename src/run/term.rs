@@ -335,13 +335,7 @@ fn say_skipped(
                 run.config.policy.completion.attempts(),
                 last_attempt(skip, &name),
             );
-            // Printed whatever `-q` says, as the vanished line: the try that marked
-            // it told is the fleet's one chance to say it.
-            if skip.told {
-                report.tell(&line);
-            } else {
-                report.verbose(|| line);
-            }
+            once_for_the_fleet(run, skip.told, line);
             ("attempts_exhausted", busy)
         }
         // A run-once ID that is done: every other run of it exits 0, saying who ran it.
@@ -363,11 +357,7 @@ fn say_skipped(
                 "{name} already ran in {slot}: {described}; not running; that run started at {} and its end was never recorded (its host may have died): check whether it did its work, or give --if-vanished rerun",
                 rfc3339(last.start_ms)
             );
-            if skip.told {
-                report.tell(&line);
-            } else {
-                report.verbose(|| line);
-            }
+            once_for_the_fleet(run, skip.told, line);
             ("unfinished_run", busy)
         }
         (Closed::Ran, _) => {
@@ -379,6 +369,17 @@ fn say_skipped(
             ("slot_over", busy)
         }
         (Closed::Superseded | Closed::Outdated { .. }, _) => unreachable!("said by superseded"),
+    }
+}
+
+/// A line the fleet says once (a vanished run, spent attempts): printed, whatever `-q`
+/// says, by the try whose script marked it told (the fleet's one chance to say it);
+/// every other try says it only with `--verbose`.
+fn once_for_the_fleet(run: &Run<'_>, told: bool, line: String) {
+    if told {
+        run.report.tell(&line);
+    } else {
+        run.report.verbose(|| line);
     }
 }
 

@@ -100,3 +100,37 @@ fn no_function_runs_over_60_lines_unless_it_is_a_table() {
         long.join("\n")
     );
 }
+
+/// Issue 59: a Redis command is spelled only in the Redis layer (`src/redis/`) and in the
+/// scripts' contracts (`src/scripts/`): the glance's pipelines and the share check were
+/// built in `glance.rs` and `session.rs`.
+#[test]
+fn redis_commands_are_built_only_in_the_redis_layer() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel.starts_with("redis/") || rel.starts_with("scripts/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if ["redis::cmd(", "redis::pipe(", ".cmd(\""]
+                .iter()
+                .any(|p| line.contains(p))
+            {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Redis commands built outside the Redis layer: {found:#?}"
+    );
+}
