@@ -1416,24 +1416,7 @@ fn a_killed_leader_leaves_no_ready_file_and_never_reads_as_leading() {
         "the command never started"
     );
     let mut other = start("l3", &other_metrics);
-    let guard = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .find(|&p| {
-            p != second.id() as i32
-                && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| {
-                    st.rsplit(')')
-                        .next()
-                        .unwrap_or_default()
-                        .split_whitespace()
-                        .nth(1)
-                        == Some(second.id().to_string().as_str())
-                })
-                && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.starts_with(RUN))
-        })
-        .expect("the leader's group guard");
+    let guard = guard_of(second.id() as i32).expect("the leader's group guard");
     kill(Pid::from_raw(guard), Signal::SIGKILL).unwrap();
     second.kill().unwrap();
     second.wait().unwrap();

@@ -22,6 +22,17 @@ fn once_per(redis: &Redis, name: &str, extra: &[&str]) -> Vec<String> {
     args
 }
 
+/// Starts `args`'s run of a job that says its wrapper's pid and sleeps: the child and
+/// that pid, once the job began.
+fn running(s: &Scratch, args: &[String]) -> (std::process::Child, i32) {
+    let log = s.path("begun");
+    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
+    let run = start_run(args, &job);
+    assert!(wait_for_file(&log, "\n", READY), "the run never began");
+    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    (run, wrapper)
+}
+
 /// Item 5 (review-7 #9): an operator's ad-hoc run of the name (no `--once-per`) that
 /// exits 0 is not the job: the nightly job still runs its slot. A run by hand with the
 /// job's `--once-per` is the slot's run: the next try is skipped and names it.
@@ -82,12 +93,8 @@ fn spent_attempts_are_told_once() {
 fn a_slot_told_closed_stays_closed_when_its_paused_run_comes_back() {
     let redis = Redis::start();
     let s = Scratch::new();
-    let log = s.path("begun");
-    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
     let args = once_per(&redis, "paused", &[]);
-    let run = start_run(&args, &job);
-    assert!(wait_for_file(&log, "\n", READY), "the run never began");
-    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    let (run, wrapper) = running(&s, &args);
     kill(Pid::from_raw(wrapper), Signal::SIGSTOP).unwrap();
     assert!(
         eventually(READY, || !redis.exists(&lock_key("paused"))),
@@ -113,7 +120,6 @@ fn a_slot_told_closed_stays_closed_when_its_paused_run_comes_back() {
 fn a_try_behind_an_earlier_slots_run_is_silent() {
     let redis = Redis::start();
     let s = Scratch::new();
-    let log = s.path("begun");
     let mut args = lock_args(&redis, "crash");
     args.extend(
         [
@@ -127,10 +133,7 @@ fn a_try_behind_an_earlier_slots_run_is_silent() {
         ]
         .map(String::from),
     );
-    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
-    let mut run = start_run(&args, &job);
-    assert!(wait_for_file(&log, "\n", READY), "the run never began");
-    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    let (mut run, wrapper) = running(&s, &args);
     let slot_of = |redis: &Redis| {
         let (secs, _): (u64, u64) = redis.cmd(&["TIME"]);
         secs / 2
@@ -167,7 +170,8 @@ fn a_try_behind_an_earlier_slots_run_is_silent() {
 /// host at a midnight with `--splay 5m` on a minute line). A try that finds this
 /// host's try of the name waiting for the same slot ends at once, silent and counted
 /// (`skipped`, reason `splay_waiting`). The name is searched for one whose offset
-/// leaves the first try a wait of at least 500 ms in its 2 s slot.
+/// leaves the first try a wait of at least 3 s in its 10 s slot (room for the second
+/// try's start on a loaded machine).
 #[test]
 fn a_second_splayed_try_of_the_slot_on_one_host_ends_at_once() {
     let redis = Redis::start();
@@ -177,7 +181,7 @@ fn a_second_splayed_try_of_the_slot_on_one_host_ends_at_once() {
     for i in 0..40 {
         let name = format!("sp{i}");
         let mut args = lock_args(&redis, &name);
-        args.extend(["--once-per", "2s", "--splay", "1900ms", "--local-dir"].map(String::from));
+        args.extend(["--once-per", "10s", "--splay", "9s", "--local-dir"].map(String::from));
         args.push(local.display().to_string());
         let said = s.path(&format!("said-{i}"));
         let mut first = redlock_run()
@@ -195,7 +199,7 @@ fn a_second_splayed_try_of_the_slot_on_one_host_ends_at_once() {
             nap().is_some() || first.try_wait().ok().flatten().is_some()
         });
         assert!(napping, "the first try neither waited nor ended");
-        if nap().is_none_or(|ms| ms < 500) {
+        if nap().is_none_or(|ms| ms < 3000) {
             let _ = first.kill();
             let _ = first.wait();
             continue;
@@ -229,16 +233,12 @@ fn a_tell_whose_reply_is_lost_is_told_by_the_next_try() {
     use crate::harness::proxy::{Mode, Proxy};
     let redis = Redis::start();
     let s = Scratch::new();
-    let log = s.path("begun");
     // The scripts in the server's cache (a server in use), so that the take-back's
     // request runs though its reply is lost too.
     let (status, err) = try_once(&once_per(&redis, "warm", &[]), "true");
     assert_eq!(status, 0, "{err}");
     let args = once_per(&redis, "unheard", &[]);
-    let job = format!("echo \"$PPID\" >> '{}'; sleep 30", log.display());
-    let mut run = start_run(&args, &job);
-    assert!(wait_for_file(&log, "\n", READY), "the run never began");
-    let wrapper: i32 = read_trimmed(&log).parse().unwrap();
+    let (mut run, wrapper) = running(&s, &args);
     kill(Pid::from_raw(wrapper), Signal::SIGKILL).unwrap();
     wait_child(&mut run, READY);
     assert!(
@@ -266,24 +266,25 @@ fn a_tell_whose_reply_is_lost_is_told_by_the_next_try() {
     assert_eq!((status, err.as_str()), (codes::BUSY, ""), "told twice");
 }
 
+/// A fleet host's cron line: 4 s slots, a lease of 6 s (a dead winner's reaches into
+/// the next slot).
+fn fleet_args(redis: &Redis, name: &str) -> Vec<String> {
+    let mut args = lock_args(redis, name);
+    let line = ["--once-per", "4s", "--ttl", "6s", "--node-timeout", "300ms"];
+    args.extend(
+        line.iter()
+            .chain(&["--no-local-queue"])
+            .map(|a| a.to_string()),
+    );
+    args
+}
+
 /// The fleet's tries of one slot on three hosts (the third `-q`), started together:
 /// each one's (status, stderr).
 fn fleet_slot(redis: &Redis, name: &str, extra: &[&str], job: &str) -> Vec<(i32, String)> {
     let tries: Vec<_> = (0..3)
         .map(|h| {
-            let mut args = lock_args(redis, name);
-            args.extend(
-                [
-                    "--once-per",
-                    "4s",
-                    "--ttl",
-                    "6s",
-                    "--node-timeout",
-                    "300ms",
-                    "--no-local-queue",
-                ]
-                .map(String::from),
-            );
+            let mut args = fleet_args(redis, name);
             args.extend(extra.iter().map(|a| a.to_string()));
             if h == 2 {
                 args.push("-q".into());
@@ -307,22 +308,7 @@ fn a_fleet_says_each_event_once() {
     redis.sleep_until(slot + 100);
     let crash = format!("echo \"$PPID $$\" >> '{}'; sleep 30", log.display());
     let tries: Vec<_> = (0..3)
-        .map(|_| {
-            let mut args = lock_args(&redis, "fleet");
-            args.extend(
-                [
-                    "--once-per",
-                    "4s",
-                    "--ttl",
-                    "6s",
-                    "--node-timeout",
-                    "300ms",
-                    "--no-local-queue",
-                ]
-                .map(String::from),
-            );
-            start_run(&args, &crash)
-        })
+        .map(|_| start_run(&fleet_args(&redis, "fleet"), &crash))
         .collect();
     assert!(wait_for_file(&log, "\n", READY), "no run began");
     let pids: Vec<i32> = read_trimmed(&log)

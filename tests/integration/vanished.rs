@@ -190,28 +190,6 @@ fn a_vanished_once_id_attempt_is_told_once_by_the_next_try() {
     assert!(!err.contains("vanished"), "told again: {err}");
 }
 
-/// The child of `wrapper` (by `/proc/<pid>/stat`'s parent field) that is `redlock-run`
-/// itself: the run's group guard, which its wrapper forks.
-fn guard_of(wrapper: i32) -> Option<i32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .find(|&p| {
-            p != wrapper
-                && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| {
-                    st.rsplit(')')
-                        .next()
-                        .unwrap_or_default()
-                        .split_whitespace()
-                        .nth(1)
-                        == Some(wrapper.to_string().as_str())
-                })
-                && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.starts_with(RUN))
-        })
-}
-
 /// A `--once-per 1h` run of `name` (`extra` flags beside) whose host dies mid-job: its
 /// wrapper, group guard and command SIGKILLed together, so nothing of it tidies; returns
 /// once its lease is gone.

@@ -554,3 +554,25 @@ pub fn acquires_later_and_leaves_nothing(redis: &Redis, name: &str) {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(redis.keys().is_empty(), "left behind: {:?}", redis.keys());
 }
+
+/// The child of `wrapper` (by `/proc/<pid>/stat`'s parent field) that is `redlock-run`
+/// itself: the run's group guard, which its wrapper forks.
+pub fn guard_of(wrapper: i32) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&p| {
+            p != wrapper
+                && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| {
+                    st.rsplit(')')
+                        .next()
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .nth(1)
+                        == Some(wrapper.to_string().as_str())
+                })
+                && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(RUN))
+        })
+}
