@@ -69,15 +69,10 @@ pub mod env {
         if plain {
             return format!("{base}_{upper}");
         }
-        format!("{base}_{upper}_x{:012x}", fnv1a(name) & 0xffff_ffff_ffff)
-    }
-
-    /// FNV-1a, 64 bits: a fixed, well-spread hash of a name's bytes that every version
-    /// of the tool computes alike (std's hasher is seeded per process).
-    fn fnv1a(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-        })
+        format!(
+            "{base}_{upper}_x{:012x}",
+            crate::hash::fnv1a(name) & 0xffff_ffff_ffff
+        )
     }
 }
 

@@ -35,9 +35,9 @@
 //! write nothing, and each answer they give is one the script would have given at the
 //! moment of the reads (a busy lock whose metadata changed hands between two reads is
 //! told with the metadata ignored: `Holder::from_held` reads only the holder's own).
-//! Only for one server (not a Cluster, whose pipelines route by key, nor several
-//! `--redis` nodes, whose answer is a vote), a plain lock, no `--once-id`, and a try
-//! that does not join the waiters.
+//! Only for one node (one server, a Sentinel master, or a Cluster, where the reads go to
+//! the owner of the name's slot; not several `--redis` nodes, whose answer is a vote),
+//! a plain lock, no `--once-id`, and a try that does not join the waiters.
 
 use redis::Value;
 

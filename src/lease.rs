@@ -425,13 +425,14 @@ impl Lease {
     /// otherwise (a timeout, a refused connection) is the round's error, as the
     /// script's would have been.
     async fn glance(&self, waiter: Option<&Waiter>) -> Option<Votes> {
+        // A cluster too: the reads share the name's hash tag, so the pipeline goes to
+        // its slot's owner (`redis::routed`).
         let node = self.nodes().iter().next()?;
         let serves = waiter.is_none()
             && matches!(self.kind, LockKind::Plain)
             && self.once_key.is_none()
             && self.nodes().given() == 1
-            && self.inside.is_none()
-            && !node.is_cluster();
+            && self.inside.is_none();
         if !serves {
             return None;
         }

@@ -32,7 +32,7 @@
 //!   each way a run ends reads in events, metrics, history and the timeline);
 //!   `lifecycle`: a run's life (granted, started, ended, vanished) and THE judge of a
 //!   recorded run; `error`: typed errors whose kind decides
-//!   the exit code; `timing`: pure timing math; `period`: `--once-per`'s period and its slots (calendar slots in a zone); `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock;
+//!   the exit code; `timing`: pure timing math; `period`: `--once-per`'s period and its slots (calendar slots in a zone); `obituary`: what a dead run's metrics say; `clock`: the suspend-aware clock; `hash`: a stable hash of names;
 //!   `report`: messages for people; `events`: lifecycle events for machines
 //!   (`--events`).
 //!
@@ -53,6 +53,7 @@ pub mod exit;
 mod glance;
 mod gone;
 mod guard;
+mod hash;
 mod history;
 mod holder;
 pub mod keys;

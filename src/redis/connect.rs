@@ -2,9 +2,8 @@
 //! a Sentinel-managed master through its sentinels; each with the URL's TLS settings and
 //! bounded timeouts.
 //!
-//! - Cluster: the seeds go to the client library's cluster client, which reads the slot
-//!   map (`CLUSTER SLOTS`) and routes by slot. Its retries are few and short, because
-//!   every call is bounded by the node timeout anyway.
+//! - Cluster: see [`super::routed`]: the slot map is read from a seed (or kept on the
+//!   host), and a call's node is connected to with [`client`] and [`manager`].
 //! - Sentinel: every sentinel is asked `SENTINEL GET-MASTER-ADDR-BY-NAME` in parallel,
 //!   each within the connect + node timeout (a blackholed sentinel costs that, not a
 //!   hang); the answers are tried in the URL's order, and an address is used only when
@@ -18,8 +17,6 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClientBuilder;
-use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, IntoConnectionInfo, RedisResult};
 
 use super::errors::{bad_url, connect_error, node_timed_out};
@@ -117,46 +114,6 @@ async fn full_server(url: &RedisUrl, client: &redis::Client, timeouts: Timeouts)
             "{url}: the server is full (maxclients reached); try again later or raise maxclients"
         ))
     })
-}
-
-/// Connects to a cluster through its seeds.
-pub async fn cluster(
-    url: &RedisUrl,
-    seeds: &[String],
-    timeouts: Timeouts,
-) -> Result<ClusterConnection> {
-    cluster_client(url, seeds, timeouts, Some(timeouts.response))?
-        .get_async_connection()
-        .await
-        .map_err(|e| connect_error(url, &e))
-}
-
-/// A cluster client over the seeds; `response` bounds each call (`None`: a client for
-/// blocking pops, bounded by their caller instead).
-pub fn cluster_client(
-    url: &RedisUrl,
-    seeds: &[String],
-    timeouts: Timeouts,
-    response: Option<std::time::Duration>,
-) -> Result<redis::cluster::ClusterClient> {
-    crypto_for(url);
-    let infos = seeds
-        .iter()
-        .map(|s| connection_info(url, s))
-        .collect::<RedisResult<Vec<_>>>()
-        .map_err(|e| bad_url(url, &e))?;
-    let mut builder = ClusterClientBuilder::new(infos)
-        .connection_timeout(timeouts.connect)
-        .response_timeout(response.unwrap_or(std::time::Duration::from_secs(366 * 24 * 3600)))
-        .retries(3)
-        .min_retry_wait(10)
-        .max_retry_wait(200);
-    if url.is_tls()
-        && let Some(certs) = certificates(url.tls())
-    {
-        builder = builder.certs(certs);
-    }
-    builder.build().map_err(|e| bad_url(url, &e))
 }
 
 /// Asks the sentinels where the master is and checks that it is one; returns a client

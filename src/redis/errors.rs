@@ -64,11 +64,6 @@ pub fn short(err: &RedisError) -> String {
     one_line(&redact(&err.to_string()))
 }
 
-/// The error for a server reply this tool cannot read.
-pub fn bad_reply(url: &RedisUrl, what: &str) -> Error {
-    Error::new(Kind::BadReply, format!("{url}: unexpected reply {what}"))
-}
-
 /// Maps by the server's error code, then by the client's error class. (Long because it
 /// is a table: one arm per code, each with its message.)
 fn by_code(url: &RedisUrl, err: &RedisError) -> Error {

@@ -13,10 +13,12 @@
 //!
 //! What it does not know: tokens, quorums, holders, waiting. Those are the lease's
 //! (`lease.rs`, `quorum.rs`) and the verbs'. Nothing in this folder imports from above
-//! it: only the crate's floor (`error`, `exit`, `report`).
+//! it: only the crate's floor (`error`, `exit`, `report`, `hash`).
 //!
 //! - `url.rs`: parse, check and redact URLs (data only);
-//! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
+//! - `connect.rs`: clients for a server, Sentinel discovery;
+//! - `routed.rs`: a Cluster reached where a call's key lives (the slot map, kept on
+//!   the host; MOVED and ASK followed);
 //! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
 //! - `command.rs`: the plain commands sent outside scripts, each built by name;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
@@ -28,6 +30,7 @@ mod connect;
 mod errors;
 mod node;
 pub(crate) mod reply;
+pub(crate) mod routed;
 mod script;
 mod url;
 

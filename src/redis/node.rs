@@ -4,10 +4,9 @@
 //!
 //! - single server: a `ConnectionManager`, which reconnects after a dropped connection
 //!   (restart, `CLIENT KILL`, network reset) so that a later renewal can succeed;
-//! - Cluster: the client library's cluster connection, which routes EVALSHA by the
-//!   slot of its first key (all keys of a lock share a slot, see `keys.rs`),
-//!   follows MOVED and ASK and refreshes its slot map; the EVAL after NOSCRIPT is
-//!   routed the same way;
+//! - Cluster: each call goes to the owner of its first key's slot (all keys of a lock
+//!   share a slot, see `keys.rs`), MOVED and ASK followed, the slot map kept on the
+//!   host (`routed.rs`); only the masters a run's names live on are connected to;
 //! - Sentinel: the master is asked of the sentinels at connect (see
 //!   [`super::connect`]), then used like a single server. A failover during a run
 //!   shows as errors (READONLY from the demoted master, a dropped connection) that the
@@ -22,13 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{FromRedisValue, Value};
 use tokio::time::error::Elapsed;
 
 use super::connect::{self, Timeouts};
-use super::errors::{bad_reply, from_redis, node_timed_out};
+use super::errors::{from_redis, node_timed_out};
+use super::routed::{Routed, RoutedConn};
 use super::script::Call;
 use super::url::{RedisUrl, Topology};
 use crate::error::{Error, Result};
@@ -75,9 +73,8 @@ struct Blocking {
 enum BlockingSource {
     /// One server.
     Server(Box<redis::Client>),
-    /// A cluster client whose calls wait without a response timeout; the pop goes to
-    /// the master of the key's slot.
-    Cluster(Box<redis::cluster::ClusterClient>),
+    /// A cluster: the pop goes to the master of the key's slot.
+    Cluster(Arc<Routed>),
     /// Through Sentinel: the master of the moment (see [`Failover`]).
     Sentinel(Arc<Failover>),
 }
@@ -86,7 +83,7 @@ enum BlockingSource {
 #[derive(Clone)]
 enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(RoutedConn),
     Plain(redis::aio::MultiplexedConnection),
 }
 
@@ -126,7 +123,8 @@ enum Link {
     /// The connection, replaced by an unconnected one while a holder's calls go through
     /// its hold connection (see [`Node::hold_pop`]).
     Single(Arc<Mutex<ConnectionManager>>),
-    Cluster(ClusterConnection),
+    /// A cluster, each call sent where its key lives (see [`super::routed`]).
+    Cluster(Arc<Routed>),
     Sentinel(Arc<Failover>),
 }
 
@@ -271,8 +269,8 @@ impl Node {
     /// command's error stays in its place when the pipeline ignores errors. `None` when
     /// the connection was dropped (the server closed it while idle, or at once: a full
     /// server, one that does not speak RESP): the caller's next call, a script by
-    /// [`Node::run_idempotent`], reconnects and says why. Not for a cluster (see
-    /// [`Node::is_cluster`]).
+    /// [`Node::run_idempotent`], reconnects and says why. In a cluster the pipeline
+    /// goes to the owner of its first key's slot: its keys must share one.
     pub async fn read_pipeline(&self, pipe: &redis::Pipeline) -> Result<Option<Vec<Value>>> {
         let mut conn = self.conn();
         let result = tokio::time::timeout(self.timeout, pipe.query_async(&mut conn)).await;
@@ -283,11 +281,6 @@ impl Node {
         self.settle(result).await.map(Some)
     }
 
-    /// Whether this node is a Redis Cluster (whose pipelines route by one key).
-    pub fn is_cluster(&self) -> bool {
-        matches!(self.link, Link::Cluster(_))
-    }
-
     /// The connection a call goes through (for Sentinel, the current master's).
     fn conn(&self) -> Conn {
         if let Some(hold) = lock(&self.blocking.hold).as_ref() {
@@ -295,27 +288,17 @@ impl Node {
         }
         match &self.link {
             Link::Single(conn) => Conn::Single(lock(conn).clone()),
-            Link::Cluster(conn) => Conn::Cluster(conn.clone()),
+            Link::Cluster(routed) => Conn::Cluster(RoutedConn(Arc::clone(routed))),
             Link::Sentinel(failover) => Conn::Single(failover.current()),
         }
     }
 
     /// Every key matching the SCAN `pattern`: on the server, or on every master of a
-    /// cluster (SCAN has no key to route by, so each master is addressed through one of
-    /// its slots). Each SCAN page is bounded by the node timeout.
+    /// cluster (SCAN has no key to route by, so each master the slot map names is asked
+    /// on its own connection). Each SCAN page is bounded by the node timeout.
     pub async fn scan(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let routes: Vec<Option<Route>> = match &self.link {
-            Link::Single(_) | Link::Sentinel(_) => vec![None],
-            Link::Cluster(_) => {
-                let slots: Value = self.query(redis::cmd("CLUSTER").arg("SLOTS")).await?;
-                master_slots(slots)
-                    .into_iter()
-                    .map(|slot| Some(Route::new(slot, SlotAddr::Master)))
-                    .collect()
-            }
-        };
         let mut keys = Vec::new();
-        for route in routes.iter().copied() {
+        for (_, mut conn) in self.servers().await? {
             let mut cursor: u64 = 0;
             loop {
                 let cmd = redis::cmd("SCAN")
@@ -325,10 +308,8 @@ impl Node {
                     .arg("COUNT")
                     .arg(1000)
                     .clone();
-                let (next, found): (u64, Vec<Vec<u8>>) = match (&self.link, route) {
-                    (Link::Cluster(conn), Some(route)) => self.routed(conn, cmd, route).await?,
-                    _ => self.query(&cmd).await?,
-                };
+                let page = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
+                let (next, found): (u64, Vec<Vec<u8>>) = self.finish(page)?;
                 keys.extend(found);
                 if next == 0 {
                     break;
@@ -339,18 +320,30 @@ impl Node {
         Ok(keys)
     }
 
-    /// A command sent to the master that owns `route`'s slot, bounded by the node timeout.
-    async fn routed<T: FromRedisValue>(
-        &self,
-        conn: &ClusterConnection,
-        cmd: redis::Cmd,
-        route: Route,
-    ) -> Result<T> {
-        let mut conn = conn.clone();
-        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-        let reply = tokio::time::timeout(self.timeout, conn.route_command(cmd, routing)).await;
-        let value: Value = self.finish(reply)?;
-        T::from_redis_value(value).map_err(|e| bad_reply(&self.url, &e.to_string()))
+    /// A command for every server (`doctor`'s INFO and CONFIG GET): one reply per
+    /// server, by address ("" for a single server or a Sentinel master); each bounded by
+    /// the node timeout.
+    pub async fn query_each(&self, cmd: &redis::Cmd) -> Result<Vec<(String, Value)>> {
+        let mut replies = Vec::new();
+        for (address, mut conn) in self.servers().await? {
+            let reply = tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await;
+            replies.push((address, self.finish(reply)?));
+        }
+        Ok(replies)
+    }
+
+    /// Each server of the node with its connection: the server, or every master of a
+    /// cluster (by address).
+    async fn servers(&self) -> Result<Vec<(String, Conn)>> {
+        match &self.link {
+            Link::Single(_) | Link::Sentinel(_) => Ok(vec![(String::new(), self.conn())]),
+            Link::Cluster(routed) => Ok(routed
+                .masters()
+                .await?
+                .into_iter()
+                .map(|(address, conn)| (address, Conn::Single(conn)))
+                .collect()),
+        }
     }
 
     /// `BLPOP key` for at most `wait`, on the node's blocking connection: the element
@@ -364,7 +357,7 @@ impl Node {
             .take();
         let mut conn = match taken {
             Some(conn) => conn,
-            None => self.open_blocking().await?,
+            None => self.open_blocking(key).await?,
         };
         // BLPOP takes seconds, with decimals since Redis 6.
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
@@ -409,7 +402,7 @@ impl Node {
         keys: &[Vec<u8>],
         wait: Duration,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let mut conn = self.held().await?;
+        let mut conn = self.held(keys).await?;
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
         let cmd = redis::cmd("BLPOP").arg(keys).arg(seconds).clone();
         let limit = wait + self.timeout.max(MIN_CONNECT_TIMEOUT);
@@ -418,14 +411,17 @@ impl Node {
     }
 
     /// The hold connection, made (and the node's own closed) if there is none yet.
-    async fn held(&self) -> Result<Conn> {
+    async fn held(&self, keys: &[Vec<u8>]) -> Result<Conn> {
         if let Some(conn) = lock(&self.blocking.hold).clone() {
             return Ok(conn);
         }
         let idle = lock(&self.blocking.idle).take();
         let conn = match idle {
             Some(conn) => conn,
-            None => self.open_blocking().await?,
+            None => {
+                self.open_blocking(keys.first().map_or(&[][..], Vec::as_slice))
+                    .await?
+            }
         };
         *lock(&self.blocking.hold) = Some(conn.clone());
         self.park();
@@ -469,30 +465,26 @@ impl Node {
         );
     }
 
-    /// A connection for blocking pops: no response timeout of its own (each pop is
-    /// bounded by its own wait plus the node timeout).
-    async fn open_blocking(&self) -> Result<Conn> {
+    /// A connection for blocking pops on `key`: no response timeout of its own (each
+    /// pop is bounded by its own wait plus the node timeout); in a cluster, to the
+    /// master of the key's slot.
+    async fn open_blocking(&self, key: &[u8]) -> Result<Conn> {
         let connect = self.timeout.max(MIN_CONNECT_TIMEOUT);
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect))
             .set_response_timeout(None);
+        // Through Sentinel the master of now (after a failover the old one is a
+        // replica, where no release pushes a wake-up); in a cluster the key's owner.
+        let client = match &self.blocking.source {
+            BlockingSource::Server(client) => (**client).clone(),
+            BlockingSource::Cluster(routed) => routed.client_for(key).await?,
+            BlockingSource::Sentinel(failover) => failover.client(),
+        };
         let work = async {
-            match &self.blocking.source {
-                BlockingSource::Server(client) => client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map(Conn::Plain),
-                BlockingSource::Cluster(client) => {
-                    client.get_async_connection().await.map(Conn::Cluster)
-                }
-                // The master of now: after a failover the old one is a replica, where
-                // no release pushes a wake-up.
-                BlockingSource::Sentinel(failover) => failover
-                    .client()
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map(Conn::Plain),
-            }
+            client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map(Conn::Plain)
         };
         match tokio::time::timeout(connect + self.timeout, work).await {
             Ok(Ok(conn)) => Ok(conn),
@@ -565,11 +557,10 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSourc
             ))
         }
         Topology::Cluster { seeds } => {
-            let conn = connect::cluster(url, seeds, timeouts).await?;
-            let blocking = connect::cluster_client(url, seeds, timeouts, None)?;
+            let routed = Arc::new(Routed::connect(url, seeds, timeouts).await?);
             Ok((
-                Link::Cluster(conn),
-                BlockingSource::Cluster(Box::new(blocking)),
+                Link::Cluster(Arc::clone(&routed)),
+                BlockingSource::Cluster(routed),
             ))
         }
         Topology::Sentinel(target) => {
@@ -594,28 +585,6 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSourc
 /// timeout, nor an answer from the server).
 fn dropped(e: &redis::RedisError) -> bool {
     !e.is_timeout() && (e.is_connection_dropped() || e.is_io_error())
-}
-
-/// One slot of each master in a `CLUSTER SLOTS` reply (the first of its first range).
-fn master_slots(reply: Value) -> Vec<u16> {
-    let Value::Array(ranges) = reply else {
-        return Vec::new();
-    };
-    let mut seen: Vec<Vec<u8>> = Vec::new();
-    let mut slots = Vec::new();
-    for range in ranges {
-        let Value::Array(items) = range else { continue };
-        let (Some(Value::Int(start)), Some(Value::Array(master))) = (items.first(), items.get(2))
-        else {
-            continue;
-        };
-        let id = format!("{master:?}").into_bytes();
-        if !seen.contains(&id) {
-            seen.push(id);
-            slots.push(*start as u16);
-        }
-    }
-    slots
 }
 
 /// The element of a `BLPOP` reply (`[key, element]`), `None` for a timeout (nil).

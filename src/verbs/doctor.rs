@@ -157,9 +157,9 @@ fn failed<T>(command: &'static str, e: Error) -> Probe<T> {
     }
 }
 
-/// INFO and CONFIG GET, per server (a cluster answers INFO from every server).
+/// INFO and CONFIG GET, per server (of a cluster, every master).
 async fn servers(node: &Node) -> Vec<(String, Server)> {
-    let info = node.query::<Value>(&command::info()).await;
+    let info = node.query_each(&command::info()).await;
     let save = config_get(node, "save").await;
     let fsync = config_get(node, "appendfsync").await;
     let pick = |probe: &Probe<Vec<(String, String)>>, address: &str| -> Probe<String> {
@@ -177,7 +177,7 @@ async fn servers(node: &Node) -> Vec<(String, Server)> {
         }
     };
     let infos: Vec<(String, Probe<Info>)> = match info {
-        Ok(value) => per_server(value)
+        Ok(replies) => replies
             .into_iter()
             .map(|(address, v)| {
                 let probe = text(&v).map_or_else(
@@ -204,26 +204,14 @@ async fn servers(node: &Node) -> Vec<(String, Server)> {
 
 /// `CONFIG GET name`, per server.
 async fn config_get(node: &Node, name: &str) -> Probe<Vec<(String, String)>> {
-    match node.query::<Value>(&command::config_get(name)).await {
-        Ok(value) => Probe::Got(
-            per_server(value)
+    match node.query_each(&command::config_get(name)).await {
+        Ok(replies) => Probe::Got(
+            replies
                 .into_iter()
                 .filter_map(|(address, v)| Some((address, config_value(v)?)))
                 .collect(),
         ),
         Err(e) => failed("CONFIG", e),
-    }
-}
-
-/// A reply split by server: a cluster's multi-node reply is a map from address to
-/// reply; anything else is one server's (address "").
-fn per_server(value: Value) -> Vec<(String, Value)> {
-    match value {
-        Value::Map(entries) if entries.iter().all(|(k, _)| text(k).is_some()) => entries
-            .into_iter()
-            .map(|(k, v)| (text(&k).unwrap_or_default(), v))
-            .collect(),
-        other => vec![(String::new(), other)],
     }
 }
 

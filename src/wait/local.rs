@@ -545,16 +545,8 @@ fn file_base(lock_key: &[u8], servers: &str) -> String {
             _ => readable.push('_'),
         }
     }
-    let hash = fnv1a(&[lock_key, b"\n", servers.as_bytes()].concat());
+    let hash = crate::hash::fnv1a(&[lock_key, b"\n", servers.as_bytes()].concat());
     format!("{readable}.{hash:016x}")
-}
-
-/// FNV-1a, 64 bits: a stable name hash (std's hasher may change between Rust releases,
-/// and two builds on one host must name a queue alike); no crate is worth 5 lines.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

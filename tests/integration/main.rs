@@ -30,6 +30,7 @@ mod paused;
 mod preempt_soon;
 mod quorum;
 mod review;
+mod scale_out;
 mod scripts;
 mod sets;
 mod shared;

@@ -1,0 +1,147 @@
+//! Issue 59: scale out for real. On a Redis Cluster a run talks only to the master
+//! that owns its name's slot: the slot map is read once and kept on the host, the
+//! owner connected directly, MOVED and ASK followed; the masters that do not own the
+//! name see no connection and no command from it. A map kept where others could write
+//! it, or one that is corrupt, is read as no map.
+
+use crate::harness::nemesis::summary;
+use crate::harness::*;
+
+/// A master's `INFO stats` counters: connections received, commands processed.
+fn counters(node: &Redis) -> (i64, i64) {
+    let info: String = node.cmd(&["INFO", "stats"]);
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(-1)
+    };
+    (
+        field("total_connections_received"),
+        field("total_commands_processed"),
+    )
+}
+
+/// What `runs` cost each master: connections and commands, less what reading the
+/// counters costs (measured with nothing between two reads).
+fn cost_of(cluster: &Cluster, runs: impl FnOnce()) -> Vec<(i64, i64)> {
+    let read = || cluster.nodes.iter().map(counters).collect::<Vec<_>>();
+    let (a, b) = (read(), read());
+    let idle: Vec<(i64, i64)> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (y.0 - x.0, y.1 - x.1))
+        .collect();
+    runs();
+    let c = read();
+    b.iter()
+        .zip(&c)
+        .zip(&idle)
+        .map(|((x, y), i)| (y.0 - x.0 - i.0, y.1 - x.1 - i.1))
+        .collect()
+}
+
+/// Five uncontended runs and five busy tries of a name, on a host whose local
+/// directory keeps the slot map: every connection and command is on the name's owner,
+/// none on the two other masters; the map was read once (the host's first run).
+#[test]
+fn a_run_on_a_cluster_talks_only_to_its_names_master() {
+    let cluster = Cluster::start(3);
+    let s = Scratch::new();
+    let local = s.path("local");
+    let owner = cluster.owner("redlock:{scaled}");
+    let args = |extra: &[&str]| {
+        let mut a = vec!["--key", "scaled", "--redis"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        a.push(cluster.url());
+        a.extend(["--local-dir".to_string(), local.display().to_string()]);
+        a.extend(extra.iter().map(|e| e.to_string()));
+        a
+    };
+    // The host's first run reads the map and keeps it.
+    let (status, err) = try_once(&args(&[]), "true");
+    assert_eq!(status, 0, "{err}");
+    let maps: Vec<_> = std::fs::read_dir(&local)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".map"))
+        .collect();
+    assert_eq!(maps.len(), 1, "no slot map kept");
+    let cost = cost_of(&cluster, || {
+        for _ in 0..5 {
+            let (status, err) = try_once(&args(&[]), "true");
+            assert_eq!(status, 0, "{err}");
+        }
+        let holder = start_run(&args(&[]), "sleep 30");
+        assert!(eventually(READY, || cluster.nodes[owner].exists("redlock:{scaled}")));
+        for _ in 0..5 {
+            let (status, err) = try_once(&args(&[]), "true");
+            assert_eq!(status, codes::BUSY, "{err}");
+        }
+        let mut holder = holder;
+        let _ = holder.kill();
+        let _ = holder.wait();
+    });
+    for (i, (connections, commands)) in cost.iter().enumerate() {
+        if i == owner {
+            assert!(*connections >= 11 && *commands > 0, "the owner: {cost:?}");
+        } else {
+            assert_eq!(
+                (*connections, *commands),
+                (0, 0),
+                "master {i} is not the owner: {cost:?}"
+            );
+        }
+    }
+    summary(&format!(
+        "scale out: 5 runs and 5 busy tries on a 3-master cluster: (connections, commands) per master {cost:?}, owner {owner}"
+    ));
+}
+
+/// A kept map that is corrupt, or in a directory others can write, is read as no map:
+/// the run reads the map from a seed and takes the lock as ever.
+#[test]
+fn a_corrupt_or_exposed_map_is_no_map() {
+    use std::os::unix::fs::PermissionsExt;
+    let cluster = Cluster::start(3);
+    let s = Scratch::new();
+    let local = s.path("local");
+    let run = |dir: &std::path::Path| {
+        let mut args = lock_args_cluster(&cluster.url(), "kept");
+        args.extend(["--local-dir".to_string(), dir.display().to_string()]);
+        try_once(&args, "true")
+    };
+    let (status, err) = run(&local);
+    assert_eq!(status, 0, "{err}");
+    let map = std::fs::read_dir(&local)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".map"))
+        .expect("a kept map")
+        .path();
+    // A map naming a server that is not the cluster's: never used.
+    let text = std::fs::read_to_string(&map).unwrap();
+    std::fs::write(&map, text.replace("127.0.0.1:", "127.0.0.1:1")).unwrap();
+    let (status, err) = run(&local);
+    assert_eq!(status, 0, "a corrupt map was trusted: {err}");
+    std::fs::write(&map, "garbage").unwrap();
+    let (status, err) = run(&local);
+    assert_eq!(status, 0, "{err}");
+    // A directory others can write keeps no map.
+    let open = s.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (status, err) = run(&open);
+    assert_eq!(status, 0, "{err}");
+    let kept = std::fs::read_dir(&open)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".map"));
+    assert!(!kept, "a map kept where others can write");
+}
+
+fn lock_args_cluster(url: &str, name: &str) -> Vec<String> {
+    vec!["--key".into(), name.into(), "--redis".into(), url.into()]
+}
