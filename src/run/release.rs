@@ -159,6 +159,12 @@ async fn release(
         result = lease.release_all(keep_ms, ending).await;
     }
     let name = lease.keys().display_name();
+    let holds = match &result {
+        Ok(Release::Deleted | Release::Kept) => Some(true),
+        Ok(Release::NotHeld) => Some(false),
+        Err(_) => None,
+    };
+    crate::supervise::tell_notes(report, lease, holds);
     released_event(lease, &result, keep_ms, report);
     match result {
         Ok(Release::Deleted) => report.verbose(|| "released".to_string()),
