@@ -647,8 +647,25 @@ impl<'a> Supervisor<'a> {
         }
     }
 
+    /// What the nodes did during a renewal round (see [`tell_notes`]), before its
+    /// answer is applied (a followed master, then the renewal there).
+    fn tell_notes(&self, renew: &Renew) {
+        let Some((lease, _, _)) = self.lease else {
+            return;
+        };
+        let holds = match renew {
+            Renew::Renewed { .. } | Renew::Preempt { .. } => Some(true),
+            Renew::Lost(_) => Some(false),
+            Renew::Unknown(_) => None,
+        };
+        for held in std::iter::once(lease).chain(self.also) {
+            tell_notes(self.report, held, holds);
+        }
+    }
+
     /// Applies a renewal's answer about the name `about`.
     fn renewed(&mut self, (renew, about): (Renew, String)) {
+        self.tell_notes(&renew);
         let LeaseState::Held {
             t_sent,
             last_failure,
@@ -659,16 +676,6 @@ impl<'a> Supervisor<'a> {
             return;
         };
         *renewing = None;
-        if let Some((lease, _, _)) = self.lease {
-            let holds = match &renew {
-                Renew::Renewed { .. } | Renew::Preempt { .. } => Some(true),
-                Renew::Lost(_) => Some(false),
-                Renew::Unknown(_) => None,
-            };
-            for held in std::iter::once(lease).chain(self.also) {
-                tell_notes(self.report, held, holds);
-            }
-        }
         // A renewal answered past the SIGTERM point comes too late: the guard may have
         // stopped the command already, and the loop gives the lease up at its next turn.
         if let Some((_, budget, _)) = self.lease
