@@ -229,7 +229,7 @@ pub fn tell_notes(report: &Reporter, lease: &Lease, holds: Option<bool>) {
                     None => "",
                 };
                 report.note(&format!(
-                    "lock {name}: followed a switchover of {url}: the master moved from {from} to {to}{there}"
+                    "lock {name}: followed a switchover or failover of {url}: the master moved from {from} to {to}{there}"
                 ));
                 let fields = serde_json::json!({ "from": from, "to": to, "holds": holds });
                 report.event(Event::Followed, &name, fields);

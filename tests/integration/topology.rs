@@ -912,6 +912,7 @@ fn sentinel_switchover_under_a_holder_and_a_waiting_newcomer_keeps_one_holder() 
     );
     assert_eq!(held, 0, "{held_err}");
     assert_eq!(came, 0, "{came_err}");
+    eprintln!("the holder said:\n{held_err}");
     assert!(held_err.contains("followed"), "{held_err}");
     assert!(held_err.contains("\"event\":\"followed\""), "{held_err}");
     // Both runs' records live on the new master, also once the old one is resynced.
