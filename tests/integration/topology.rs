@@ -1089,3 +1089,35 @@ fn sentinel_grant_no_replica_acknowledged_is_a_warning_and_the_run_goes_on() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
 }
+
+#[test]
+fn sentinel_switchover_to_a_replica_without_the_lock_stops_the_holder() {
+    let m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    let args = args(&[
+        "--key", "gone", "--redis", &url, "--ttl", "3s", "--events", "-",
+    ]);
+    let started = scratch.path("started");
+    let holder = start_run(
+        &args,
+        &format!("touch '{}'; exec sleep 60", started.display()),
+    );
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    // The replica loses the lock (as one that never received the grant would not have
+    // it): a writable replica's own DEL, which nothing replicates back.
+    let _: () = m.replica.cmd(&["CONFIG", "SET", "replica-read-only", "no"]);
+    let _: i64 = m.replica.cmd(&["DEL", "redlock:{gone}"]);
+    m.switch_over();
+    let (code, err) = finish(holder, Duration::from_secs(60));
+    // The holder's next renewal follows the new master, finds no key there: lost, its
+    // command stopped (not left running on the old master until its demotion).
+    assert_eq!(code, codes::LOST, "{err}");
+    assert!(
+        err.contains("followed a switchover or failover") && err.contains("the lock is not there"),
+        "{err}"
+    );
+    assert!(err.contains("\"holds\":false"), "{err}");
+    let said = err.lines().filter(|l| !l.starts_with('{'));
+    assert_eq!(said.filter(|l| l.contains(" lost")).count(), 1, "{err}");
+}
