@@ -1,6 +1,6 @@
 //! Lifecycle events for monitoring, one JSON object per line (`--events FILE`, `-` for
 //! stderr): `waiting`, `acquired`, `renewed`, `renew_failed`, `lost`, `released`,
-//! `exited`, `skipped`, `preempted`, `vanished` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
+//! `exited`, `skipped`, `preempted`, `vanished`, `followed`, `unacknowledged` ([`Event`]). Every line has `ts_ms` (wall clock, Unix milliseconds), `event` and
 //! `name`; the other fields depend on the event (docs/operations/events.md). Keys come sorted.
 //!
 //! Lines are handed to a writer thread through a channel, so a slow file or a full
@@ -36,6 +36,12 @@ pub enum Event {
     /// A run that vanished (started, never ended, its lease gone), told by the one try
     /// that found it untold (`--once-per`, `--once-id`).
     Vanished,
+    /// Through Sentinel, the holder followed its master to another server (a
+    /// switchover or failover) and renews and releases there.
+    Followed,
+    /// A grant or renewal that no replica acknowledged in time (`WAIT`), once per
+    /// master: a crash failover could lose the lock.
+    Unacknowledged,
 }
 
 impl Event {
@@ -54,6 +60,8 @@ impl Event {
             Event::Elected => "elected",
             Event::Deposed => "deposed",
             Event::Vanished => "vanished",
+            Event::Followed => "followed",
+            Event::Unacknowledged => "unacknowledged",
         }
     }
 }

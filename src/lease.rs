@@ -332,8 +332,11 @@ impl Lease {
     }
 
     /// A quorum granted the lock in time: over several nodes its fencing number is
-    /// raised on a quorum first (or the grant is given back), then the grant is kept.
+    /// raised on a quorum first (or the grant is given back), then the grant is kept,
+    /// and acknowledged by a replica where the server has one (a grant none
+    /// acknowledged is a note, told by the run; the run goes on).
     async fn granted(&self, votes: &Votes) -> Result<()> {
+        self.session.acknowledge_grant().await;
         if self.nodes().given() > 1 && !self.raise_fence(votes.fence).await {
             let _ = self.release_all(0, None).await;
             return Err(Error::unreachable(
@@ -396,6 +399,7 @@ impl Lease {
     /// is asked again from the server's time (a host whose clock is off pays the round
     /// trip again, never runs for another slot).
     async fn votes(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
+        self.session.follow().await;
         let mut votes = match self.glance(waiter).await {
             Some(votes) => votes,
             None => self.vote(meta, waiter, who, request).await,

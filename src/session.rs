@@ -31,7 +31,7 @@ use crate::error::{Error, Kind, Result};
 use crate::holder::Holder;
 use crate::keys::LockKeys;
 use crate::quorum::Nodes;
-use crate::redis::Call;
+use crate::redis::{Call, Note};
 use crate::scripts::acquire::{Acquired, Skip};
 use crate::scripts::release::{self, Outcome};
 use crate::scripts::{Key, fence, renew, waiters};
@@ -461,9 +461,25 @@ impl Session {
 
     /// One renewal round: the kind's renewal `call` (compare-and-pexpire) on every
     /// node.
+    ///
+    /// Through Sentinel each node first follows its master (one ask to one sentinel,
+    /// see `redis::Node::follow`), so the renewal goes where the lock lives now, and a
+    /// renewal that succeeded is acknowledged by a replica where there is one
+    /// (`redis::Node::acknowledge`). `t_sent` is taken before the ask: the lease is
+    /// counted from a point no later than the renewal's send.
     pub async fn renew(&self, call: &Call) -> Renew {
         let t_sent = crate::clock::now();
-        let results = self.nodes.each(|n| n.run_idempotent::<Value>(call)).await;
+        let results = self
+            .nodes
+            .each(|n| async move {
+                n.follow().await;
+                let value = n.run_idempotent::<Value>(call).await?;
+                if matches!(renew::decode(value.clone()), renew::Renewed::Yes(_)) {
+                    n.acknowledge(false).await;
+                }
+                Ok(value)
+            })
+            .await;
         let (mut renewed, mut gone) = (0, 0);
         let mut last_error = None;
         let mut request = None;
@@ -552,6 +568,44 @@ impl Session {
         None
     }
 
+    /// Through Sentinel, each node asks one sentinel where its master is now and moves
+    /// there (`redis::Node::follow`): before an acquire try, so that a waiter that
+    /// connected before a switchover tries where the holder renews, not on the old
+    /// master where the holder no longer renews the lock.
+    pub async fn follow(&self) {
+        self.nodes
+            .each(|n| async move {
+                n.follow().await;
+                Ok(())
+            })
+            .await;
+    }
+
+    /// After a grant: each node's `WAIT` for a replica where its master has one
+    /// (`redis::Node::acknowledge`), before the command starts.
+    pub async fn acknowledge_grant(&self) {
+        self.nodes
+            .each(|n| async move {
+                n.acknowledge(true).await;
+                Ok(())
+            })
+            .await;
+    }
+
+    /// What the nodes did on their own since the last call (followed a master, a write
+    /// no replica acknowledged), each with its node's URL (redacted when shown).
+    pub fn take_notes(&self) -> Vec<(String, Note)> {
+        self.nodes
+            .iter()
+            .flat_map(|n| {
+                let url = n.url().to_string();
+                n.take_notes()
+                    .into_iter()
+                    .map(move |note| (url.clone(), note))
+            })
+            .collect()
+    }
+
     /// This holder's own wake list: where a request to stop it is pushed.
     pub fn own_wake(&self) -> Vec<u8> {
         self.keys.own_wake(&self.token)
@@ -588,15 +642,21 @@ impl Session {
     /// One release round: the kind's release call on every node, `waking` on the
     /// primary node (only it wakes a waiter, see `Nodes::primary`), `quiet` on the
     /// others. What a kind does after it is the kind's (`kinds::LockKind`).
+    ///
+    /// Through Sentinel each node first follows its master, so the release (and the
+    /// run's record in it) goes where the lock lives now, not to a master that the next
+    /// resync wipes.
     pub async fn release(&self, waking: &Call, quiet: &Call) -> Released {
         let results = self
             .nodes
-            .each(|n| {
-                n.run::<Value>(if self.nodes.is_primary(n) {
+            .each(|n| async move {
+                n.follow().await;
+                let call = if self.nodes.is_primary(n) {
                     waking
                 } else {
                     quiet
-                })
+                };
+                n.run::<Value>(call).await
             })
             .await;
         let mut released = Released {

@@ -34,6 +34,7 @@ use crate::events::Event;
 use crate::guard::GroupGuard;
 use crate::lease::{Lease, Lost, Preempt, Renew};
 use crate::policy::Stop;
+use crate::redis::Note;
 use crate::report::{Reporter, human};
 use crate::timing::{Budget, Point};
 
@@ -209,6 +210,47 @@ pub async fn supervise(
             .or_else(|| stopped_at_the_terminal(&started, status)),
         lost_name: sup.lost_name.clone(),
         lost: sup.into_lost(),
+    }
+}
+
+/// Tells what the lease's nodes did on their own since the last call (see
+/// `redis::Note`): a master followed (a Sentinel switchover or failover: one line, and
+/// the `followed` event), a grant or renewal no replica acknowledged (a warning, once
+/// per master, and the `unacknowledged` event). `holds`: what the call after the
+/// follow found, when known (a renewal or release there: the lock held, or not).
+pub fn tell_notes(report: &Reporter, lease: &Lease, holds: Option<bool>) {
+    let name = lease.keys().display_name();
+    for (url, note) in lease.take_notes() {
+        match note {
+            Note::Followed { from, to } => {
+                let there = match holds {
+                    Some(true) => "; the lock holds there",
+                    Some(false) => "; the lock is not there",
+                    None => "",
+                };
+                report.note(&format!(
+                    "lock {name}: followed a switchover or failover of {url}: the master moved from {from} to {to}{there}"
+                ));
+                let fields = serde_json::json!({ "from": from, "to": to, "holds": holds });
+                report.event(Event::Followed, &name, fields);
+            }
+            Note::Unacknowledged { grant, within, why } => {
+                let what = if grant { "grant" } else { "renewal" };
+                let why = why
+                    .as_deref()
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
+                report.warn(&format!(
+                    "lock {name}: the {what} was not acknowledged by a replica of {url} within {}{why}; a crash failover now could lose the lock",
+                    human(within)
+                ));
+                let fields = serde_json::json!({
+                    "what": what,
+                    "within_ms": within.as_millis() as u64,
+                });
+                report.event(Event::Unacknowledged, &name, fields);
+            }
+        }
     }
 }
 
@@ -605,8 +647,25 @@ impl<'a> Supervisor<'a> {
         }
     }
 
+    /// What the nodes did during a renewal round (see [`tell_notes`]), before its
+    /// answer is applied (a followed master, then the renewal there).
+    fn tell_notes(&self, renew: &Renew) {
+        let Some((lease, _, _)) = self.lease else {
+            return;
+        };
+        let holds = match renew {
+            Renew::Renewed { .. } | Renew::Preempt { .. } => Some(true),
+            Renew::Lost(_) => Some(false),
+            Renew::Unknown(_) => None,
+        };
+        for held in std::iter::once(lease).chain(self.also) {
+            tell_notes(self.report, held, holds);
+        }
+    }
+
     /// Applies a renewal's answer about the name `about`.
     fn renewed(&mut self, (renew, about): (Renew, String)) {
+        self.tell_notes(&renew);
         let LeaseState::Held {
             t_sent,
             last_failure,

@@ -116,13 +116,21 @@ async fn full_server(url: &RedisUrl, client: &redis::Client, timeouts: Timeouts)
     })
 }
 
+/// A master found through the sentinels: a client for it, its address, and how many
+/// replicas its `ROLE` listed as connected (whether a grant can be acknowledged by one).
+pub struct Master {
+    pub client: redis::Client,
+    pub addr: (String, u16),
+    pub replicas: usize,
+}
+
 /// Asks the sentinels where the master is and checks that it is one; returns a client
 /// for it.
 pub async fn discover(
     url: &RedisUrl,
     target: &SentinelTarget,
     timeouts: Timeouts,
-) -> Result<redis::Client> {
+) -> Result<Master> {
     let answers = join_all(
         target
             .sentinels
@@ -168,7 +176,7 @@ pub async fn discover(
 }
 
 /// One sentinel's answer: the master's address, or `None` when it knows no such master.
-async fn ask(
+pub async fn ask(
     url: &RedisUrl,
     target: &SentinelTarget,
     sentinel: &str,
@@ -179,11 +187,7 @@ async fn ask(
         let mut conn = client
             .get_multiplexed_async_connection_with_config(&config(timeouts))
             .await?;
-        redis::cmd("SENTINEL")
-            .arg("GET-MASTER-ADDR-BY-NAME")
-            .arg(&target.master_name)
-            .query_async::<Option<(String, u16)>>(&mut conn)
-            .await
+        master_addr(&mut conn, target).await
     };
     match tokio::time::timeout(timeouts.round(), ask).await {
         Ok(Ok(addr)) => Ok(addr),
@@ -201,24 +205,50 @@ async fn ask(
     }
 }
 
-/// A client for the server at `addr` if it says it is a master.
-async fn master(
+/// `SENTINEL GET-MASTER-ADDR-BY-NAME` on a sentinel's connection.
+pub async fn master_addr(
+    conn: &mut redis::aio::MultiplexedConnection,
+    target: &SentinelTarget,
+) -> RedisResult<Option<(String, u16)>> {
+    redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(&target.master_name)
+        .query_async::<Option<(String, u16)>>(conn)
+        .await
+}
+
+/// A connection to a sentinel (or any server) with the node's timeouts.
+pub async fn open(
+    client: &redis::Client,
+    timeouts: Timeouts,
+) -> RedisResult<redis::aio::MultiplexedConnection> {
+    client
+        .get_multiplexed_async_connection_with_config(&config(timeouts))
+        .await
+}
+
+/// The server at `addr` if it says `ROLE` master, with its connected replicas.
+pub async fn master(
     url: &RedisUrl,
     target: &SentinelTarget,
     (host, port): &(String, u16),
     timeouts: Timeouts,
-) -> Result<redis::Client> {
+) -> Result<Master> {
     let client = client(url, &target.master_url(host, *port))?;
     let check = async {
         let mut conn = client
             .get_multiplexed_async_connection_with_config(&config(timeouts))
             .await?;
         let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
-        Ok::<_, redis::RedisError>(reply::role(role))
+        Ok::<_, redis::RedisError>((reply::replicas(&role), reply::role(role)))
     };
     match tokio::time::timeout(timeouts.round(), check).await {
-        Ok(Ok(role)) if role == "master" => Ok(client),
-        Ok(Ok(role)) => Err(Error::unreachable(format!(
+        Ok(Ok((replicas, role))) if role == "master" => Ok(Master {
+            client,
+            addr: (host.clone(), *port),
+            replicas,
+        }),
+        Ok(Ok((_, role))) => Err(Error::unreachable(format!(
             "{url}: the sentinels named {host}:{port} as master {:?} but it is a {role}; a failover may be in progress, try again",
             target.master_name
         ))),

@@ -22,18 +22,22 @@
 //! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
 //! - `command.rs`: the plain commands sent outside scripts, each built by name;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
+//! - `follow.rs`: a Sentinel master followed at each renewal and release (one ask to
+//!   one sentinel), looked up again after a failure; its replicas, and notes of both;
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
 
 pub(crate) mod command;
 mod connect;
 mod errors;
+mod follow;
 mod node;
 pub(crate) mod reply;
 pub(crate) mod routed;
 mod script;
 mod url;
 
+pub(crate) use follow::Note;
 pub(crate) use node::Node;
 pub(crate) use script::{Call, Lua};
 pub(crate) use url::{DEFAULT_URL, RedisUrl, Tls, Topology, apply_tls, redact, split_list};

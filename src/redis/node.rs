@@ -8,10 +8,11 @@
 //!   share a slot, see `keys.rs`), MOVED and ASK followed, the slot map kept on the
 //!   host (`routed.rs`); only the masters a run's names live on are connected to;
 //! - Sentinel: the master is asked of the sentinels at connect (see
-//!   [`super::connect`]), then used like a single server. A failover during a run
-//!   shows as errors (READONLY from the demoted master, a dropped connection) that the
-//!   lease treats like any other failed renewal, and that start a new lookup in the
-//!   background, so that the next renewal goes to the new master.
+//!   [`super::connect`]), then used like a single server, and followed: a holder asks
+//!   one sentinel before each renewal and the release ([`Node::follow`]), and a failed
+//!   call starts a new lookup in the background (see [`super::follow`]). Where the
+//!   master has a connected replica, a grant and each renewal are followed by `WAIT 1`
+//!   on the same connection ([`Node::acknowledge`]).
 //!
 //! Every call is bounded by the node timeout: a node that is down, slow or blackholed
 //! fails the call with its exit code, it never hangs the caller.
@@ -26,6 +27,7 @@ use tokio::time::error::Elapsed;
 
 use super::connect::{self, Timeouts};
 use super::errors::{from_redis, node_timed_out};
+use super::follow::{Failover, Note};
 use super::routed::{Routed, RoutedConn};
 use super::script::Call;
 use super::url::{RedisUrl, Topology};
@@ -128,73 +130,6 @@ enum Link {
     Sentinel(Arc<Failover>),
 }
 
-/// A Sentinel-managed master that is looked up again when it fails: after READONLY
-/// (demoted by a failover), a dropped connection or a timeout, the sentinels are asked
-/// again in the background and the connection replaced, so the call that failed stays
-/// bounded by the node timeout and a later one (the next renewal) reaches the new
-/// master. A renewal there succeeds only if the lock key with our token survived the
-/// failover (compare-and-pexpire), so this never revives a lost lock.
-struct Failover {
-    url: RedisUrl,
-    conn: Mutex<ConnectionManager>,
-    /// The current master's client, for a waiter's blocking connection.
-    client: Mutex<redis::Client>,
-    busy: AtomicBool,
-    timeouts: Timeouts,
-}
-
-impl Failover {
-    fn current(&self) -> ConnectionManager {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn client(&self) -> redis::Client {
-        self.client
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Starts a background lookup of the master unless one is running.
-    fn rediscover(self: &Arc<Self>) {
-        if self.busy.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let me = Arc::clone(self);
-        tokio::spawn(async move {
-            let Topology::Sentinel(target) = me.url.topology() else {
-                return;
-            };
-            let limit = me.timeouts.round() * 2;
-            let work = async {
-                let client = connect::discover(&me.url, target, me.timeouts).await?;
-                let conn = connect::manager(&me.url, &client, me.timeouts).await?;
-                Ok::<_, Error>((client, conn))
-            };
-            if let Ok(Ok((client, conn))) = tokio::time::timeout(limit, work).await {
-                *me.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
-                *me.client.lock().unwrap_or_else(|p| p.into_inner()) = client;
-            }
-            me.busy.store(false, Ordering::SeqCst);
-        });
-    }
-
-    /// Whether a call's failure may mean the master moved.
-    fn moved<T>(result: &std::result::Result<redis::RedisResult<T>, Elapsed>) -> bool {
-        match result {
-            Ok(Ok(_)) => false,
-            Ok(Err(e)) => {
-                e.code() == Some("READONLY")
-                    || e.is_io_error()
-                    || e.is_connection_dropped()
-                    || e.is_connection_refusal()
-                    || e.is_timeout()
-            }
-            Err(_) => true,
-        }
-    }
-}
-
 impl Node {
     /// Connects (and authenticates) within `max(timeout, MIN_CONNECT_TIMEOUT)` plus the
     /// node timeout (twice that through Cluster or Sentinel: the seeds or sentinels,
@@ -279,6 +214,80 @@ impl Node {
             return Ok(None);
         }
         self.settle(result).await.map(Some)
+    }
+
+    /// Through Sentinel, asks one sentinel where the master is now and moves this
+    /// node's calls there when it moved (see [`super::follow`]): the hold and blocking
+    /// connections, still on the old master, are closed, so the next call (the renewal
+    /// or the release the caller sends next) goes to the new one. Nothing for a single
+    /// server or a Cluster (whose calls follow MOVED, see [`super::routed`]).
+    pub async fn follow(&self) {
+        if let Link::Sentinel(failover) = &self.link
+            && failover.follow().await
+        {
+            self.unhold();
+            self.close_blocking();
+        }
+    }
+
+    /// After a grant (`grant`) or a renewal that succeeded here: where the master had a
+    /// connected replica when it was found, `WAIT 1` on the connection the write went
+    /// through, so that a crash failover to that replica keeps the lock. `WAIT`'s own
+    /// timeout is three quarters of the node timeout (the connection's response timeout
+    /// is the node timeout: the server must answer first). A write no replica
+    /// acknowledged is a note (once per master, see [`Node::take_notes`]); the run goes
+    /// on. Never on a master without replicas, where `WAIT` would block the whole time.
+    pub async fn acknowledge(&self, grant: bool) {
+        let Link::Sentinel(failover) = &self.link else {
+            return;
+        };
+        if failover.relearn_due() {
+            self.relearn(failover).await;
+        }
+        if !failover.has_replica() {
+            return;
+        }
+        let within = self.timeout * 3 / 4;
+        let ms = within.as_millis().max(1) as u64;
+        let mut conn = self.conn();
+        let wait = redis::cmd("WAIT").arg(1).arg(ms).clone();
+        let acked = tokio::time::timeout(self.timeout, wait.query_async::<i64>(&mut conn)).await;
+        match acked {
+            Ok(Ok(n)) if n >= 1 => {}
+            Ok(Ok(_)) => {
+                failover.unacknowledged(grant, within, None);
+                // The replica may have gone: read ROLE again, so that the next
+                // renewals do not each wait for one that is not there.
+                self.relearn(failover).await;
+            }
+            Ok(Err(e)) => {
+                if e.code() == Some("NOPERM") {
+                    failover.cannot_wait();
+                }
+                failover.unacknowledged(grant, within, Some(from_redis(&self.url, &e).to_string()));
+            }
+            Err(_) => failover.unacknowledged(grant, within, Some("no answer".into())),
+        }
+    }
+
+    /// Reads the master's connected replicas again (`ROLE`, bounded by the node
+    /// timeout); a failed read leaves them as they were.
+    async fn relearn(&self, failover: &Failover) {
+        let mut conn = self.conn();
+        let role = redis::cmd("ROLE").clone();
+        let read = tokio::time::timeout(self.timeout, role.query_async::<Vec<Value>>(&mut conn));
+        if let Ok(Ok(reply)) = read.await {
+            failover.learned_replicas(super::reply::replicas(&reply));
+        }
+    }
+
+    /// What this node did on its own since the last call (followed the master, a write
+    /// no replica acknowledged), for the run to tell.
+    pub fn take_notes(&self) -> Vec<Note> {
+        match &self.link {
+            Link::Sentinel(failover) => failover.take_notes(),
+            _ => Vec::new(),
+        }
     }
 
     /// The connection a call goes through (for Sentinel, the current master's).
@@ -440,7 +449,7 @@ impl Node {
             }
             (Link::Sentinel(failover), _) => {
                 if let Ok(lazy) = connect::lazy_manager(&failover.client(), timeouts) {
-                    *lock(&failover.conn) = lazy;
+                    failover.park(lazy);
                 }
             }
             _ => {}
@@ -564,15 +573,9 @@ async fn link(url: &RedisUrl, timeouts: Timeouts) -> Result<(Link, BlockingSourc
             ))
         }
         Topology::Sentinel(target) => {
-            let client = connect::discover(url, target, timeouts).await?;
-            let conn = connect::manager(url, &client, timeouts).await?;
-            let failover = Arc::new(Failover {
-                url: url.clone(),
-                conn: Mutex::new(conn),
-                client: Mutex::new(client),
-                busy: AtomicBool::new(false),
-                timeouts,
-            });
+            let master = connect::discover(url, target, timeouts).await?;
+            let conn = connect::manager(url, &master.client, timeouts).await?;
+            let failover = Arc::new(Failover::new(url, master, conn, timeouts));
             Ok((
                 Link::Sentinel(Arc::clone(&failover)),
                 BlockingSource::Sentinel(failover),

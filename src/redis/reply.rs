@@ -22,6 +22,15 @@ pub fn role(reply: Vec<Value>) -> String {
     string(reply.into_iter().next())
 }
 
+/// How many replicas a master's `ROLE` reply lists (`["master", offset, [[ip, port,
+/// offset], …]]`: the replicas connected now); 0 for any other role.
+pub fn replicas(reply: &[Value]) -> usize {
+    match reply.get(2) {
+        Some(Value::Array(replicas)) => replicas.len(),
+        _ => 0,
+    }
+}
+
 /// Token, PTTL and metadata pairs, in that order.
 pub(crate) fn held(items: &mut impl Iterator<Item = Value>) -> Held {
     let token = bytes(items.next());
@@ -85,6 +94,32 @@ pub(crate) fn pairs(value: Option<Value>) -> Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replicas_of_a_role_reply() {
+        let replica = |port: &str| {
+            Value::Array(vec![
+                Value::BulkString(b"127.0.0.1".to_vec()),
+                Value::BulkString(port.as_bytes().to_vec()),
+                Value::BulkString(b"0".to_vec()),
+            ])
+        };
+        let master = |replicas: Vec<Value>| {
+            vec![
+                Value::BulkString(b"master".to_vec()),
+                Value::Int(0),
+                Value::Array(replicas),
+            ]
+        };
+        assert_eq!(replicas(&master(vec![])), 0);
+        assert_eq!(replicas(&master(vec![replica("1"), replica("2")])), 2);
+        let slave = vec![
+            Value::BulkString(b"slave".to_vec()),
+            Value::BulkString(b"127.0.0.1".to_vec()),
+            Value::Int(6379),
+        ];
+        assert_eq!(replicas(&slave), 0);
+    }
 
     #[test]
     fn pairs_from_arrays_and_maps() {

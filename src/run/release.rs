@@ -99,7 +99,15 @@ pub(super) async fn give_back(lease: &Lease, acquired_at: Point, report: &Report
 
 /// The `released` event: one for every acquisition that started its command, whatever
 /// the release found (a lost run's last attempt to give the key back included).
+/// Said after what the release's follow said (a master followed: see
+/// `supervise::tell_notes`).
 fn released_event(lease: &Lease, result: &Result<Release>, keep_ms: u64, report: &Reporter) {
+    let holds = match result {
+        Ok(Release::Deleted | Release::Kept) => Some(true),
+        Ok(Release::NotHeld) => Some(false),
+        Err(_) => None,
+    };
+    crate::supervise::tell_notes(report, lease, holds);
     let said = match result {
         Ok(Release::Deleted) => "deleted",
         Ok(Release::Kept) => "kept",

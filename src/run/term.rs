@@ -238,6 +238,8 @@ pub(super) fn announce(run: &Run<'_>, lease: &Lease, with: &[String]) {
         fields["with"] = with.into();
     }
     report.event(Event::Acquired, &name, fields);
+    // A grant no replica acknowledged (Sentinel): a warning, and the run goes on.
+    crate::supervise::tell_notes(report, lease, None);
     report.verbose(|| {
         format!(
             "holding {name} (token {}, ttl {})",

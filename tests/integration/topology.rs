@@ -832,3 +832,293 @@ fn tls_sentinel_and_master() {
     assert_eq!(code(&out), codes::UNREACHABLE, "{}", stderr(&out));
     assert!(stderr(&out).contains("--tls-ca"), "{}", stderr(&out));
 }
+
+/// A command section for the switchover tests: it takes the witness file with
+/// `flock -n` (held by another section: an overlap, written to the journal as such),
+/// writes BEGIN, runs `body`, writes END.
+fn witnessed(scratch: &Scratch, who: &str, body: &str) -> String {
+    format!(
+        "exec 9>>'{witness}'\nif flock -n 9; then\n  echo \"BEGIN {who}\" >> '{journal}'\n  \
+         {body}\n  echo \"END {who}\" >> '{journal}'\nelse\n  echo \"OVERLAP {who}\" >> '{journal}'\nfi",
+        witness = scratch.path("witness").display(),
+        journal = scratch.path("journal").display(),
+    )
+}
+
+/// The journal's lines.
+fn journal(scratch: &Scratch) -> Vec<String> {
+    read_trimmed(&scratch.path("journal"))
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// The holder's section: ready, then on until the test says `go`, then `then` more (its
+/// work, long enough that the lock must live through renewals on the new master).
+fn holder_body(scratch: &Scratch, then: &str) -> String {
+    format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; sleep {then}",
+        scratch.path("started").display(),
+        scratch.path("go").display()
+    )
+}
+
+#[test]
+fn sentinel_switchover_under_a_holder_and_a_waiting_newcomer_keeps_one_holder() {
+    let m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    // ttl 3 s (a renewal every 1 s): the replicated key expires on the new master 3 s
+    // after the switch unless the holder renews it there.
+    let args = args(&["--key", "sw", "--redis", &url, "--ttl", "3s"]);
+    let mut holder_args = args.clone();
+    holder_args.extend(["--events".to_string(), "-".to_string()]);
+    let holder = start_run(
+        &holder_args,
+        &witnessed(&scratch, "holder", &holder_body(&scratch, "6")),
+    );
+    assert!(wait_for_file(
+        &scratch.path("started"),
+        "",
+        Duration::from_secs(10)
+    ));
+    m.switch_over();
+    // A run that connects after the switch goes to the new master.
+    let mut newcomer_args = args.clone();
+    newcomer_args.extend(["--wait".to_string(), "60s".to_string()]);
+    let newcomer = start_run(&newcomer_args, &witnessed(&scratch, "newcomer", "true"));
+    assert!(
+        eventually(Duration::from_secs(10), || m
+            .replica
+            .waiting_blocked("sw", 1)),
+        "the newcomer does not wait on the new master"
+    );
+    std::fs::write(scratch.path("go"), "").unwrap();
+    let (held, held_err) = finish(holder, Duration::from_secs(60));
+    let (came, came_err) = finish(newcomer, Duration::from_secs(60));
+    let lines = journal(&scratch);
+    assert!(
+        !lines.iter().any(|l| l.starts_with("OVERLAP")),
+        "{lines:?}\n{held_err}\n{came_err}"
+    );
+    assert_eq!(
+        lines,
+        [
+            "BEGIN holder",
+            "END holder",
+            "BEGIN newcomer",
+            "END newcomer"
+        ],
+        "{held_err}\n{came_err}"
+    );
+    assert_eq!(held, 0, "{held_err}");
+    assert_eq!(came, 0, "{came_err}");
+    eprintln!("the holder said:\n{held_err}");
+    assert!(held_err.contains("followed"), "{held_err}");
+    assert!(held_err.contains("\"event\":\"followed\""), "{held_err}");
+    // Both runs' records live on the new master, also once the old one is resynced.
+    m.wait_demoted();
+    let history = history_json(&m.replica, "sw");
+    let runs = history["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{history}");
+}
+
+#[test]
+fn sentinel_crash_failover_under_a_holder_keeps_its_lock() {
+    let mut m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    // ttl 10 s: the crash failover (1 s to call the master down, then the promotion)
+    // fits well before the holder's SIGTERM point.
+    let args = args(&["--key", "crash", "--redis", &url, "--ttl", "10s"]);
+    let holder = start_run(
+        &args,
+        &witnessed(&scratch, "holder", &holder_body(&scratch, "4")),
+    );
+    assert!(wait_for_file(
+        &scratch.path("started"),
+        "",
+        Duration::from_secs(10)
+    ));
+    // The grant was acknowledged by the replica (WAIT on the master) before the
+    // command started: a crash now cannot lose it.
+    let commandstats: String = m.master.cmd(&["INFO", "commandstats"]);
+    assert!(commandstats.contains("cmdstat_wait:"), "{commandstats}");
+    m.master.crash();
+    m.wait_promoted();
+    let mut newcomer_args = args.clone();
+    newcomer_args.extend(["--wait".to_string(), "60s".to_string()]);
+    let newcomer = start_run(&newcomer_args, &witnessed(&scratch, "newcomer", "true"));
+    assert!(
+        eventually(Duration::from_secs(10), || m
+            .replica
+            .waiting_blocked("crash", 1)),
+        "the newcomer does not wait on the new master"
+    );
+    std::fs::write(scratch.path("go"), "").unwrap();
+    let (held, held_err) = finish(holder, Duration::from_secs(60));
+    let (came, came_err) = finish(newcomer, Duration::from_secs(60));
+    let lines = journal(&scratch);
+    assert_eq!(
+        lines,
+        [
+            "BEGIN holder",
+            "END holder",
+            "BEGIN newcomer",
+            "END newcomer"
+        ],
+        "{held_err}\n{came_err}"
+    );
+    assert_eq!(held, 0, "{held_err}");
+    assert_eq!(came, 0, "{came_err}");
+    assert_eq!(lost_lines(&held_err), 0, "{held_err}");
+}
+
+#[test]
+fn sentinel_switchover_under_an_elect_leader_keeps_one_leader() {
+    let m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    // A daemon that holds the witness while it leads, and says so in the journal.
+    let daemon = witnessed(
+        &scratch,
+        "$1",
+        "trap 'echo \"STOP $1\" >> \"$2\"; exit 0' TERM; while :; do sleep 0.05; done",
+    );
+    let daemon = scratch.script("daemon", &daemon);
+    let journal_path = scratch.path("journal").display().to_string();
+    let candidate = |host: &str| {
+        let events = scratch.path(&format!("events-{host}"));
+        let local = scratch.path(&format!("local-{host}"));
+        let args = args(&[
+            "--key",
+            "svc",
+            "--redis",
+            &url,
+            "--elect",
+            "--ttl",
+            "3s",
+            "--local-dir",
+            &local.display().to_string(),
+            "--events",
+            &events.display().to_string(),
+            "--",
+            &daemon.display().to_string(),
+            host,
+            &journal_path,
+        ]);
+        let child = redlock_run()
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        (child, events)
+    };
+    let (a, a_events) = candidate("a");
+    assert!(wait_for_file(
+        &scratch.path("journal"),
+        "BEGIN a",
+        Duration::from_secs(10)
+    ));
+    let (b, _) = candidate("b");
+    m.switch_over();
+    // A candidate that connects after the switch goes to the new master.
+    let (c, _) = candidate("c");
+    // The leader renews on the new master for longer than a ttl (each renewal there
+    // after it followed), while c waits there.
+    let renewed_there = || {
+        let events = std::fs::read_to_string(&a_events).unwrap_or_default();
+        let followed = events.find("\"event\":\"followed\"");
+        followed.is_some_and(|at| events[at..].matches("\"event\":\"renewed\"").count() >= 4)
+    };
+    let settled = eventually(Duration::from_secs(20), renewed_there);
+    for child in [&a, &b, &c] {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let mut errs = String::new();
+    for child in [a, b, c] {
+        errs.push_str(&finish(child, Duration::from_secs(30)).1);
+    }
+    let lines = journal(&scratch);
+    assert!(
+        settled,
+        "the leader did not renew on the new master: {lines:?}\n{errs}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("OVERLAP")),
+        "{lines:?}\n{errs}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("BEGIN")).count(),
+        1,
+        "{lines:?}\n{errs}"
+    );
+}
+
+#[test]
+fn sentinel_grant_no_replica_acknowledged_is_a_warning_and_the_run_goes_on() {
+    let m = Monitored::start();
+    let url = m.url();
+    // A frozen replica stays listed as connected, and acknowledges nothing.
+    m.replica.pause();
+    let out = output(redlock_run().args([
+        "--key", "unacked", "--redis", &url, "--ttl", "3s", "--events", "-", "--", "true",
+    ]));
+    m.replica.resume();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("not acknowledged by a replica"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("the grant")
+            && warnings[0].contains("a crash failover now could lose the lock"),
+        "{err}"
+    );
+    assert!(err.contains("\"event\":\"unacknowledged\""), "{err}");
+    // A healthy replica acknowledges: nothing said (a longer ttl, so a loaded test
+    // machine has the whole default node timeout for it).
+    let out = output(redlock_run().args([
+        "--key", "acked", "--redis", &url, "--ttl", "30s", "--", "true",
+    ]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn sentinel_switchover_to_a_replica_without_the_lock_stops_the_holder() {
+    let m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    let args = args(&[
+        "--key", "gone", "--redis", &url, "--ttl", "3s", "--events", "-",
+    ]);
+    let started = scratch.path("started");
+    let holder = start_run(
+        &args,
+        &format!("touch '{}'; exec sleep 60", started.display()),
+    );
+    assert!(wait_for_file(&started, "", Duration::from_secs(10)));
+    // The replica loses the lock (as one that never received the grant would not have
+    // it): a writable replica's own DEL, which nothing replicates back.
+    let _: () = m.replica.cmd(&["CONFIG", "SET", "replica-read-only", "no"]);
+    let _: i64 = m.replica.cmd(&["DEL", "redlock:{gone}"]);
+    m.switch_over();
+    let (code, err) = finish(holder, Duration::from_secs(60));
+    // The holder's next renewal follows the new master, finds no key there: lost, its
+    // command stopped (not left running on the old master until its demotion).
+    assert_eq!(code, codes::LOST, "{err}");
+    assert!(
+        err.contains("followed a switchover or failover") && err.contains("the lock is not there"),
+        "{err}"
+    );
+    assert!(err.contains("\"holds\":false"), "{err}");
+    let said = err.lines().filter(|l| !l.starts_with('{'));
+    assert_eq!(said.filter(|l| l.contains(" lost")).count(), 1, "{err}");
+}

@@ -149,6 +149,14 @@ impl Monitored {
     /// `SENTINEL FAILOVER`, then waits until the sentinel names the replica and the
     /// old master has been demoted (until then the old master still takes writes).
     pub fn fail_over(&self) {
+        self.switch_over();
+        self.wait_demoted();
+    }
+
+    /// `SENTINEL FAILOVER` (a planned switchover), then waits only until the sentinel
+    /// names the replica, a master now: the old master is still a master, and takes
+    /// writes, until the sentinel reconfigures it (see [`Monitored::wait_demoted`]).
+    pub fn switch_over(&self) {
         use super::eventually;
         use std::time::Duration;
         // The sentinel refuses (NOGOODSLAVE) until it has fresh INFO from the replica.
@@ -159,27 +167,44 @@ impl Monitored {
                 .is_ok()),
             "sentinel never accepted the failover"
         );
+        self.wait_promoted();
+    }
+
+    /// Waits until the sentinel names the replica as the master and it says so.
+    pub fn wait_promoted(&self) {
+        use super::eventually;
+        use std::time::Duration;
         let replica_port = self.replica.port.to_string();
-        // Read without panicking: the demotion drops the old master's clients.
-        let is = |redis: &super::server::Redis, role: &str| {
-            let reply: Option<Vec<redis::Value>> = redis
-                .client()
-                .get_connection()
-                .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
-                .ok();
-            reply.and_then(|r| r.into_iter().next())
-                == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
-        };
         assert!(
             eventually(Duration::from_secs(30), || {
                 let addr: Vec<String> =
                     self.sentinel
                         .cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
-                addr.get(1) == Some(&replica_port)
-                    && is(&self.replica, "master")
-                    && is(&self.master, "slave")
+                addr.get(1) == Some(&replica_port) && is(&self.replica, "master")
             }),
-            "failover did not happen"
+            "the replica was not promoted"
         );
     }
+
+    /// Waits until the old master has been reconfigured as the new one's replica.
+    pub fn wait_demoted(&self) {
+        use super::eventually;
+        use std::time::Duration;
+        assert!(
+            eventually(Duration::from_secs(30), || is(&self.master, "slave")),
+            "the old master was not demoted"
+        );
+    }
+}
+
+/// Whether `redis` says `ROLE` `role`; read without panicking (a demotion drops the
+/// old master's clients, a crashed one refuses).
+fn is(redis: &super::server::Redis, role: &str) -> bool {
+    let reply: Option<Vec<redis::Value>> = redis
+        .client()
+        .get_connection()
+        .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+        .ok();
+    reply.and_then(|r| r.into_iter().next())
+        == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
 }
