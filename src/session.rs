@@ -536,8 +536,10 @@ impl Session {
     /// than at its next renewal (which finds the request too, should this miss it). One
     /// pop over every list goes to the primary node, on the holder's one connection
     /// there ([`crate::redis::Node::hold_pop`]); through a Cluster, where calls route by
-    /// slot, a newest-wins holder of one name pops on a blocking connection of its own
-    /// (`blocking`: the kind says so), and any other only sleeps. The request and which
+    /// slot, a holder of one name pops on a blocking connection of its own to its
+    /// name's master (as a newest-wins holder does anywhere: `blocking`, the kind says
+    /// so), and a holder of several names (their lists in several slots: no one pop
+    /// can take them) only sleeps: its next renewal finds the request. The request and which
     /// list it came on (0: this holder's, `i`: `others[i - 1]`); `None` when `until`
     /// came (a failed pop sleeps out the rest: a failing node is never polled).
     pub async fn listen(
@@ -552,7 +554,7 @@ impl Session {
         let wait = until.saturating_sub(crate::clock::now());
         let popped = match self.nodes.primary() {
             Some(primary) if primary.can_hold() => primary.hold_pop(&lists, wait).await,
-            Some(primary) if blocking && others.is_empty() => {
+            Some(primary) if (blocking || primary.routes_by_slot()) && others.is_empty() => {
                 let popped = primary.blocking_pop(&lists[0], wait).await;
                 popped.map(|found| found.map(|element| (lists[0].clone(), element)))
             }

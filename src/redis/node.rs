@@ -390,6 +390,12 @@ impl Node {
         }
     }
 
+    /// Whether this node is a Cluster, whose calls go by their key's slot (see
+    /// [`super::routed`]): a holder listens on a blocking connection of its own there.
+    pub fn routes_by_slot(&self) -> bool {
+        matches!(self.link, Link::Cluster(_))
+    }
+
     /// Whether a holder can keep to one connection here (see [`Node::hold_pop`]): a
     /// server or a Sentinel master, not a Cluster (whose calls route by slot over
     /// connections of their own).

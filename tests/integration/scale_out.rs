@@ -145,3 +145,47 @@ fn a_corrupt_or_exposed_map_is_no_map() {
 fn lock_args_cluster(url: &str, name: &str) -> Vec<String> {
     vec!["--key".into(), name.into(), "--redis".into(), url.into()]
 }
+
+/// Review-7 finding 10: through a Cluster, `redlock preempt` waited for the holder's
+/// next renewal (8.5 s at the default ttl; 10 s at `--ttl 30s`) where one server
+/// answers within a second: a holder of one name now listens on a blocking connection
+/// to its name's master, as on one server.
+#[test]
+fn a_preempt_through_a_cluster_reaches_a_holder_within_a_second() {
+    let cluster = Cluster::start(3);
+    let s = Scratch::new();
+    let d = s.path("").display().to_string();
+    let script = format!(
+        "trap 'date +%s%N > {d}/got.tmp; mv {d}/got.tmp {d}/got; exit 0' TERM; touch {d}/ready; while :; do sleep 0.05; done"
+    );
+    let mut holder = redlock_run()
+        .args(["--redis", &cluster.url(), "--key", "far", "--ttl", "30s"])
+        .args(["--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for_file(&s.path("ready"), "", READY),
+        "the command never started"
+    );
+    let asked_at = wall_ms();
+    let asked = output_within(
+        redlock().args(["preempt", "far", "--redis", &cluster.url()]),
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(code(&asked), 0, "{}", stderr(&asked));
+    eventually(std::time::Duration::from_secs(15), || {
+        s.path("got").exists()
+    });
+    let latency = std::fs::read_to_string(s.path("got"))
+        .ok()
+        .and_then(|t| t.trim().parse::<f64>().ok())
+        .map_or(f64::INFINITY, |ns| ns / 1e6 - asked_at);
+    let status = wait_child(&mut holder, std::time::Duration::from_secs(30));
+    assert_eq!(status.code(), Some(codes::PREEMPTED));
+    assert!(latency < 1000.0, "the signal came after {latency:.0} ms");
+    summary(&format!(
+        "preempt through a 3-master cluster at --ttl 30s: {latency:.0} ms"
+    ));
+}
