@@ -36,6 +36,9 @@ pub enum Event {
     /// A run that vanished (started, never ended, its lease gone), told by the one try
     /// that found it untold (`--once-per`, `--once-id`).
     Vanished,
+    /// A run holds its names without starting its command while any lease from before
+    /// a server's restart may last (see `run/lock_delay.rs`).
+    LockDelay,
 }
 
 impl Event {
@@ -54,6 +57,7 @@ impl Event {
             Event::Elected => "elected",
             Event::Deposed => "deposed",
             Event::Vanished => "vanished",
+            Event::LockDelay => "lock_delay",
         }
     }
 }

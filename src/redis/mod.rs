@@ -13,19 +13,22 @@
 //!
 //! What it does not know: tokens, quorums, holders, waiting. Those are the lease's
 //! (`lease.rs`, `quorum.rs`) and the verbs'. Nothing in this folder imports from above
-//! it: only the crate's floor (`error`, `exit`, `report`).
+//! it: only the crate's floor (`error`, `exit`, `report`, `clock`).
 //!
 //! - `url.rs`: parse, check and redact URLs (data only);
 //! - `connect.rs`: clients for a server, Cluster seeds, Sentinel discovery;
 //! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
 //! - `command.rs`: the plain commands sent outside scripts, each built by name;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
+//!   when the server last answered and whether a connection failed after that;
+//! - `life.rs`: the server's life from `INFO server` (run ID, uptime);
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
 
 pub(crate) mod command;
 mod connect;
 mod errors;
+pub(crate) mod life;
 mod node;
 pub(crate) mod reply;
 mod script;

@@ -1517,3 +1517,57 @@ fn a_killed_leaders_term_is_in_the_history_as_vanished() {
     ));
     assert!(top.contains("vanished"), "{top}");
 }
+
+/// Redis restarted empty under a leader (review-7 finding 5): `kill -9` and the same
+/// server again at once, empty, six times, at whatever point of the leader's renewal
+/// period it falls. The standby's wait ends on the dropped connection and finds the lock
+/// free; it must not start its command while the old leader's can still run (its lease
+/// from before the restart can last a ttl after it). Every term's command has stopped
+/// (its STOP line) before the next one's START, and a term taken within a ttl of a
+/// restart says once why it waited.
+#[test]
+fn terms_never_overlap_across_restarts_empty() {
+    let mut redis = Redis::start();
+    let url = redis.url();
+    let mut field = Field::new("restarts", &["--ttl", "3s"]);
+    let mut cands: Vec<Candidate> = (0..2)
+        .map(|h| field.spawn(&format!("node-{h}"), &url))
+        .collect();
+    let mut seen = 0;
+    for _ in 0..6 {
+        field.next_term(seen, Duration::from_secs(30));
+        seen = field.terms().len();
+        redis.restart();
+    }
+    field.next_term(seen, Duration::from_secs(30));
+    for c in &mut cands {
+        let _ = kill(Pid::from_raw(c.child.id() as i32), Signal::SIGTERM);
+        wait_child(&mut c.child, Duration::from_secs(10));
+    }
+    let mut all = field.terms();
+    all.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    for pair in all.windows(2) {
+        let (old, new) = (&pair[0], &pair[1]);
+        let stopped = old.stop_ms.expect("each term's command stopped on SIGTERM");
+        assert!(
+            stopped <= new.start_ms,
+            "overlap: {old:?} then {new:?}\n{all:?}"
+        );
+        assert!(new.fence > old.fence, "{all:?}");
+    }
+    let mut said = String::new();
+    for c in &mut cands {
+        if let Some(mut err) = c.child.stderr.take() {
+            std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+        }
+    }
+    let delays = said.matches("the server restarted").count();
+    assert!(
+        delays >= 1,
+        "a term after a restart waits for the old lease:\n{said}"
+    );
+    assert!(
+        delays <= 6,
+        "one line per term taken after a restart:\n{said}"
+    );
+}
