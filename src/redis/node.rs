@@ -68,6 +68,8 @@ pub struct Node {
 /// suspend-aware clock ([`crate::clock::now`]).
 #[derive(Debug, Default, Clone, Copy)]
 struct Seen {
+    /// The last answer, or the start of the connect before any (the connect reached a
+    /// server: one was up from then on, whose restart a later failure may be).
     answered_at: Option<Duration>,
     /// The last answer before the first failure since the evidence was last taken.
     failed_after: Option<Duration>,
@@ -215,6 +217,9 @@ impl Node {
     /// node timeout (twice that through Cluster or Sentinel: the seeds or sentinels,
     /// then the master).
     pub async fn connect(url: &RedisUrl, timeout: Duration) -> Result<Node> {
+        // A connection made proves a server was there from this instant on: a failure
+        // before any answer still tells a restart after it (see [`Seen`]).
+        let connecting = crate::clock::now();
         let timeouts = timeouts_of(timeout);
         let limit = match url.topology() {
             Topology::Single => timeouts.round(),
@@ -239,7 +244,10 @@ impl Node {
             }),
             timeout,
             answered: Arc::new(AtomicBool::new(false)),
-            seen: Arc::new(Mutex::new(Seen::default())),
+            seen: Arc::new(Mutex::new(Seen {
+                answered_at: Some(connecting),
+                failed_after: None,
+            })),
         })
     }
 

@@ -7,14 +7,14 @@
 //! once (review-7 finding 5: two `--elect` leaders for up to a second).
 //!
 //! - **Evidence.** A connection to the server failed (dropped, refused, timed out)
-//!   after it had answered this run (`Node::take_failure`): the standby whose wait ended
+//!   after it had answered this run or accepted its connection (`Node::take_failure`): the standby whose wait ended
 //!   on a dropped connection, a waiter, a leader whose renewal failed and that takes the
 //!   next term. Only then is the server asked (`INFO server`, one request, after the
 //!   grant and before the command: never on a losing try, which stays a few cheap
 //!   commands). A run that never saw the server fail (every uncontended run, a demo on
 //!   a fresh server) asks nothing and is never delayed.
 //! - **Restarted?** The server's uptime is shorter than the time since its last answer
-//!   before the failure: it started after that answer (a new process). Otherwise it is
+//!   (or the connect) before the failure: it started after that (a new process). Otherwise it is
 //!   the server that answered, and the lock's state is intact: no delay.
 //! - **The bound.** A lease granted or renewed before the restart expires at most its
 //!   ttl after it. The ttl is the larger of the run's own and the holder's this run saw
@@ -31,6 +31,9 @@
 //!   `--wait` does not bound it: the run holds the lock, it is not waiting for it
 //!   (giving it back as busy would say a free lock was held).
 //!
+//! A run that connected after the restart never saw the server fail: it cannot tell a
+//! restarted server from a fresh one (a demo) without asking at every grant, a request
+//! per started run; it is not delayed, and the old holder stops at its next renewal.
 //! A Redis Cluster is not asked (INFO has no key to route it by); neither is a flush
 //! (`FLUSHALL` drops no connection): there the old holder's next renewal is the only
 //! detection, as before.

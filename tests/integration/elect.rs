@@ -1520,23 +1520,28 @@ fn a_killed_leaders_term_is_in_the_history_as_vanished() {
 
 /// Redis restarted empty under a leader (review-7 finding 5): `kill -9` and the same
 /// server again at once, empty, six times, at whatever point of the leader's renewal
-/// period it falls. The standby's wait ends on the dropped connection and finds the lock
-/// free; it must not start its command while the old leader's can still run (its lease
-/// from before the restart can last a ttl after it). Every term's command has stopped
-/// (its STOP line) before the next one's START, and a term taken within a ttl of a
-/// restart says once why it waited.
+/// period it falls, with three standbys waiting on the server that restarts. Whoever
+/// takes the lock after a restart (a standby whose wait ended, the old leader whose
+/// renewal found the key gone) has seen its connection fail: it must not start its
+/// command until the leases from before the restart have ended. Every term's command
+/// has stopped (its STOP line) before the next one's START, fences increase, and the
+/// terms taken after a restart said why they waited, once each (at most one a restart).
 #[test]
 fn terms_never_overlap_across_restarts_empty() {
     let mut redis = Redis::start();
     let url = redis.url();
     let mut field = Field::new("restarts", &["--ttl", "3s"]);
-    let mut cands: Vec<Candidate> = (0..2)
+    let mut cands: Vec<Candidate> = (0..4)
         .map(|h| field.spawn(&format!("node-{h}"), &url))
         .collect();
     let mut seen = 0;
     for _ in 0..6 {
         field.next_term(seen, Duration::from_secs(30));
         seen = field.terms().len();
+        // The standbys stand by (blocked on the wake list of the server that restarts):
+        // a run started after the restart never saw it (see the lock-delay's reference).
+        let standing_by = || redis.waiting_blocked("restarts", 3);
+        assert!(eventually(READY, standing_by), "three standbys wait");
         redis.restart();
     }
     field.next_term(seen, Duration::from_secs(30));
@@ -1561,13 +1566,16 @@ fn terms_never_overlap_across_restarts_empty() {
             std::io::Read::read_to_string(&mut err, &mut said).unwrap();
         }
     }
-    let delays = said.matches("the server restarted").count();
-    assert!(
-        delays >= 1,
-        "a term after a restart waits for the old lease:\n{said}"
+    let delays: Vec<&str> = said.lines().filter(|l| l.contains("lock-delay")).collect();
+    let takeovers = all.windows(2).filter(|p| p[0].host != p[1].host).count();
+    eprintln!(
+        "elect: {} terms over 6 restarts empty, 0 overlaps, {takeovers} taken over by a standby, {} lock-delays:\n{}",
+        all.len(),
+        delays.len(),
+        delays.join("\n")
     );
     assert!(
-        delays <= 6,
-        "one line per term taken after a restart:\n{said}"
+        !delays.is_empty() && takeovers <= delays.len() && delays.len() <= 6,
+        "a term after a restart waits for the old leases, once:\n{said}"
     );
 }

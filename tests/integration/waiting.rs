@@ -4,6 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 use crate::harness::*;
 
 // Waiters --------------------------------------------------------------------------
@@ -646,4 +649,73 @@ fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
         1,
         "{events}"
     );
+}
+
+/// The overlap of review-7 finding 5, made certain: a waiter blocked on a server that
+/// restarts empty is woken on the new server at once (a wake-up pushed there, as any
+/// release on it would), finds the lock free and takes it, while the old holder's
+/// command runs on until its next renewal (4 s after the last at `--ttl 12s`; the
+/// restart comes just after one). The waiter's pop ended on the dropped connection: it
+/// holds the lock without starting its command until the holder's lease has ended, so
+/// its command starts after the holder's has stopped.
+#[test]
+fn a_waiter_woken_on_a_restarted_server_never_runs_beside_the_old_holder() {
+    let mut redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("journal");
+    let holder_cmd = s.script(
+        "holder",
+        &format!(
+            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done",
+            j = journal.display()
+        ),
+    );
+    let waiter_cmd = s.script(
+        "waiter",
+        &format!(
+            "echo START-W >> {j}; echo END-W >> {j}",
+            j = journal.display()
+        ),
+    );
+    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
+    let mut holder = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "12s", "--local-dir", &local("h")])
+        .arg("--")
+        .arg(&holder_cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let lines = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(eventually(READY, || lines().contains("START-H")));
+    let mut waiter = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "3s", "--wait", "60s", "--local-dir", &local("w")])
+        .arg("--")
+        .arg(&waiter_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let waiting = || {
+        let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+        redis.cmd::<i64>(&["SCARD", "redlock:{job}:waiters"]) == 1
+            && clients.matches("cmd=blpop").count() >= 2
+    };
+    assert!(eventually(READY, waiting), "the waiter blocks");
+    // Just after a renewal: the holder's next one is about 4 s away.
+    assert!(eventually(READY, || redis.pttl(&lock_key("job")) > 11_500));
+    let waiter_pid = Pid::from_raw(waiter.id() as i32);
+    kill(waiter_pid, Signal::SIGSTOP).unwrap();
+    redis.restart();
+    let _: i64 = redis.cmd(&["LPUSH", "redlock:{job}:wake", "1"]);
+    kill(waiter_pid, Signal::SIGCONT).unwrap();
+    let waited = wait_child(&mut waiter, Duration::from_secs(60));
+    let held = wait_child(&mut holder, Duration::from_secs(30));
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(waited.code(), Some(0), "{said}");
+    assert_eq!(held.code(), Some(codes::LOST));
+    let order: Vec<String> = lines().lines().map(String::from).collect();
+    assert_eq!(order, ["START-H", "END-H", "START-W", "END-W"], "{said}");
+    assert_eq!(said.matches("lock-delay").count(), 1, "{said}");
 }
