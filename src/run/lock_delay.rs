@@ -31,6 +31,8 @@
 //!   `--wait` does not bound it: the run holds the lock, it is not waiting for it
 //!   (giving it back as busy would say a free lock was held).
 //!
+//! A server restarted with persistence delays the same: its uptime says it restarted,
+//! not what it kept (`appendfsync everysec` loses up to a second of writes).
 //! A run that connected after the restart never saw the server fail: it cannot tell a
 //! restarted server from a fresh one (a demo) without asking at every grant, a request
 //! per started run; it is not delayed, and the old holder stops at its next renewal.
