@@ -468,6 +468,7 @@ const LOCKER_ACL: &[&str] = &[
     "+zrank",
     "+zcard",
     "+hdel",
+    "+info",
 ];
 
 #[test]
