@@ -42,6 +42,9 @@ pub enum Event {
     /// A grant or renewal that no replica acknowledged in time (`WAIT`), once per
     /// master: a crash failover could lose the lock.
     Unacknowledged,
+    /// A run holds its names without starting its command while any lease from before
+    /// a server's restart may last (see `run/lock_delay.rs`).
+    LockDelay,
 }
 
 impl Event {
@@ -62,6 +65,7 @@ impl Event {
             Event::Vanished => "vanished",
             Event::Followed => "followed",
             Event::Unacknowledged => "unacknowledged",
+            Event::LockDelay => "lock_delay",
         }
     }
 }

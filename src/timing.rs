@@ -216,6 +216,30 @@ pub fn until_expiry(holder_ttl_left: Duration, jitter: f64) -> Duration {
     (holder_ttl_left + spread + Duration::from_millis(5)).max(Duration::from_millis(1))
 }
 
+/// The lock-delay of a run that took a lock on a server that may have restarted empty:
+/// how long it holds the lock before starting its command, so that every lease granted
+/// or renewed before the restart has ended (Chubby's and Consul's lock-delay, applied
+/// only when needed). `uptime`: the server's `uptime_in_seconds` (whole seconds, rounded
+/// down: it started at most that long ago); `since_answer`: how long ago it last
+/// answered this run before a connection failed (`None`: a restart is known otherwise);
+/// `bound`: the longest ttl a lease from before it can have had. A lease renewed at the
+/// restart's instant at the latest expires `bound` after it, on the server's clock;
+/// `drift(bound)` allows for this host's clock running at another rate. `None`: no
+/// delay: the server was already up when it last answered (the same process), or it has
+/// been up longer than any lease from before it could last.
+pub fn lock_delay(
+    uptime: Duration,
+    since_answer: Option<Duration>,
+    bound: Duration,
+) -> Option<Duration> {
+    if since_answer.is_some_and(|since| uptime >= since) {
+        return None;
+    }
+    (bound + drift(bound))
+        .checked_sub(uptime)
+        .filter(|d| !d.is_zero())
+}
+
 /// `--splay`: how far into its slot a try waits: an offset in [0, `splay`) drawn from
 /// the host's name, the lock's name and the slot's start (server ms). A host that fires
 /// twice in one slot waits the same; the next slot draws again, so the host with the
@@ -301,6 +325,32 @@ mod tests {
                 paused_past(ms(last), ms(now), ms(term)),
                 want.map(ms),
                 "{last} {now} {term}"
+            );
+        }
+    }
+
+    #[test]
+    fn lock_delay_table() {
+        let s = Duration::from_secs;
+        // (uptime, last answered before the failure, bound) -> delay
+        let cases = [
+            // Restarted 0 s ago (rounded down), answered 2 s ago: a whole ttl + drift.
+            (s(0), Some(s(2)), s(3), Some(ms(3032))),
+            (s(1), Some(s(2)), s(3), Some(ms(2032))),
+            // Up as long as the last answer is old (or longer): the same server.
+            (s(2), Some(s(2)), s(3), None),
+            (s(500), Some(s(1)), s(3), None),
+            // Restarted, but longer ago than any lease could last.
+            (s(4), Some(s(9)), s(3), None),
+            // A restart known from its run ID.
+            (s(1), None, s(30), Some(ms(29_302))),
+            (s(31), None, s(30), None),
+        ];
+        for (uptime, since, bound, want) in cases {
+            assert_eq!(
+                lock_delay(uptime, since, bound),
+                want,
+                "{uptime:?} {since:?} {bound:?}"
             );
         }
     }

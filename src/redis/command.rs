@@ -61,6 +61,11 @@ pub fn info() -> Cmd {
     redis::cmd("INFO")
 }
 
+/// `INFO server`: the server's run ID and uptime (a lock-delay's evidence).
+pub fn info_server() -> Cmd {
+    redis::cmd("INFO").arg("server").clone()
+}
+
 /// `CONFIG GET name`.
 pub fn config_get(name: &str) -> Cmd {
     redis::cmd("CONFIG").arg("GET").arg(name).clone()

@@ -208,3 +208,8 @@ fn failover_hint(url: &RedisUrl, err: &RedisError) -> Option<Error> {
         )
     })
 }
+
+/// The error for a server reply this tool cannot read.
+pub fn bad_reply(url: &RedisUrl, what: &str) -> Error {
+    Error::new(Kind::BadReply, format!("{url}: unexpected reply {what}"))
+}

@@ -13,7 +13,7 @@
 //!
 //! What it does not know: tokens, quorums, holders, waiting. Those are the lease's
 //! (`lease.rs`, `quorum.rs`) and the verbs'. Nothing in this folder imports from above
-//! it: only the crate's floor (`error`, `exit`, `report`, `hash`).
+//! it: only the crate's floor (`error`, `exit`, `report`, `hash`, `clock`).
 //!
 //! - `url.rs`: parse, check and redact URLs (data only);
 //! - `connect.rs`: clients for a server, Sentinel discovery;
@@ -22,8 +22,10 @@
 //! - `script.rs`: a Lua script and a call of it (EVALSHA, EVAL on NOSCRIPT);
 //! - `command.rs`: the plain commands sent outside scripts, each built by name;
 //! - `node.rs`: one node: run, query, scan under the node timeout, and blocking pops;
+//!   when the server last answered and whether a connection failed after that;
 //! - `follow.rs`: a Sentinel master followed at each renewal and release (one ask to
 //!   one sentinel), looked up again after a failure; its replicas, and notes of both;
+//! - `life.rs`: the server's life from `INFO server` (run ID, uptime);
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
 
@@ -31,6 +33,7 @@ pub(crate) mod command;
 mod connect;
 mod errors;
 mod follow;
+pub(crate) mod life;
 mod node;
 pub(crate) mod reply;
 pub(crate) mod routed;

@@ -26,7 +26,7 @@ use redis::{FromRedisValue, Value};
 use tokio::time::error::Elapsed;
 
 use super::connect::{self, Timeouts};
-use super::errors::{from_redis, node_timed_out};
+use super::errors::{bad_reply, from_redis, node_timed_out};
 use super::follow::{Failover, Note};
 use super::routed::{Routed, RoutedConn};
 use super::script::Call;
@@ -58,6 +58,21 @@ pub struct Node {
     /// failed call is read as the connect's failure ([`connect::first_failure`]), as
     /// the connect sends nothing of its own.
     answered: Arc<AtomicBool>,
+    /// What this process saw of the server's life (see [`Seen`]).
+    seen: Arc<Mutex<Seen>>,
+}
+
+/// When the server last answered, and whether a connection to it failed after that: the
+/// evidence that it may have restarted (or been replaced) since, which a run asks about
+/// before it starts its command (see `run/lock_delay.rs`). Times are this host's
+/// suspend-aware clock ([`crate::clock::now`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    /// The last answer, or the start of the connect before any (the connect reached a
+    /// server: one was up from then on, whose restart a later failure may be).
+    answered_at: Option<Duration>,
+    /// The last answer before the first failure since the evidence was last taken.
+    failed_after: Option<Duration>,
 }
 
 /// A waiter's connection for `BLPOP`: made on first use and kept between pops; one
@@ -135,6 +150,9 @@ impl Node {
     /// node timeout (twice that through Cluster or Sentinel: the seeds or sentinels,
     /// then the master).
     pub async fn connect(url: &RedisUrl, timeout: Duration) -> Result<Node> {
+        // A connection made proves a server was there from this instant on: a failure
+        // before any answer still tells a restart after it (see [`Seen`]).
+        let connecting = crate::clock::now();
         let timeouts = timeouts_of(timeout);
         let limit = match url.topology() {
             Topology::Single => timeouts.round(),
@@ -159,7 +177,40 @@ impl Node {
             }),
             timeout,
             answered: Arc::new(AtomicBool::new(false)),
+            seen: Arc::new(Mutex::new(Seen {
+                answered_at: Some(connecting),
+                failed_after: None,
+            })),
         })
+    }
+
+    /// The server answered (any reply, an error reply included: it is up).
+    fn saw_answer(&self) {
+        lock(&self.seen).answered_at = Some(crate::clock::now());
+    }
+
+    /// A call or a pop failed without an answer (a dropped connection, a refused
+    /// connect, a timeout): after an answer, the server may have restarted since it.
+    fn saw_failure(&self) {
+        let mut seen = lock(&self.seen);
+        if seen.failed_after.is_none() {
+            seen.failed_after = seen.answered_at;
+        }
+    }
+
+    /// When the server last answered before a connection to it failed, if one failed
+    /// since this was last asked (and it had answered before): the server may have
+    /// restarted after that instant. Asking takes the evidence.
+    pub fn take_failure(&self) -> Option<Duration> {
+        lock(&self.seen).failed_after.take()
+    }
+
+    /// `INFO server`: the server's run ID and how long it has been up (see
+    /// [`super::life::ServerLife`]); not for a Cluster (INFO has no key to route by).
+    pub async fn server_life(&self) -> Result<super::life::ServerLife> {
+        let text: String = self.query(&super::command::info_server()).await?;
+        super::life::ServerLife::parse(&text)
+            .ok_or_else(|| bad_reply(&self.url, "INFO server has no run_id or uptime_in_seconds"))
     }
 
     /// The URL this node was reached by (`Display` redacts it).
@@ -184,6 +235,7 @@ impl Node {
         let result = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
         match &result {
             Ok(Err(e)) if dropped(e) => {
+                self.saw_failure();
                 self.unhold();
                 let mut conn = self.conn();
                 let again = tokio::time::timeout(self.timeout, call.invoke(&mut conn)).await;
@@ -210,6 +262,7 @@ impl Node {
         let mut conn = self.conn();
         let result = tokio::time::timeout(self.timeout, pipe.query_async(&mut conn)).await;
         if matches!(&result, Ok(Err(e)) if dropped(e)) {
+            self.saw_failure();
             self.unhold();
             return Ok(None);
         }
@@ -366,7 +419,10 @@ impl Node {
             .take();
         let mut conn = match taken {
             Some(conn) => conn,
-            None => self.open_blocking(key).await?,
+            None => self
+                .open_blocking(key)
+                .await
+                .inspect_err(|_| self.saw_failure())?,
         };
         // BLPOP takes seconds, with decimals since Redis 6.
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
@@ -375,10 +431,14 @@ impl Node {
         let popped = tokio::time::timeout(limit, cmd.query_async::<Value>(&mut conn)).await;
         match popped {
             Ok(Ok(value)) => {
+                self.saw_answer();
                 *self.blocking.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
                 Ok(popped_element(value))
             }
             Ok(Err(e)) => {
+                if e.code().is_none() {
+                    self.saw_failure();
+                }
                 // A pop ended by a failover ("UNBLOCKED … master -> replica", a
                 // dropped connection): look the master up again for the next one.
                 if let Link::Sentinel(failover) = &self.link {
@@ -386,7 +446,10 @@ impl Node {
                 }
                 Err(from_redis(&self.url, &e))
             }
-            Err(_) => Err(self.timed_out()),
+            Err(_) => {
+                self.saw_failure();
+                Err(self.timed_out())
+            }
         }
     }
 
@@ -541,6 +604,11 @@ impl Node {
             && Failover::moved(&result)
         {
             failover.rediscover();
+        }
+        match &result {
+            Ok(Ok(_)) => self.saw_answer(),
+            Ok(Err(e)) if e.code().is_some() => self.saw_answer(),
+            _ => self.saw_failure(),
         }
         match result {
             Ok(Ok(value)) => Ok(value),

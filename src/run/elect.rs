@@ -135,7 +135,7 @@ async fn one_term(
     let mut taken = term::begin(run, leases, head).await?;
     let lease = &leases[0];
     said_elected(run, lease);
-    let mut t_sent = taken.t_sent;
+    let mut t_sent = taken.renewed;
     let mut guard = taken.guard.take();
     let mut restarts = 0u32;
     let (outcome, deposed) = loop {

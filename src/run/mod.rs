@@ -25,11 +25,14 @@
 //! - `nested.rs`: a run inside a holder of its own names;
 //! - `set.rs`: taking several names (`--key A --key B`): all or nothing, never a name
 //!   held while waiting;
+//! - `lock_delay.rs`: after a server restarted empty, the command starts only once every
+//!   lease from before the restart has ended (the names held and renewed meanwhile);
 //! - `release.rs`: the release with retries, the status it makes, the `released` event;
 //! - `vanished.rs`: a vanished run told once, by the try whose acquire found it untold.
 
 mod command;
 mod elect;
+mod lock_delay;
 mod nested;
 mod release;
 mod set;

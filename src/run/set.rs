@@ -14,6 +14,8 @@
 //! command has stopped (not before: it may still be writing under them). Everything
 //! after the take is the one term's (`term.rs`), for one name or several.
 
+use std::time::Duration;
+
 use super::{End, Run, Step};
 use crate::error::Error;
 use crate::guard::GroupGuard;
@@ -46,21 +48,23 @@ enum Pass {
 }
 
 /// Takes every name, waiting as configured: when the earliest of the names was sent
-/// for (the set's lease ends with it), and the command's group guard when one was
-/// forked while waiting.
+/// for (the set's lease ends with it), the command's group guard when one was forked
+/// while waiting, and the longest ttl of the holders it waited behind (see
+/// `lock_delay.rs`).
 pub(super) async fn take_all(
     run: &mut Run<'_>,
     leases: &mut [Lease],
     metas: &[Meta],
-) -> Step<(Point, Option<GroupGuard>)> {
+) -> Step<(Point, Option<GroupGuard>, Option<Duration>)> {
     let mut order: Vec<usize> = (0..leases.len()).collect();
     order.sort_by(|&a, &b| leases[a].keys().lock.cmp(&leases[b].keys().lock));
     let obituary = super::command::obituary(run);
     let mut guard = None;
     let mut held: Option<(usize, Point)> = None;
+    let mut holder_ttl: Option<Duration> = None;
     loop {
         let (i, holder) = match pass(run, leases, metas, &order, held.take()).await? {
-            Pass::All(t_sent) => return Ok((t_sent, guard)),
+            Pass::All(t_sent) => return Ok((t_sent, guard, holder_ttl)),
             Pass::Busy(i, holder) => (i, *holder),
         };
         if !run.patience.allows_waiting() || run.patience.left().is_none() {
@@ -85,7 +89,13 @@ pub(super) async fn take_all(
             },
         );
         match waited.await? {
-            Waited::Acquired { t_sent } => held = Some((i, t_sent)),
+            Waited::Acquired {
+                t_sent,
+                holder_ttl: ttl,
+            } => {
+                holder_ttl = holder_ttl.max(ttl);
+                held = Some((i, t_sent));
+            }
             Waited::Busy(holder) => return Err(run.busy(&leases[i], &holder)),
             Waited::Interrupted(sig) => return Err(run.interrupted_while_waiting(sig)),
             Waited::Skipped(_) => {

@@ -8,7 +8,7 @@
 //! its kind waits (`take`); several are taken all or nothing (`set::take_all`).
 
 use super::release::{self, give_back};
-use super::{End, Run, Step, command, set};
+use super::{End, Run, Step, command, lock_delay, set};
 use crate::child;
 use crate::error::{Error, Kind};
 use crate::events::Event;
@@ -28,7 +28,7 @@ use serde::Deserialize;
 pub(super) async fn term(run: &mut Run<'_>, leases: &mut [Lease], head: Option<Head>) -> Step<u8> {
     let mut taken = begin(run, leases, head).await?;
     let guard = taken.guard.take();
-    let outcome = command(run, leases, &taken, taken.t_sent, guard).await?;
+    let outcome = command(run, leases, &taken, taken.renewed, guard).await?;
     Ok(finish(run, leases, &taken.metas, outcome, taken.acquired_at).await)
 }
 
@@ -39,6 +39,9 @@ pub(super) struct Taken {
     /// When the acquisition was sent (the lease's clock starts there; of several names,
     /// the earliest).
     pub t_sent: Point,
+    /// When the lease was last renewed before the command starts: `t_sent`, or later
+    /// after a lock-delay (see `lock_delay.rs`).
+    pub renewed: Point,
     pub acquired_at: Point,
     /// The command's group guard when one was forked while waiting.
     pub guard: Option<GroupGuard>,
@@ -52,7 +55,7 @@ pub(super) async fn begin(
     head: Option<Head>,
 ) -> Step<Taken> {
     let metas = metas(run, leases);
-    let (t_sent, guard) = match leases {
+    let (t_sent, guard, holder_ttl) = match leases {
         [lease] => take(run, lease, &metas[0], head).await?,
         _ => set::take_all(run, leases, &metas).await?,
     };
@@ -60,14 +63,16 @@ pub(super) async fn begin(
     for (lease, meta) in leases.iter().zip(&metas) {
         announce(run, lease, &meta.with);
     }
+    let renewed = lock_delay::wait_out(run, leases, holder_ttl, (t_sent, acquired_at)).await?;
     interrupted_before_start(run, leases, acquired_at).await?;
     if leases.iter().any(Lease::records_start) {
-        record_start(run, leases, &metas, (t_sent, acquired_at)).await?;
+        record_start(run, leases, &metas, (renewed, acquired_at)).await?;
         interrupted_before_start(run, leases, acquired_at).await?;
     }
     Ok(Taken {
         metas,
         t_sent,
+        renewed,
         acquired_at,
         guard,
     })
@@ -166,8 +171,9 @@ pub(super) fn holder_meta(run: &Run<'_>, lease: &Lease) -> Meta {
 }
 
 /// Takes the lock, waiting as configured: when it was sent for (the lease's clock
-/// starts there) and the command's group guard when one was forked while waiting (so
-/// that a hand-over only has to start the command). The host's local queue is left
+/// starts there), the command's group guard when one was forked while waiting (so
+/// that a hand-over only has to start the command) and the ttl of the holder it waited
+/// behind last, if any. The host's local queue is left
 /// (`head` dropped) as soon as the lock is held or given up: the next run of this host
 /// contends in Redis from then on.
 async fn take(
@@ -175,7 +181,7 @@ async fn take(
     lease: &Lease,
     meta: &Meta,
     head: Option<Head>,
-) -> Step<(Point, Option<GroupGuard>)> {
+) -> Step<(Point, Option<GroupGuard>, Option<std::time::Duration>)> {
     let how = WaitAs {
         chatty: run.chatty(),
         head: head.as_ref(),
@@ -197,7 +203,7 @@ async fn take(
     drop(head);
     super::vanished::tell_found(run, lease);
     match waited? {
-        Waited::Acquired { t_sent } => Ok((t_sent, guard)),
+        Waited::Acquired { t_sent, holder_ttl } => Ok((t_sent, guard, holder_ttl)),
         Waited::Busy(_) if waited_out_the_slot(run, lease) => {
             let slot_ms = lease.pinned_slot().unwrap_or_default();
             let skip = Skip {

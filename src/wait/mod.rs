@@ -46,6 +46,10 @@ use crate::timing::{self, Point};
 pub enum Waited {
     Acquired {
         t_sent: Point,
+        /// The ttl the last holder this run saw renewed to (its metadata's), if it saw
+        /// one: the longest a lease from before a server restart can last (see
+        /// `run/lock_delay.rs`).
+        holder_ttl: Option<Duration>,
     },
     Busy(Holder),
     Interrupted(Signal),
@@ -120,7 +124,7 @@ pub async fn acquire(
     let (failure, joined) = match waiter.try_once(queue_now).await? {
         Tried::Acquired(t_sent) => {
             waiter.progress.acquired(patience);
-            return Ok(Waited::Acquired { t_sent });
+            return Ok(waiter.acquired(t_sent));
         }
         Tried::Done(ran) => return Ok(ran),
         // A busy first try that joined the waiters blocks at once: a release after it
@@ -269,7 +273,7 @@ impl<'a> Waiter<'a> {
             let failure = match tried {
                 Tried::Acquired(t_sent) => {
                     self.progress.acquired(&self.patience);
-                    return Ok(Waited::Acquired { t_sent });
+                    return Ok(self.acquired(t_sent));
                 }
                 Tried::Done(ran) => return Ok(ran),
                 Tried::Again => continue,
@@ -294,6 +298,14 @@ impl<'a> Waiter<'a> {
             if let Some(sig) = self.block(nap, signals).await {
                 return Ok(Waited::Interrupted(sig));
             }
+        }
+    }
+
+    /// The lock is taken (the try sent at `t_sent`), after the holder seen last.
+    fn acquired(&self, t_sent: Point) -> Waited {
+        Waited::Acquired {
+            t_sent,
+            holder_ttl: self.last.ttl_ms.map(Duration::from_millis),
         }
     }
 

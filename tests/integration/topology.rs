@@ -469,6 +469,7 @@ const LOCKER_ACL: &[&str] = &[
     "+zrank",
     "+zcard",
     "+hdel",
+    "+info",
 ];
 
 #[test]

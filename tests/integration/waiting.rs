@@ -4,6 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 use crate::harness::*;
 
 // Waiters --------------------------------------------------------------------------
@@ -555,4 +558,164 @@ fn a_stopped_waiter_does_not_keep_a_free_lock_from_the_others() {
         wait_child(&mut first, Duration::from_secs(90)).code(),
         Some(0)
     );
+}
+
+// Lock-delay ------------------------------------------------------------------------
+
+/// Redis restarted empty while a run of a set of names waits behind a holder of one of
+/// them (review-7 finding 5): the waiter's blocking connection drops, and the restarted
+/// server has forgotten the lock. The waiter takes its names, then holds them without
+/// starting its command until the holder's lease from before the restart has ended
+/// (its own ttl, 10 s, the larger): its command starts after the holder's has stopped,
+/// one line says why it waited, and one `lock_delay` event. The holder, the first run
+/// this host made on a fresh server, is not delayed and says nothing of it.
+#[test]
+fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
+    const DELAY_LINE: &str = "for any lease from before it to end";
+    let mut redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("journal");
+    let holder_cmd = s.script(
+        "holder",
+        &format!(
+            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done",
+            j = journal.display()
+        ),
+    );
+    let waiter_cmd = s.script(
+        "waiter",
+        &format!(
+            "echo START-W >> {j}; echo END-W >> {j}",
+            j = journal.display()
+        ),
+    );
+    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
+    let mut holder = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "6s", "--local-dir", &local("h")])
+        .arg("--")
+        .arg(&holder_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(eventually(READY, || started().contains("START-H")));
+    let events = s.path("events");
+    let mut waiter = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--key", "other", "--ttl", "10s", "--wait", "60s"])
+        .args(["--local-dir", &local("w")])
+        .args(["--events", &events.display().to_string()])
+        .arg("--")
+        .arg(&waiter_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The waiter is in the waiters set and blocked (the holder blocks too, on its own
+    // wake list).
+    let waiting = || {
+        let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+        redis.cmd::<i64>(&["SCARD", "redlock:{job}:waiters"]) == 1
+            && clients.matches("cmd=blpop").count() >= 2
+    };
+    assert!(eventually(READY, waiting), "the waiter blocks");
+    redis.restart();
+    let waited = wait_child(&mut waiter, Duration::from_secs(60));
+    let held = wait_child(&mut holder, Duration::from_secs(30));
+    let said = |child: &mut std::process::Child| {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
+        text
+    };
+    let (waiter_said, holder_said) = (said(&mut waiter), said(&mut holder));
+    assert_eq!(waited.code(), Some(0), "{waiter_said}");
+    assert_eq!(held.code(), Some(codes::LOST), "{holder_said}");
+    let lines: Vec<String> = started().lines().map(String::from).collect();
+    assert_eq!(
+        lines,
+        ["START-H", "END-H", "START-W", "END-W"],
+        "{waiter_said}"
+    );
+    let delays: Vec<&str> = waiter_said
+        .lines()
+        .filter(|l| l.contains(DELAY_LINE))
+        .collect();
+    assert_eq!(delays.len(), 1, "{waiter_said}");
+    assert!(delays[0].contains("the server restarted"), "{waiter_said}");
+    assert!(!holder_said.contains(DELAY_LINE), "{holder_said}");
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert_eq!(
+        events.matches("\"event\":\"lock_delay\"").count(),
+        1,
+        "{events}"
+    );
+}
+
+/// The overlap of review-7 finding 5, made certain: a waiter blocked on a server that
+/// restarts empty is woken on the new server at once (a wake-up pushed there, as any
+/// release on it would), finds the lock free and takes it, while the old holder's
+/// command runs on until its next renewal (4 s after the last at `--ttl 12s`; the
+/// restart comes just after one). The waiter's pop ended on the dropped connection: it
+/// holds the lock without starting its command until the holder's lease has ended, so
+/// its command starts after the holder's has stopped.
+#[test]
+fn a_waiter_woken_on_a_restarted_server_never_runs_beside_the_old_holder() {
+    let mut redis = Redis::start();
+    let s = Scratch::new();
+    let journal = s.path("journal");
+    let holder_cmd = s.script(
+        "holder",
+        &format!(
+            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done",
+            j = journal.display()
+        ),
+    );
+    let waiter_cmd = s.script(
+        "waiter",
+        &format!(
+            "echo START-W >> {j}; echo END-W >> {j}",
+            j = journal.display()
+        ),
+    );
+    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
+    let mut holder = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "12s", "--local-dir", &local("h")])
+        .arg("--")
+        .arg(&holder_cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let lines = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(eventually(READY, || lines().contains("START-H")));
+    let mut waiter = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "3s", "--wait", "60s", "--local-dir", &local("w")])
+        .arg("--")
+        .arg(&waiter_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let waiting = || {
+        let clients: String = redis.cmd(&["CLIENT", "LIST"]);
+        redis.cmd::<i64>(&["SCARD", "redlock:{job}:waiters"]) == 1
+            && clients.matches("cmd=blpop").count() >= 2
+    };
+    assert!(eventually(READY, waiting), "the waiter blocks");
+    // Just after a renewal: the holder's next one is about 4 s away.
+    assert!(eventually(READY, || redis.pttl(&lock_key("job")) > 11_500));
+    let waiter_pid = Pid::from_raw(waiter.id() as i32);
+    kill(waiter_pid, Signal::SIGSTOP).unwrap();
+    redis.restart();
+    let _: i64 = redis.cmd(&["LPUSH", "redlock:{job}:wake", "1"]);
+    kill(waiter_pid, Signal::SIGCONT).unwrap();
+    let waited = wait_child(&mut waiter, Duration::from_secs(60));
+    let held = wait_child(&mut holder, Duration::from_secs(30));
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut waiter.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(waited.code(), Some(0), "{said}");
+    assert_eq!(held.code(), Some(codes::LOST));
+    let order: Vec<String> = lines().lines().map(String::from).collect();
+    assert_eq!(order, ["START-H", "END-H", "START-W", "END-W"], "{said}");
+    assert_eq!(said.matches("lock-delay").count(), 1, "{said}");
 }

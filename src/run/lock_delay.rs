@@ -1,0 +1,206 @@
+//! The lock-delay: a run that took its names on a server that may have restarted empty
+//! since it last answered does not start its command until every lease the old server
+//! could have held on those names has ended (Chubby's and Consul's lock-delay, applied
+//! only when there is evidence of a restart). A server restarted without persistence
+//! has forgotten the lock: the old holder runs on until its next renewal finds the key
+//! gone (up to ttl/3 and its stop), while the restarted server grants the name again at
+//! once (review-7 finding 5: two `--elect` leaders for up to a second).
+//!
+//! - **Evidence.** A connection to the server failed (dropped, refused, timed out)
+//!   after it had answered this run or accepted its connection (`Node::take_failure`): the standby whose wait ended
+//!   on a dropped connection, a waiter, a leader whose renewal failed and that takes the
+//!   next term. Only then is the server asked (`INFO server`, one request, after the
+//!   grant and before the command: never on a losing try, which stays a few cheap
+//!   commands). A run that never saw the server fail (every uncontended run, a demo on
+//!   a fresh server) asks nothing and is never delayed.
+//! - **Restarted?** The server's uptime is shorter than the time since its last answer
+//!   (or the connect) before the failure: it started after that (a new process). Otherwise it is
+//!   the server that answered, and the lock's state is intact: no delay.
+//! - **The bound.** A lease granted or renewed before the restart expires at most its
+//!   ttl after it. The ttl is the larger of the run's own and the holder's this run saw
+//!   last (its metadata records the ttl it renews to): the holder seen last need not be
+//!   the last before the restart, and the runs of one name are usually started alike
+//!   (one cron line, one unit), so the run's own ttl stands for a holder it never saw.
+//!   The delay is what remains of that bound (plus the clock drift allowance) after the
+//!   server's uptime. A server that cannot be asked (INFO refused by an ACL, gone
+//!   again) gets the whole bound.
+//! - **Meanwhile** the names are held and renewed as usual, so nothing else takes them;
+//!   a signal that ends a wait gives them back (nothing ran), a name lost or asked to
+//!   stop gives them all back and ends the run as a lost lock (an `--elect` standby
+//!   stands by again). One line says why the run waits, and a `lock_delay` event.
+//!   `--wait` does not bound it: the run holds the lock, it is not waiting for it
+//!   (giving it back as busy would say a free lock was held).
+//!
+//! A server restarted with persistence delays the same: its uptime says it restarted,
+//! not what it kept (`appendfsync everysec` loses up to a second of writes).
+//! A run that connected after the restart never saw the server fail: it cannot tell a
+//! restarted server from a fresh one (a demo) without asking at every grant, a request
+//! per started run; it is not delayed, and the old holder stops at its next renewal.
+//! A Redis Cluster is not asked (INFO has no key to route it by); neither is a flush
+//! (`FLUSHALL` drops no connection): there the old holder's next renewal is the only
+//! detection, as before.
+
+use std::time::Duration;
+
+use super::release::give_back;
+use super::{End, Run, Step};
+use crate::clock;
+use crate::error::{Error, Kind};
+use crate::events::Event;
+use crate::lease::{Lease, Renew};
+use crate::report::human;
+use crate::timing::{self, Point};
+
+/// What the evidence came to: the server restarted `ago` (`None`: it could not be
+/// asked), and the run waits `delay`.
+struct Restarted {
+    ago: Option<Duration>,
+    delay: Duration,
+}
+
+/// After the names of `leases` are taken (the earliest sent at `t_sent`): waits out the
+/// lock-delay when a server restarted since it last answered, the names held and
+/// renewed meanwhile. `holder_ttl`: the ttl of the holder this run saw last, if any.
+/// Returns when the lease was last renewed (`t_sent` when there was nothing to wait).
+pub(super) async fn wait_out(
+    run: &mut Run<'_>,
+    leases: &[Lease],
+    holder_ttl: Option<Duration>,
+    (t_sent, acquired_at): (Point, Point),
+) -> Step<Point> {
+    let own = run.config.budget.ttl;
+    let bound = holder_ttl.map_or(own, |ttl| ttl.max(own));
+    let Some(restarted) = restarted(leases, bound).await else {
+        return Ok(t_sent);
+    };
+    say(run, leases, &restarted, bound);
+    let until = clock::now() + restarted.delay;
+    hold(run, leases, (t_sent, acquired_at), until).await
+}
+
+/// Asks each node (not a Cluster) whose connection failed after it answered how long it
+/// has been up; the longest delay its answer calls for, `None` when none does.
+async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
+    let mut found: Option<Restarted> = None;
+    for node in leases[0].nodes().iter().filter(|n| !n.routes_by_slot()) {
+        let Some(answered_at) = node.take_failure() else {
+            continue;
+        };
+        let since = clock::now().saturating_sub(answered_at);
+        let this = match node.server_life().await {
+            Ok(life) => {
+                timing::lock_delay(life.uptime, Some(since), bound).map(|delay| Restarted {
+                    ago: Some(life.uptime),
+                    delay,
+                })
+            }
+            Err(_) => Some(Restarted {
+                ago: None,
+                delay: bound + timing::drift(bound),
+            }),
+        };
+        if let Some(this) = this
+            && found.as_ref().is_none_or(|f| this.delay > f.delay)
+        {
+            found = Some(this);
+        }
+    }
+    found
+}
+
+/// The one line (hidden by `--quiet`) and the `lock_delay` event, once per take.
+fn say(run: &Run<'_>, leases: &[Lease], restarted: &Restarted, bound: Duration) {
+    let name = leases[0].keys().display_name();
+    let why = match restarted.ago {
+        Some(ago) => format!("the server restarted {} ago", human(ago)),
+        None => {
+            "a connection to the server failed and it cannot be asked when it started".to_string()
+        }
+    };
+    run.report.note(&format!(
+        "{name}: {why}; waiting {} for any lease from before it to end (lock-delay, ttl {})",
+        human(restarted.delay),
+        human(bound)
+    ));
+    run.report.event(
+        Event::LockDelay,
+        &name,
+        serde_json::json!({
+            "uptime_ms": restarted.ago.map(|a| a.as_millis() as u64),
+            "delay_ms": restarted.delay.as_millis() as u64,
+            "ttl_ms": bound.as_millis() as u64,
+        }),
+    );
+}
+
+/// Holds every name until `until`, renewing them on the supervisor's schedule; returns
+/// when the last renewal was sent (of several names, the earliest).
+async fn hold(
+    run: &mut Run<'_>,
+    leases: &[Lease],
+    (t_sent, acquired_at): (Point, Point),
+    until: Point,
+) -> Step<Point> {
+    let budget = run.config.budget;
+    let mut sent = vec![t_sent; leases.len()];
+    let mut last_attempt = None;
+    loop {
+        let now = clock::now();
+        let earliest = sent.iter().copied().min().unwrap_or(t_sent);
+        let end = budget.lease_end(earliest);
+        if now >= budget.term_at(end) {
+            return Err(gone(run, leases, acquired_at, "it could not be renewed").await);
+        }
+        let next = budget.next_renew(earliest, last_attempt);
+        if now >= next {
+            last_attempt = Some(now);
+            for (i, lease) in leases.iter().enumerate() {
+                match lease.renew().await {
+                    Renew::Renewed { t_sent } => sent[i] = t_sent,
+                    Renew::Preempt { .. } => {
+                        return Err(gone(run, leases, acquired_at, "asked to stop").await);
+                    }
+                    Renew::Lost(why) => {
+                        return Err(gone(run, leases, acquired_at, &why.to_string()).await);
+                    }
+                    Renew::Unknown(_) => {}
+                }
+            }
+            continue;
+        }
+        if now >= until {
+            return Ok(earliest);
+        }
+        let wake = next.min(until).min(budget.term_at(end));
+        tokio::select! {
+            Some(sig) = run.signals.recv() => {
+                if crate::signals::ends_wait(sig) {
+                    for lease in leases {
+                        give_back(lease, acquired_at, run.report).await;
+                    }
+                    run.report.note(&format!(
+                        "interrupted by {sig} during the lock-delay; nothing was run"
+                    ));
+                    return Err(End::Status(crate::exit::from_signal(sig as i32)));
+                }
+            }
+            _ = tokio::time::sleep(clock::sleep_for(wake)) => {}
+        }
+    }
+}
+
+/// A name lost (or asked to stop) during the lock-delay: every name is given back and
+/// the run ends as a lost lock before its command started.
+async fn gone(run: &Run<'_>, leases: &[Lease], acquired_at: Point, why: &str) -> End {
+    for lease in leases {
+        give_back(lease, acquired_at, run.report).await;
+    }
+    Error::new(
+        Kind::Lost,
+        format!(
+            "lock {} lost during the lock-delay ({why}); nothing was run",
+            leases[0].keys().display_name()
+        ),
+    )
+    .into()
+}
