@@ -141,7 +141,10 @@ fn a_slot_starts_at_a_multiple_of_the_period_of_the_servers_clock() {
     let slot = now_ms - now_ms % day;
     let mut args = lock_args(&redis, "daily");
     args.extend(["--once-per".into(), "1d".into()]);
-    let record = |start: u64| format!(r#"{{"token":"t{start}","status":0,"start_ms":{start}}}"#);
+    // A `--once-per` run's record (it says its period: the job's, issue 58 item 5).
+    let record = |start: u64| {
+        format!(r#"{{"token":"t{start}","once_per_ms":{day},"status":0,"start_ms":{start}}}"#)
+    };
     let _: i64 = redis.cmd(&["LPUSH", &key, &record(slot - 1)]);
     assert_eq!(
         try_once(&args, "true").0,
