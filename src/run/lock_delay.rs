@@ -79,8 +79,13 @@ pub(super) async fn wait_out(
 }
 
 /// Asks each node (not a Cluster) whose connection failed after it answered how long it
-/// has been up; the longest delay its answer calls for, `None` when none does.
+/// has been up; the longest delay its answer calls for, `None` when none does. One
+/// server that cannot be asked is waited for a whole ttl; over several `--redis` nodes
+/// (Redlock) a node that cannot be asked now is not (a partitioned node is the common
+/// case there, and the grant came from a majority that answered): waiting a whole ttl
+/// for it held runs in partial partitions until their lease ran out (nemesis F24, 79).
 async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
+    let several = leases[0].nodes().given() > 1;
     let mut found: Option<Restarted> = None;
     for node in leases[0].nodes().iter().filter(|n| !n.routes_by_slot()) {
         let Some(answered_at) = node.take_failure() else {
@@ -94,6 +99,7 @@ async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
                     delay,
                 })
             }
+            Err(_) if several => None,
             Err(_) => Some(Restarted {
                 ago: None,
                 delay: bound + timing::drift(bound),

@@ -465,7 +465,7 @@ fn once_per_finds_the_slots_run_behind_a_longer_one_that_started_before() {
     let slot = now - now % 3_600_000;
     let record = |token: &str, start: u64, end: u64, status: i32| {
         format!(
-            r#"{{"token":"{token}","host":"h","pid":1,"duration_ms":{},"status":{status},"command_status":{status},"lost":false,"start_ms":{start},"end_ms":{end}}}"#,
+            r#"{{"token":"{token}","host":"h","pid":1,"once_per_ms":3600000,"duration_ms":{},"status":{status},"command_status":{status},"lost":false,"start_ms":{start},"end_ms":{end}}}"#,
             end - start
         )
     };
