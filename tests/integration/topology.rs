@@ -885,18 +885,8 @@ fn sentinel_switchover_under_a_holder_and_a_waiting_newcomer_keeps_one_holder() 
     ));
     m.switch_over();
     // A run that connects after the switch goes to the new master.
-    let mut newcomer_args = args.clone();
-    newcomer_args.extend(["--wait".to_string(), "60s".to_string()]);
-    let newcomer = start_run(&newcomer_args, &witnessed(&scratch, "newcomer", "true"));
-    assert!(
-        eventually(Duration::from_secs(10), || m
-            .replica
-            .waiting_blocked("sw", 1)),
-        "the newcomer does not wait on the new master"
-    );
-    std::fs::write(scratch.path("go"), "").unwrap();
-    let (held, held_err) = finish(holder, Duration::from_secs(60));
-    let (came, came_err) = finish(newcomer, Duration::from_secs(60));
+    let ((held, held_err), (came, came_err)) =
+        newcomer_on_the_new_master(&m, &scratch, &args, "sw", holder);
     let lines = journal(&scratch);
     assert!(
         !lines.iter().any(|l| l.starts_with("OVERLAP")),
@@ -947,18 +937,8 @@ fn sentinel_crash_failover_under_a_holder_keeps_its_lock() {
     assert!(commandstats.contains("cmdstat_wait:"), "{commandstats}");
     m.master.crash();
     m.wait_promoted();
-    let mut newcomer_args = args.clone();
-    newcomer_args.extend(["--wait".to_string(), "60s".to_string()]);
-    let newcomer = start_run(&newcomer_args, &witnessed(&scratch, "newcomer", "true"));
-    assert!(
-        eventually(Duration::from_secs(10), || m
-            .replica
-            .waiting_blocked("crash", 1)),
-        "the newcomer does not wait on the new master"
-    );
-    std::fs::write(scratch.path("go"), "").unwrap();
-    let (held, held_err) = finish(holder, Duration::from_secs(60));
-    let (came, came_err) = finish(newcomer, Duration::from_secs(60));
+    let ((held, held_err), (came, came_err)) =
+        newcomer_on_the_new_master(&m, &scratch, &args, "crash", holder);
     let lines = journal(&scratch);
     assert_eq!(
         lines,
@@ -1122,4 +1102,28 @@ fn sentinel_switchover_to_a_replica_without_the_lock_stops_the_holder() {
     assert!(err.contains("\"holds\":false"), "{err}");
     let said = err.lines().filter(|l| !l.starts_with('{'));
     assert_eq!(said.filter(|l| l.contains(" lost")).count(), 1, "{err}");
+}
+
+/// A `--wait` newcomer started after the master changed: it must wait on the new master
+/// (where `name`'s lock replicated); then the holder is told to end (`go`). Each one's
+/// (status, stderr).
+fn newcomer_on_the_new_master(
+    m: &Monitored,
+    scratch: &Scratch,
+    args: &[String],
+    name: &str,
+    holder: std::process::Child,
+) -> ((i32, String), (i32, String)) {
+    let mut newcomer_args = args.to_vec();
+    newcomer_args.extend(["--wait".to_string(), "60s".to_string()]);
+    let newcomer = start_run(&newcomer_args, &witnessed(scratch, "newcomer", "true"));
+    assert!(
+        eventually(Duration::from_secs(10), || m
+            .replica
+            .waiting_blocked(name, 1)),
+        "the newcomer does not wait on the new master"
+    );
+    std::fs::write(scratch.path("go"), "").unwrap();
+    let held = finish(holder, Duration::from_secs(60));
+    (held, finish(newcomer, Duration::from_secs(60)))
 }

@@ -562,6 +562,19 @@ fn a_stopped_waiter_does_not_keep_a_free_lock_from_the_others() {
 
 // Lock-delay ------------------------------------------------------------------------
 
+/// A restart test's commands: the holder's writes `START-H`, then `END-H` when told to
+/// stop (SIGTERM); the waiter's `START-W` and `END-W`; both to the returned journal.
+fn journalled(s: &Scratch) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let journal = s.path("journal");
+    let j = journal.display();
+    let holder = s.script(
+        "holder",
+        &format!("echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done"),
+    );
+    let waiter = s.script("waiter", &format!("echo START-W >> {j}; echo END-W >> {j}"));
+    (journal, holder, waiter)
+}
+
 /// Redis restarted empty while a run of a set of names waits behind a holder of one of
 /// them (review-7 finding 5): the waiter's blocking connection drops, and the restarted
 /// server has forgotten the lock. The waiter takes its names, then holds them without
@@ -574,21 +587,7 @@ fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
     const DELAY_LINE: &str = "for any lease from before it to end";
     let mut redis = Redis::start();
     let s = Scratch::new();
-    let journal = s.path("journal");
-    let holder_cmd = s.script(
-        "holder",
-        &format!(
-            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done",
-            j = journal.display()
-        ),
-    );
-    let waiter_cmd = s.script(
-        "waiter",
-        &format!(
-            "echo START-W >> {j}; echo END-W >> {j}",
-            j = journal.display()
-        ),
-    );
+    let (journal, holder_cmd, waiter_cmd) = journalled(&s);
     let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
     let mut holder = redlock_run()
         .args(lock_args(&redis, "job"))
@@ -662,21 +661,7 @@ fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
 fn a_waiter_woken_on_a_restarted_server_never_runs_beside_the_old_holder() {
     let mut redis = Redis::start();
     let s = Scratch::new();
-    let journal = s.path("journal");
-    let holder_cmd = s.script(
-        "holder",
-        &format!(
-            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; while :; do sleep 0.05; done",
-            j = journal.display()
-        ),
-    );
-    let waiter_cmd = s.script(
-        "waiter",
-        &format!(
-            "echo START-W >> {j}; echo END-W >> {j}",
-            j = journal.display()
-        ),
-    );
+    let (journal, holder_cmd, waiter_cmd) = journalled(&s);
     let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
     let mut holder = redlock_run()
         .args(lock_args(&redis, "job"))
