@@ -334,6 +334,10 @@ pub struct Session {
     retain: Duration,
     /// What the acquisition gave, once held.
     grant: OnceCell<Grant>,
+    /// When the lease was last known to be on the nodes (this host's clock): the
+    /// grant, then each renewal's send. A renewal that finds it gone on a node tells
+    /// the node it may have restarted after this (see [`crate::redis::Node::suspect`]).
+    confirmed_at: std::cell::Cell<Option<Point>>,
 }
 
 /// What one release round found on the nodes, before the kind's follow-up.
@@ -357,6 +361,7 @@ impl Session {
             ttl,
             retain: DEFAULT_RETAIN,
             grant: OnceCell::new(),
+            confirmed_at: std::cell::Cell::new(None),
         }
     }
 
@@ -365,6 +370,7 @@ impl Session {
         Session {
             token: new_token(),
             grant: OnceCell::new(),
+            confirmed_at: std::cell::Cell::new(None),
             ..self
         }
     }
@@ -377,6 +383,7 @@ impl Session {
     /// Keeps what an acquisition gave (the first, until [`Session::given_back`]).
     pub fn set_grant(&self, grant: Grant) {
         let _ = self.grant.set(grant);
+        self.confirmed_at.set(Some(crate::clock::now()));
     }
 
     /// The acquisition was given back (a run of several names that found another name
@@ -384,6 +391,7 @@ impl Session {
     /// run's, not the given-back one's.
     pub fn given_back(&mut self) {
         self.grant = OnceCell::new();
+        self.confirmed_at.set(None);
     }
 
     /// What the acquisition gave, once held.
@@ -469,13 +477,15 @@ impl Session {
     /// counted from a point no later than the renewal's send.
     pub async fn renew(&self, call: &Call) -> Renew {
         let t_sent = crate::clock::now();
+        let confirmed_at = self.confirmed_at.get();
         let results = self
             .nodes
             .each(|n| async move {
                 n.follow().await;
                 let value = n.run_idempotent::<Value>(call).await?;
-                if matches!(renew::decode(value.clone()), renew::Renewed::Yes(_)) {
-                    n.acknowledge(false).await;
+                match renew::decode(value.clone()) {
+                    renew::Renewed::Yes(_) => n.acknowledge(false).await,
+                    renew::Renewed::No => n.suspect(confirmed_at),
                 }
                 Ok(value)
             })
@@ -494,6 +504,9 @@ impl Session {
             }
         }
         let (given, missing) = (self.nodes.given(), self.nodes.missing());
+        if renewed >= self.nodes.quorum() {
+            self.confirmed_at.set(Some(t_sent));
+        }
         if let Some(request) = request.filter(|_| renewed >= self.nodes.quorum()) {
             Renew::Preempt { t_sent, request }
         } else if renewed >= self.nodes.quorum() {

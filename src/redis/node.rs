@@ -198,6 +198,17 @@ impl Node {
         }
     }
 
+    /// A lease known to be on the server at `held_at` is gone from it (a renewal found
+    /// the key gone or another's): the server may have restarted empty since then, as
+    /// much as after a failed connection (whose reconnect the connection manager may
+    /// have made unseen). Evidence already taken stands.
+    pub fn suspect(&self, held_at: Option<Duration>) {
+        let mut seen = lock(&self.seen);
+        if seen.failed_after.is_none() {
+            seen.failed_after = held_at;
+        }
+    }
+
     /// When the server last answered before a connection to it failed, if one failed
     /// since this was last asked (and it had answered before): the server may have
     /// restarted after that instant. Asking takes the evidence.
