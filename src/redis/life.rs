@@ -1,7 +1,9 @@
 //! A server's life as `INFO server` tells it: its run ID (a random ID each start of
 //! `redis-server`, so a new one means a new process: a restart, or another server behind
-//! the address) and how long it has been up. A run that has evidence of a restart reads
-//! it before it starts its command (see `run/lock_delay.rs`); nothing else asks.
+//! the address) and how long it has been up. A run that took its names reads it before
+//! it starts its command (see `run/lock_delay.rs`), and the host keeps the run ID it
+//! last saw at each server's address ([`last_seen`], [`saw`]): a later run that finds
+//! another has seen a restart this host's earlier runs could not.
 
 use std::time::Duration;
 
@@ -28,6 +30,33 @@ impl ServerLife {
             run_id,
             uptime: Duration::from_secs(uptime),
         })
+    }
+}
+
+/// The first line of a kept run ID.
+const HEADER: &str = "redlock server life 1";
+
+/// The run ID this host last saw at the server `identity` names (its URL without the
+/// password), `None` when it never saw one there (or keeps nothing: no local
+/// directory).
+pub fn last_seen(identity: &str) -> Option<String> {
+    let text = super::kept::read(&super::kept::file("server", identity, "life")?)?;
+    let mut lines = text.lines();
+    if lines.next()? != HEADER || lines.next()? != identity {
+        return None;
+    }
+    let run_id = lines.next()?;
+    let plain = !run_id.is_empty() && run_id.bytes().all(|b| b.is_ascii_alphanumeric());
+    plain.then(|| run_id.to_string())
+}
+
+/// Keeps `run_id` as the one this host saw last at `identity`, when it is not already.
+pub fn saw(identity: &str, run_id: &str) {
+    if last_seen(identity).as_deref() == Some(run_id) {
+        return;
+    }
+    if let Some(path) = super::kept::file("server", identity, "life") {
+        super::kept::write(&path, &format!("{HEADER}\n{identity}\n{run_id}\n"));
     }
 }
 

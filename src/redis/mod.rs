@@ -25,7 +25,10 @@
 //!   when the server last answered and whether a connection failed after that;
 //! - `follow.rs`: a Sentinel master followed at each renewal and release (one ask to
 //!   one sentinel), looked up again after a failure; its replicas, and notes of both;
-//! - `life.rs`: the server's life from `INFO server` (run ID, uptime);
+//! - `life.rs`: the server's life from `INFO server` (run ID, uptime), and the run ID
+//!   this host last saw at a server's address;
+//! - `kept.rs`: what a host keeps of its servers between runs (slot maps, run IDs),
+//!   in the run's local directory, where only the user can write;
 //! - `errors.rs`: THE map from a client error to ours;
 //! - `reply.rs`: replies as plain parts.
 
@@ -33,6 +36,7 @@ pub(crate) mod command;
 mod connect;
 mod errors;
 mod follow;
+pub(crate) mod kept;
 pub(crate) mod life;
 mod node;
 pub(crate) mod reply;

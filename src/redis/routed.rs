@@ -4,7 +4,7 @@
 //! master at start-up: on a fleet, every master paid a connection and a PING for every
 //! try of the whole fleet, so more masters added no capacity).
 //!
-//! - The slot map (`CLUSTER SLOTS`) is read once and kept on the host ([`keep_maps_in`]:
+//! - The slot map (`CLUSTER SLOTS`) is read once and kept on the host ([`super::kept`]:
 //!   the run's local directory, one the user alone can write; a file of another owner,
 //!   one others can write, a corrupt one or one made for other seeds is read as no
 //!   map), so that a host's later runs read it from there and connect to the owner
@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, ServerErrorKind, Value};
@@ -38,21 +38,6 @@ const UNKNOWN: u16 = u16::MAX;
 const HEADER: &str = "redlock cluster slot map 1";
 /// Redirects one call may follow.
 const MOST_REDIRECTS: usize = 3;
-
-static MAPS: OnceLock<PathBuf> = OnceLock::new();
-
-/// Where this process keeps the slot maps it reads: the run's local directory, when it
-/// is the user's own and no one else can write in it (a map planted there could send
-/// the password to another server). Without it, every connect reads the map.
-pub fn keep_maps_in(dir: PathBuf) {
-    use std::os::unix::fs::MetadataExt;
-    let private = std::fs::metadata(&dir).is_ok_and(|m| {
-        m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o022 == 0
-    });
-    if private {
-        let _ = MAPS.set(dir);
-    }
-}
 
 /// The slot of `key` (CRC16/XMODEM of its hash tag, or of the key).
 pub fn slot_of(key: &[u8]) -> u16 {
@@ -249,9 +234,7 @@ impl Routed {
 
     /// The file this cluster's map is kept in.
     fn kept(&self) -> Option<PathBuf> {
-        let dir = MAPS.get()?;
-        let hash = crate::hash::fnv1a(self.identity().as_bytes());
-        Some(dir.join(format!("cluster.{hash:016x}.map")))
+        super::kept::file("cluster", &self.identity(), "map")
     }
 
     /// Reads the map again from the first node that answers (the seeds, then the
@@ -264,7 +247,7 @@ impl Routed {
             match self.slots_of(&node).await {
                 Ok(map) if !map.is_empty() => {
                     if let Some(path) = self.kept() {
-                        write_kept(&path, &map.to_text(&self.identity()));
+                        super::kept::write(&path, &map.to_text(&self.identity()));
                     }
                     *lock(&self.map) = map;
                     self.stale.store(false, Ordering::SeqCst);
@@ -508,31 +491,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A kept map, if the file is ours, written by none but us, and well formed.
 fn read_kept(path: &Path, seeds: &str) -> Option<SlotMap> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    let ours = meta.uid() == nix::unistd::geteuid().as_raw();
-    if !meta.is_file() || !ours || meta.mode() & 0o022 != 0 {
-        return None;
-    }
-    SlotMap::from_text(&std::fs::read_to_string(path).ok()?, seeds)
-}
-
-/// Keeps a map: written beside, then renamed over, so that a reader never sees half a
-/// file; mode 0600. Best effort: a map that cannot be kept is read again next time.
-fn write_kept(path: &Path, text: &str) {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension(format!("map.{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()));
-    if written.is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
-    let _ = std::fs::remove_file(&tmp);
+    SlotMap::from_text(&super::kept::read(path)?, seeds)
 }
 
 #[cfg(test)]

@@ -1,29 +1,36 @@
 //! The lock-delay: a run that took its names on a server that may have restarted empty
-//! since it last answered does not start its command until every lease the old server
-//! could have held on those names has ended (Chubby's and Consul's lock-delay, applied
-//! only when there is evidence of a restart). A server restarted without persistence
-//! has forgotten the lock: the old holder runs on until its next renewal finds the key
-//! gone (up to ttl/3 and its stop), while the restarted server grants the name again at
-//! once (review-7 finding 5: two `--elect` leaders for up to a second).
+//! since it or its host last talked to it does not start its command until every lease
+//! the old server could have held on those names has ended (Chubby's and Consul's
+//! lock-delay, applied only when there is evidence of a restart). A server restarted
+//! without persistence has forgotten the lock: the old holder runs on until its next
+//! renewal finds the key gone (up to ttl/3 and its stop), while the restarted server
+//! grants the name again at once (review-7 finding 5: two `--elect` leaders for up to a
+//! second).
 //!
-//! - **Evidence.** A connection to the server failed (dropped, refused, timed out)
-//!   after it had answered this run or accepted its connection (`Node::take_failure`): the standby whose wait ended
-//!   on a dropped connection, a waiter, a leader whose renewal failed and that takes the
-//!   next term. Only then is the server asked (`INFO server`, one request, after the
-//!   grant and before the command: never on a losing try, which stays a few cheap
-//!   commands). A run that never saw the server fail (every uncontended run, a demo on
-//!   a fresh server) asks nothing and is never delayed.
-//! - **Restarted?** The server's uptime is shorter than the time since its last answer
-//!   (or the connect) before the failure: it started after that (a new process). Otherwise it is
-//!   the server that answered, and the lock's state is intact: no delay.
+//! - **Asked.** After the grant and before the command, each server (not a Cluster)
+//!   is asked its run ID and uptime (`INFO server`, one request, 3 µs of Redis CPU:
+//!   never on a losing try, which stays a few cheap commands). A host without a local
+//!   directory asks only when the run saw a connection fail.
+//! - **Evidence, in the run.** A connection to the server failed (dropped, refused,
+//!   timed out) after it had answered this run or accepted its connection, or a
+//!   renewal found the lease gone (`Node::take_failure`, `Node::suspect`): the standby
+//!   whose wait ended on a dropped connection, a waiter, a leader that lost its term
+//!   and takes the next. Restarted if the uptime is shorter than the time since that
+//!   last answer (a new process); otherwise it is the server that answered, and the
+//!   lock's state is intact.
+//! - **Evidence, on the host.** The host keeps the run ID it last saw at each server's
+//!   address (`redis::life`, in the local directory): another run ID now means the
+//!   server restarted (or was replaced) since this host's last run there, a cron run
+//!   started after a restart it never saw included. A host that never saw the server
+//!   (a demo on a fresh server) has nothing to compare and is not delayed.
 //! - **The bound.** A lease granted or renewed before the restart expires at most its
 //!   ttl after it. The ttl is the larger of the run's own and the holder's this run saw
 //!   last (its metadata records the ttl it renews to): the holder seen last need not be
 //!   the last before the restart, and the runs of one name are usually started alike
 //!   (one cron line, one unit), so the run's own ttl stands for a holder it never saw.
 //!   The delay is what remains of that bound (plus the clock drift allowance) after the
-//!   server's uptime. A server that cannot be asked (INFO refused by an ACL, gone
-//!   again) gets the whole bound.
+//!   server's uptime. A server that cannot be asked after its connection failed (INFO
+//!   refused by an ACL, gone again) gets the whole bound.
 //! - **Meanwhile** the names are held and renewed as usual, so nothing else takes them;
 //!   a signal that ends a wait gives them back (nothing ran), a name lost or asked to
 //!   stop gives them all back and ends the run as a lost lock (an `--elect` standby
@@ -33,11 +40,9 @@
 //!
 //! A server restarted with persistence delays the same: its uptime says it restarted,
 //! not what it kept (`appendfsync everysec` loses up to a second of writes).
-//! A run that connected after the restart never saw the server fail: it cannot tell a
-//! restarted server from a fresh one (a demo) without asking at every grant, a request
-//! per started run; it is not delayed, and the old holder stops at its next renewal.
 //! A Redis Cluster is not asked (INFO has no key to route it by); neither is a flush
-//! (`FLUSHALL` drops no connection): there the old holder's next renewal is the only
+//! (`FLUSHALL` changes no run ID and drops no connection); nor a host that first meets
+//! a server after it restarted: there the old holder's next renewal is the only
 //! detection, as before.
 
 use std::time::Duration;
@@ -48,6 +53,7 @@ use crate::clock;
 use crate::error::{Error, Kind};
 use crate::events::Event;
 use crate::lease::{Lease, Renew};
+use crate::redis::{Node, life};
 use crate::report::human;
 use crate::timing::{self, Point};
 
@@ -68,6 +74,10 @@ pub(super) async fn wait_out(
     holder_ttl: Option<Duration>,
     (t_sent, acquired_at): (Point, Point),
 ) -> Step<Point> {
+    if leases.iter().all(Lease::is_inside) {
+        // A nested run: the enclosing run took these names and asked.
+        return Ok(t_sent);
+    }
     let own = run.config.budget.ttl;
     let bound = holder_ttl.map_or(own, |ttl| ttl.max(own));
     let Some(restarted) = restarted(leases, bound).await else {
@@ -78,40 +88,55 @@ pub(super) async fn wait_out(
     hold(run, leases, (t_sent, acquired_at), until).await
 }
 
-/// Asks each node (not a Cluster) whose connection failed after it answered how long it
-/// has been up; the longest delay its answer calls for, `None` when none does. One
-/// server that cannot be asked is waited for a whole ttl; over several `--redis` nodes
-/// (Redlock) a node that cannot be asked now is not (a partitioned node is the common
-/// case there, and the grant came from a majority that answered): waiting a whole ttl
-/// for it held runs in partial partitions until their lease ran out (nemesis F24, 79).
+/// Asks each node (not a Cluster) how long it has been up and what its run ID is, at
+/// once; the longest delay the answers call for, `None` when none does. One server that
+/// cannot be asked after its connection failed is waited for a whole ttl; over several
+/// `--redis` nodes (Redlock) a node that cannot be asked now is not (a partitioned node
+/// is the common case there, and the grant came from a majority that answered): waiting
+/// a whole ttl for it held runs in partial partitions until their lease ran out
+/// (nemesis F24, 79).
 async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
     let several = leases[0].nodes().given() > 1;
-    let mut found: Option<Restarted> = None;
-    for node in leases[0].nodes().iter().filter(|n| !n.routes_by_slot()) {
-        let Some(answered_at) = node.take_failure() else {
-            continue;
-        };
-        let since = clock::now().saturating_sub(answered_at);
-        let this = match node.server_life().await {
-            Ok(life) => {
-                timing::lock_delay(life.uptime, Some(since), bound).map(|delay| Restarted {
-                    ago: Some(life.uptime),
-                    delay,
-                })
-            }
-            Err(_) if several => None,
-            Err(_) => Some(Restarted {
+    let nodes = leases[0].nodes().iter().filter(|n| !n.routes_by_slot());
+    let verdicts = futures_util::future::join_all(nodes.map(|n| verdict(n, bound, several)));
+    let verdicts = verdicts.await;
+    verdicts.into_iter().flatten().max_by_key(|r| r.delay)
+}
+
+/// One node's evidence, asked for: its connection failed after it answered this run
+/// (a restart since that answer?), or this host last saw another run ID at its address
+/// (a restart since this host's last run there). A host that keeps nothing (no local
+/// directory) and saw no failure asks nothing. The run ID seen is kept for the host's
+/// next runs.
+async fn verdict(node: &Node, bound: Duration, several: bool) -> Option<Restarted> {
+    let failed_after = node.take_failure();
+    if failed_after.is_none() && !crate::redis::kept::enabled() {
+        return None;
+    }
+    let identity = node.url().server_identity();
+    let before = life::last_seen(&identity);
+    let life = match node.server_life().await {
+        Ok(life) => life,
+        Err(_) if failed_after.is_some() && !several => {
+            return Some(Restarted {
                 ago: None,
                 delay: bound + timing::drift(bound),
-            }),
-        };
-        if let Some(this) = this
-            && found.as_ref().is_none_or(|f| this.delay > f.delay)
-        {
-            found = Some(this);
+            });
         }
-    }
-    found
+        Err(_) => return None,
+    };
+    life::saw(&identity, &life.run_id);
+    let in_run = failed_after.and_then(|answered_at| {
+        let since = clock::now().saturating_sub(answered_at);
+        timing::lock_delay(life.uptime, Some(since), bound)
+    });
+    let on_host = before
+        .filter(|id| *id != life.run_id)
+        .and_then(|_| timing::lock_delay(life.uptime, None, bound));
+    in_run.max(on_host).map(|delay| Restarted {
+        ago: Some(life.uptime),
+        delay,
+    })
 }
 
 /// The one line (hidden by `--quiet`) and the `lock_delay` event, once per take.

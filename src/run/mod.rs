@@ -51,7 +51,6 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::lease::{Lease, new_token};
 use crate::policy::Mode;
-use crate::redis::Topology;
 use crate::report::Reporter;
 use crate::wait::{self, Connected, Entered, Head, LocalQueue, Patience, Progress};
 
@@ -126,14 +125,12 @@ impl<'r> Run<'r> {
             .map_err(|e| Error::internal(format!("cannot install signal handlers: {e}")))?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
         let _ = nix::sys::prctl::set_child_subreaper(true);
-        // A Cluster's slot map is kept in the host's local directory, for its next runs.
-        let cluster = config
-            .conn
-            .urls
-            .iter()
-            .any(|u| matches!(u.topology(), Topology::Cluster { .. }));
-        if cluster && let Ok(Some(dir)) = wait::resolve_dir(&config.local, report) {
-            crate::redis::routed::keep_maps_in(dir);
+        // What the host keeps of its servers (a Cluster's slot map, each server's run
+        // ID) is kept in its local directory, for its next runs (what the directory's
+        // trouble is, the local queue says).
+        let silent = Reporter::new("redlock-run", true, false);
+        if let Ok(Some(dir)) = wait::resolve_dir(&config.local, &silent) {
+            crate::redis::kept::keep_in(dir);
         }
         Ok(Run {
             patience: Patience::new(config.wait),

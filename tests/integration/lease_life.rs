@@ -915,7 +915,9 @@ fn events_cover_a_whole_run_and_a_lost_one() {
 /// (newcomer-5, F) What the FAQ's "What if Redis restarts?" says, as it happens: a
 /// server restarted without persistence comes back empty, another run takes the lock
 /// at once, with a larger fence; the holder finds its key gone at its next renewal
-/// (ttl/3), stops its command and exits 79 with one line.
+/// (ttl/3), stops its command and exits 79 with one line. The other run's host talked
+/// to the server before (the holder kept its run ID): it starts its command only after
+/// the lock-delay, so after the holder's stopped.
 #[test]
 fn a_redis_restart_without_persistence_is_79_at_the_next_renewal_as_the_faq_says() {
     let faq = doc("docs/faq.md");
@@ -926,11 +928,13 @@ fn a_redis_restart_without_persistence_is_79_at_the_next_renewal_as_the_faq_says
     let entry = entry.split("<a id=").next().unwrap();
     for says in [
         "## What if Redis restarts?",
-        "next renewal (every ttl/3",
+        "next\nrenewal (every ttl/3",
         "exits **79**",
+        "**lock-delay**",
+        "never talked to the server before it restarted",
         "`redlock doctor`",
         "(operations/deployments.md#one-server)",
-        "Until then two runs overlap",
+        "two runs overlap",
     ] {
         assert!(entry.contains(says), "the entry lacks {says:?}:\n{entry}");
     }
@@ -952,19 +956,14 @@ fn a_redis_restart_without_persistence_is_79_at_the_next_renewal_as_the_faq_says
     assert!(wait_for_file(&ready, "", READY), "never ran");
     let renewed = wall_ms();
     redis.restart();
-    // Another run takes the lock at once (the key is gone), with a larger fence.
-    let (code2, err2) = try_once(
+    // Another run takes the lock at once (the key is gone), and waits out the lock-delay.
+    let other = start_run(
         &args,
         &format!("echo $REDLOCK_FENCE > '{}'", second.display()),
     );
-    assert_eq!(code2, 0, "{err2}");
-    let (f1, f2): (u64, u64) = (
-        read_trimmed(&fence).parse().unwrap(),
-        read_trimmed(&second).parse().unwrap(),
-    );
-    assert!(f2 > f1, "fences {f1} then {f2}");
     let (code1, err1) = finish(first, Duration::from_secs(30));
     let lost_after = wall_ms() - renewed;
+    assert!(!second.exists(), "the other run started beside the holder");
     assert_eq!(code1, codes::LOST, "{err1}");
     assert_eq!(lost_lines(&err1), 1, "{err1}");
     assert!(
@@ -973,6 +972,14 @@ fn a_redis_restart_without_persistence_is_79_at_the_next_renewal_as_the_faq_says
     );
     // At its next renewal: within ttl/3 (1 s) of the restart, plus the test's slack.
     assert!(lost_after < 3000.0, "79 after {lost_after} ms");
+    let (code2, err2) = finish(other, Duration::from_secs(30));
+    assert_eq!(code2, 0, "{err2}");
+    assert!(err2.contains("(lock-delay, ttl 3s)"), "{err2}");
+    let (f1, f2): (u64, u64) = (
+        read_trimmed(&fence).parse().unwrap(),
+        read_trimmed(&second).parse().unwrap(),
+    );
+    assert!(f2 > f1, "fences {f1} then {f2}");
 }
 
 /// A wrapper that is running stops its command itself when renewals fail (Redis

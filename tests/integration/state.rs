@@ -7,10 +7,12 @@ use std::time::Duration;
 use crate::harness::*;
 
 /// Runs one locked command on `redis_args` that appends its fencing number to `file`.
+/// Its 2 s ttl keeps the lock-delay after a restart (this host saw the server before
+/// it) short.
 fn fenced_run(redis_args: &[String], file: &std::path::Path) {
     let out = output_within(
         redlock_run()
-            .args(["--key", "fenced"])
+            .args(["--key", "fenced", "--ttl", "2s"])
             .args(redis_args)
             .args(["--wait", "10s", "--", "sh", "-c"])
             .arg(format!("echo \"$REDLOCK_FENCE\" >> '{}'", file.display())),

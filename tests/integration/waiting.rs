@@ -650,6 +650,73 @@ fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
     );
 }
 
+/// A restart empty that no process of this host saw (issue 57 item 3): a cron run
+/// starts after it, never connected before, and finds the name free on the restarted
+/// server while the old holder's command runs on until its next renewal. This host's
+/// earlier run kept the server's run ID in its local directory; the cron run finds
+/// another one and holds its name without starting its command until the holder's
+/// lease from before the restart has ended: its command starts after the holder's
+/// stopped, with one line that says why. A host that never saw the server (a demo on a
+/// fresh server: another local directory) has nothing to compare and is not delayed.
+#[test]
+fn a_cron_run_after_a_restart_its_host_never_saw_waits_out_the_old_lease() {
+    const DELAY_LINE: &str = "for any lease from before it to end";
+    let mut redis = Redis::start();
+    let s = Scratch::new();
+    let (journal, holder_cmd, cron_cmd) = journalled(&s);
+    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
+    let earlier = redlock_run()
+        .args(lock_args(&redis, "warm"))
+        .args(["--local-dir", &local("cron"), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(earlier.status.code(), Some(0), "{earlier:?}");
+    let mut holder = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "6s", "--local-dir", &local("h")])
+        .arg("--")
+        .arg(&holder_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(eventually(READY, || started().contains("START-H")));
+    redis.restart();
+    let demo = redlock_run()
+        .args(lock_args(&redis, "demo"))
+        .args(["-v", "--local-dir", &local("new"), "--", "true"])
+        .output()
+        .unwrap();
+    let demo_said = String::from_utf8_lossy(&demo.stderr);
+    assert_eq!(demo.status.code(), Some(0), "{demo_said}");
+    assert!(!demo_said.contains(DELAY_LINE), "{demo_said}");
+    let cron = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "6s", "--local-dir", &local("cron")])
+        .arg("--")
+        .arg(&cron_cmd)
+        .output()
+        .unwrap();
+    let held = wait_child(&mut holder, Duration::from_secs(30));
+    let cron_said = String::from_utf8_lossy(&cron.stderr);
+    let mut holder_said = String::new();
+    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
+    assert_eq!(cron.status.code(), Some(0), "{cron_said}");
+    assert_eq!(held.code(), Some(codes::LOST), "{holder_said}");
+    let lines: Vec<String> = started().lines().map(String::from).collect();
+    assert_eq!(
+        lines,
+        ["START-H", "END-H", "START-W", "END-W"],
+        "{cron_said}"
+    );
+    let delays: Vec<&str> = cron_said
+        .lines()
+        .filter(|l| l.contains(DELAY_LINE))
+        .collect();
+    assert_eq!(delays.len(), 1, "{cron_said}");
+    assert!(delays[0].contains("the server restarted"), "{cron_said}");
+}
+
 /// The overlap of review-7 finding 5, made certain: a waiter blocked on a server that
 /// restarts empty is woken on the new server at once (a wake-up pushed there, as any
 /// release on it would), finds the lock free and takes it, while the old holder's

@@ -192,7 +192,28 @@ fn clean(mut cmd: Command) -> Command {
         }
     }
     cmd.stdin(Stdio::null());
+    cmd.env("XDG_RUNTIME_DIR", runtime_dir());
     cmd
+}
+
+/// The default local directory's parent for this test process's runs (`redlock` in it
+/// is made by the first run): the host's queues and what it keeps of servers (run IDs,
+/// slot maps) start empty each time the tests run, as on a fresh machine, and servers
+/// of an earlier test run on the same ports are not restarted ones to them.
+fn runtime_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runtime-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .expect("the tests' runtime directory");
+        dir
+    })
 }
 
 /// `redlock-run` with a clean environment.

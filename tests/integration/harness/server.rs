@@ -328,11 +328,23 @@ impl Drop for Redis {
 }
 
 /// A loopback port nobody listens on right now.
+///
+/// Never one handed out before in this process: a host keeps the run ID it last saw at
+/// each server's address (the lock-delay's evidence), so a later test's server on a
+/// port an earlier one had would be a restarted server to the runs.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A server process that started and answered.
