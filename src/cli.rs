@@ -433,7 +433,7 @@ pub struct LocalArgs {
     /// Directory of the host-local queue: runs that wait queue here first, and only the
     /// first of each host contends in Redis; share one between users to queue them
     /// together. The host also keeps here what it learned of its servers (each one's run
-    /// ID, for the lock-delay; a Cluster's slot map) [env: REDLOCK_LOCAL_DIR] [default:
+    /// ID, for the lock-delay; a Cluster's slot map; a Sentinel master's address) [env: REDLOCK_LOCAL_DIR] [default:
     /// $XDG_RUNTIME_DIR/redlock, else /tmp/redlock-UID].
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub local_dir: Option<PathBuf>,

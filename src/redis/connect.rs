@@ -9,6 +9,13 @@
 //!   hang); the answers are tried in the URL's order, and an address is used only when
 //!   the server there says `ROLE` master (sentinels can lag behind a failover). This is
 //!   done here rather than through `redis::sentinel`, whose calls carry no timeout.
+//!   The master found is kept on the host (see [`super::kept`]): a later run asks one
+//!   sentinel (by its process ID among them, so that a fleet's asks spread), and when
+//!   it names the kept master, connects to it alone (2 connections, not one to every
+//!   sentinel and two to the master). One sentinel's word is still asked: in a planned
+//!   switchover the old master says `ROLE` master, and takes writes, for seconds after
+//!   the sentinels moved to the new one, so the kept address alone is no proof. Any
+//!   other answer (another master, none, no answer) is the full lookup.
 //!
 //! During a run, a failed call on a Sentinel master starts a new lookup in the
 //! background ([`super::node`]); the failed call itself is not retried.
@@ -122,15 +129,92 @@ pub struct Master {
     pub client: redis::Client,
     pub addr: (String, u16),
     pub replicas: usize,
+    /// The sentinel that named it from the host's kept master (its index in the URL's
+    /// list) and the connection it answered on, for the run's next asks.
+    pub sentinel: Option<(usize, redis::aio::MultiplexedConnection)>,
 }
 
-/// Asks the sentinels where the master is and checks that it is one; returns a client
-/// for it.
+/// Where the master is: the kept one when one sentinel names it, else the full lookup
+/// (whose master is kept for the host's next runs); returns a client for it.
 pub async fn discover(
     url: &RedisUrl,
     target: &SentinelTarget,
     timeouts: Timeouts,
 ) -> Result<Master> {
+    if let Some((addr, replicas)) = kept_master(url) {
+        let index = std::process::id() as usize % target.sentinels.len().max(1);
+        if let Some((named, conn)) = ask_keeping(url, target, index, timeouts).await
+            && named == addr
+        {
+            let client = client(url, &target.master_url(&addr.0, addr.1))?;
+            return Ok(Master {
+                client,
+                addr,
+                replicas,
+                sentinel: Some((index, conn)),
+            });
+        }
+    }
+    let master = look_up(url, target, timeouts).await?;
+    keep_master(url, &master.addr, master.replicas);
+    Ok(master)
+}
+
+/// The master's address as the sentinel at `index` names it, and the connection it
+/// answered on; `None` for no answer in time, or none.
+async fn ask_keeping(
+    url: &RedisUrl,
+    target: &SentinelTarget,
+    index: usize,
+    timeouts: Timeouts,
+) -> Option<((String, u16), redis::aio::MultiplexedConnection)> {
+    let client = client(url, target.sentinels.get(index)?).ok()?;
+    let ask = async {
+        let mut conn = open(&client, timeouts).await?;
+        let addr = master_addr(&mut conn, target).await?;
+        Ok::<_, redis::RedisError>(addr.map(|addr| (addr, conn)))
+    };
+    tokio::time::timeout(timeouts.round(), ask)
+        .await
+        .ok()?
+        .ok()?
+}
+
+/// The first line of a kept master.
+const KEPT_MASTER: &str = "redlock sentinel master 1";
+
+/// The master's address and replicas kept on the host for `url`'s sentinels and name.
+fn kept_master(url: &RedisUrl) -> Option<((String, u16), usize)> {
+    let identity = url.server_identity();
+    let text = super::kept::read(&super::kept::file("sentinel", &identity, "master")?)?;
+    let mut lines = text.lines();
+    if lines.next()? != KEPT_MASTER || lines.next()? != identity {
+        return None;
+    }
+    let host = lines.next()?;
+    let plain = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:_".contains(&b));
+    let port = lines.next()?.parse().ok()?;
+    let replicas = lines.next()?.parse().ok()?;
+    plain.then(|| ((host.to_string(), port), replicas))
+}
+
+/// Keeps the master found (or followed to) for the host's next runs.
+pub fn keep_master(url: &RedisUrl, (host, port): &(String, u16), replicas: usize) {
+    let identity = url.server_identity();
+    if kept_master(url) == Some(((host.clone(), *port), replicas)) {
+        return;
+    }
+    if let Some(path) = super::kept::file("sentinel", &identity, "master") {
+        let text = format!("{KEPT_MASTER}\n{identity}\n{host}\n{port}\n{replicas}\n");
+        super::kept::write(&path, &text);
+    }
+}
+
+/// Asks every sentinel where the master is and checks that it is one.
+async fn look_up(url: &RedisUrl, target: &SentinelTarget, timeouts: Timeouts) -> Result<Master> {
     let answers = join_all(
         target
             .sentinels
@@ -247,6 +331,7 @@ pub async fn master(
             client,
             addr: (host.clone(), *port),
             replicas,
+            sentinel: None,
         }),
         Ok(Ok((_, role))) => Err(Error::unreachable(format!(
             "{url}: the sentinels named {host}:{port} as master {:?} but it is a {role}; a failover may be in progress, try again",

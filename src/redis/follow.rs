@@ -97,6 +97,10 @@ impl Failover {
         conn: ConnectionManager,
         timeouts: Timeouts,
     ) -> Self {
+        let (next, asked) = match master.sentinel {
+            Some((index, conn)) => (index, Some(conn)),
+            None => (0, None),
+        };
         Failover {
             url: url.clone(),
             conn: Mutex::new(conn),
@@ -109,8 +113,8 @@ impl Failover {
             fresh: AtomicBool::new(true),
             busy: AtomicBool::new(false),
             asker: tokio::sync::Mutex::new(Asker {
-                next: 0,
-                conn: None,
+                next,
+                conn: asked,
                 started: None,
             }),
             notes: Mutex::new(Vec::new()),
@@ -165,10 +169,13 @@ impl Failover {
         !self.has_replica() && lock(&self.learned).elapsed() >= RELEARN
     }
 
-    /// The replicas `ROLE` listed just now.
+    /// The replicas `ROLE` listed just now; the master and its replicas are kept for
+    /// the host's next runs.
     pub fn learned_replicas(&self, replicas: usize) {
         self.replicas.store(replicas, Ordering::Relaxed);
         *lock(&self.learned) = Instant::now();
+        let addr = lock(&self.addr).clone();
+        connect::keep_master(&self.url, &addr, replicas);
     }
 
     /// What happened since the last call.
@@ -185,8 +192,8 @@ impl Failover {
         let to = master.addr.clone();
         *lock(&self.conn) = conn;
         *lock(&self.client) = master.client;
-        self.learned_replicas(master.replicas);
         let from = std::mem::replace(&mut *lock(&self.addr), master.addr);
+        self.learned_replicas(master.replicas);
         if from != to {
             self.told.store(false, Ordering::SeqCst);
             lock(&self.pending).take();

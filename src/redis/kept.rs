@@ -1,6 +1,6 @@
 //! What a host keeps of its servers between runs, in the run's local directory: a
-//! Cluster's slot map (`routed.rs`), the run ID of each server it talked to
-//! (`life.rs`). Kept only where the user alone can write (a file planted by another
+//! Cluster's slot map (`routed.rs`), a Sentinel master's address (`connect.rs`), the
+//! run ID of each server it talked to (`life.rs`). Kept only where the user alone can write (a file planted by another
 //! user could send the password to another server, or say a restarted server is the
 //! one it was); a file of another owner, one others can write or a malformed one is
 //! read as nothing kept. Best effort: what cannot be kept is learned again.

@@ -237,6 +237,73 @@ fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
 
 // ---------------------------------------------------------------- Sentinel
 
+/// Issue 59: through Sentinel, a host's first run asks every sentinel and checks the
+/// master (`ROLE`, a connection of its own), then asks a sentinel again before its
+/// release: 2 connections to the master, 2 to the sentinel (5 with 3 sentinels). It
+/// keeps the master's address, and the host's next runs ask one sentinel and, when it
+/// names the kept master, connect to the master once; the release's ask reuses that
+/// sentinel connection: 1 and 1 (was 2 and 2). After a switchover the sentinel names
+/// another master: the run looks it up in full, takes the lock there, and keeps the
+/// new address.
+#[test]
+fn sentinel_a_host_that_knows_the_master_connects_to_it_once() {
+    let m = Monitored::start();
+    let s = Scratch::new();
+    let local = s.path("local").display().to_string();
+    let connections = |server: &Redis| -> u64 {
+        let stats: String = server.cmd(&["INFO", "stats"]);
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    };
+    let sentinel_connections = || -> u64 {
+        let stats: String = m.sentinel.cmd(&["INFO", "stats"]);
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    };
+    let run = |name: &str| {
+        let out = output(
+            redlock_run()
+                .args(["--key", name, "--redis", &m.url(), "--local-dir", &local])
+                .args(["--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    let mut per_run = Vec::new();
+    for name in ["first", "second", "third"] {
+        let (master, sentinel) = (connections(&m.master), sentinel_connections());
+        run(name);
+        per_run.push((
+            connections(&m.master) - master - 1,
+            sentinel_connections() - sentinel - 1,
+        ));
+    }
+    // (less the reading connection of each count above)
+    assert_eq!(
+        per_run,
+        [(2, 2), (1, 1), (1, 1)],
+        "(master, sentinel) connections per run"
+    );
+    m.fail_over();
+    run("after");
+    assert!(
+        m.replica.exists("redlock:{after}:fence"),
+        "not on the new master"
+    );
+    let before = connections(&m.replica);
+    run("after-2");
+    assert_eq!(
+        connections(&m.replica) - before - 1,
+        1,
+        "the new master kept"
+    );
+}
+
 #[test]
 fn sentinel_finds_the_master_and_the_new_one_after_failover() {
     let m = Monitored::start();
