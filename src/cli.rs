@@ -162,7 +162,8 @@ pub struct ConnArgs {
     #[arg(long, value_name = "PREFIX", env = "REDLOCK_PREFIX")]
     pub prefix: Option<String>,
 
-    /// Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s].
+    /// Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most
+    /// 2s; a holder through Sentinel ttl/20, at most 2s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
 
@@ -917,7 +918,7 @@ mod tests {
             }
         }
         assert!(seen >= 12, "{seen} verbs with --node-timeout");
-        let default = crate::timing::default_node_timeout(crate::config::DEFAULT_TTL);
+        let default = crate::timing::default_node_timeout(crate::config::DEFAULT_TTL, 1);
         assert_eq!(default, std::time::Duration::from_secs(2));
     }
 }

@@ -314,7 +314,25 @@ impl Conn {
     /// The node timeout for a lease of `ttl`.
     pub fn timeout_for(&self, ttl: Duration) -> Duration {
         self.node_timeout
-            .unwrap_or_else(|| timing::default_node_timeout(ttl))
+            .unwrap_or_else(|| timing::default_node_timeout(ttl, 1))
+    }
+
+    /// The node timeout of a holder that renews: [`Conn::timeout_for`], but by default
+    /// a twentieth of the ttl where an attempt makes three requests (Sentinel).
+    pub fn renewal_timeout_for(&self, ttl: Duration) -> Duration {
+        self.node_timeout
+            .unwrap_or_else(|| timing::default_node_timeout(ttl, self.requests_per_renewal()))
+    }
+
+    /// Requests one renewal attempt makes in turn on a node: through Sentinel the ask of
+    /// a sentinel before the renewal and a replica's `WAIT` after it, each within the
+    /// node timeout (see `redis::follow`); otherwise the renewal alone.
+    pub fn requests_per_renewal(&self) -> u32 {
+        let sentinel = self
+            .urls
+            .iter()
+            .any(|u| matches!(u.topology(), crate::redis::Topology::Sentinel(_)));
+        if sentinel { 3 } else { 1 }
     }
 }
 
@@ -435,8 +453,16 @@ fn budget_error(b: &Budget, e: BudgetError, given: GivenBudget<'_>) -> Error {
             "--renew-every {renew} must be shorter than --ttl {ttl}"
         )),
         BudgetError::DoesNotFit { needed, available } => Error::usage(format!(
-            "--ttl {ttl} is too short: a renewal every {renew} plus two --node-timeout {} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
+            "--ttl {ttl} is too short: a renewal every {renew} plus two --node-timeout {}{} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
             pasteable(b.node_timeout),
+            if b.requests > 1 {
+                format!(
+                    " of {} requests each (through Sentinel: a sentinel's answer, the renewal, a replica's WAIT)",
+                    b.requests
+                )
+            } else {
+                String::new()
+            },
             pasteable(needed),
             pasteable(available),
             said(b.kill_after, given.kill_after)

@@ -31,9 +31,13 @@ pub fn default_kill_after(ttl: Duration) -> Duration {
     (ttl / 6).min(Duration::from_secs(5))
 }
 
-/// Default per-node request timeout: a fifteenth of the ttl, at most 2 s.
-pub fn default_node_timeout(ttl: Duration) -> Duration {
-    (ttl / 15).min(Duration::from_secs(2))
+/// Default per-node request timeout: a fifteenth of the ttl, at most 2 s; a twentieth
+/// when a renewal attempt makes three requests (through Sentinel: the ask of a
+/// sentinel, the renewal, a replica's `WAIT`), so that two attempts still fit the
+/// default budget.
+pub fn default_node_timeout(ttl: Duration, requests: u32) -> Duration {
+    let share = if requests > 1 { 20 } else { 15 };
+    (ttl / share).min(Duration::from_secs(2))
 }
 
 /// Time kept in reserve for signal delivery and reaping on a loaded host: ttl/10, at
@@ -49,6 +53,9 @@ pub struct Budget {
     pub renew_every: Duration,
     pub node_timeout: Duration,
     pub kill_after: Duration,
+    /// Requests one renewal attempt makes in turn, each within the node timeout: 1;
+    /// 3 through Sentinel (the ask of a sentinel, the renewal, a replica's `WAIT`).
+    pub requests: u32,
 }
 
 /// Why a budget cannot keep the child inside its lease.
@@ -63,12 +70,12 @@ pub enum BudgetError {
 
 impl Budget {
     /// Checks that at least two renewal attempts fit before termination must start:
-    /// `renew_every + 2 × node_timeout ≤ ttl − drift − kill_after − margin`.
+    /// `renew_every + 2 × requests × node_timeout ≤ ttl − drift − kill_after − margin`.
     pub fn check(&self) -> Result<(), BudgetError> {
         if self.renew_every >= self.ttl || self.renew_every.is_zero() {
             return Err(BudgetError::RenewNotBelowTtl);
         }
-        let needed = self.renew_every + self.node_timeout * 2;
+        let needed = self.renew_every + self.attempt() * 2;
         let available = self
             .ttl
             .saturating_sub(drift(self.ttl) + self.kill_after + margin(self.ttl));
@@ -76,6 +83,12 @@ impl Budget {
             return Err(BudgetError::DoesNotFit { needed, available });
         }
         Ok(())
+    }
+
+    /// The longest one renewal attempt takes: its requests, each within the node
+    /// timeout.
+    pub fn attempt(&self) -> Duration {
+        self.node_timeout * self.requests.max(1)
     }
 
     /// The lease end `E` for a lease whose last successful request was sent at `t_sent`.
@@ -294,6 +307,7 @@ mod tests {
             renew_every: ms(renew),
             node_timeout: ms(timeout),
             kill_after: ms(kill),
+            requests: 1,
         }
     }
 
@@ -375,7 +389,7 @@ mod tests {
             assert_eq!(default_renew_every(t).as_millis(), renew, "renew {ttl}");
             assert_eq!(default_kill_after(t).as_millis(), kill, "kill {ttl}");
             assert_eq!(
-                default_node_timeout(t).as_millis(),
+                default_node_timeout(t, 1).as_millis(),
                 timeout,
                 "timeout {ttl}"
             );
@@ -402,16 +416,30 @@ mod tests {
 
     #[test]
     fn defaults_always_fit_from_100ms() {
-        for ttl in (100..=120_000).step_by(37) {
-            let t = ms(ttl);
-            let b = Budget {
-                ttl: t,
-                renew_every: default_renew_every(t),
-                node_timeout: default_node_timeout(t),
-                kill_after: default_kill_after(t),
-            };
-            assert_eq!(b.check(), Ok(()), "ttl {ttl} ms");
+        for requests in [1, 3] {
+            for ttl in (100..=120_000).step_by(37) {
+                let t = ms(ttl);
+                let b = Budget {
+                    ttl: t,
+                    renew_every: default_renew_every(t),
+                    node_timeout: default_node_timeout(t, requests),
+                    kill_after: default_kill_after(t),
+                    requests,
+                };
+                assert_eq!(b.check(), Ok(()), "ttl {ttl} ms, {requests} requests");
+            }
         }
+    }
+
+    #[test]
+    fn three_requests_an_attempt_need_three_node_timeouts_each() {
+        let one = budget(3_000, 1_000, 200, 500);
+        let three = Budget { requests: 3, ..one };
+        assert_eq!(one.check(), Ok(()));
+        assert!(matches!(
+            three.check(),
+            Err(BudgetError::DoesNotFit { needed, .. }) if needed == ms(2_200)
+        ));
     }
 
     #[test]

@@ -656,8 +656,9 @@ fn run_budget(args: &RunArgs, conn: &Conn) -> Result<Budget> {
     let budget = Budget {
         ttl,
         renew_every,
-        node_timeout: conn.timeout_for(ttl),
+        node_timeout: conn.renewal_timeout_for(ttl),
         kill_after,
+        requests: conn.requests_per_renewal(),
     };
     let given = GivenBudget {
         ttl: args.ttl.as_deref(),

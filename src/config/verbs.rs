@@ -433,8 +433,9 @@ impl DoctorConfig {
         let budget = Budget {
             ttl,
             renew_every: timing::default_renew_every(ttl),
-            node_timeout: conn.timeout_for(ttl),
+            node_timeout: conn.renewal_timeout_for(ttl),
             kill_after: timing::default_kill_after(ttl),
+            requests: conn.requests_per_renewal(),
         };
         let given = GivenBudget {
             ttl: args.ttl.as_deref(),

@@ -237,6 +237,49 @@ fn cluster_renewals_follow_ask_and_moved_while_the_slot_moves() {
 
 // ---------------------------------------------------------------- Sentinel
 
+/// Issue 57: a renewal attempt through Sentinel makes three requests in turn (a
+/// sentinel's answer, the renewal, a replica's `WAIT`), each within the node timeout;
+/// the budget counts them, so that two attempts still fit before the SIGTERM point.
+/// `--ttl 3s --node-timeout 200ms` fits one server (1 s + 2 × 200 ms) and not Sentinel
+/// (1 s + 2 × 600 ms > 2.168 s): refused in one line before anything connects. The
+/// default node timeout through Sentinel (ttl/20) fits.
+#[test]
+fn a_sentinel_budget_counts_three_requests_an_attempt() {
+    let tight = ["--ttl", "3s", "--node-timeout", "200ms", "--key", "b"];
+    let sentinel = output(redlock_run().args(tight).args([
+        "--redis",
+        "redis+sentinel://127.0.0.1:1/m",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&sentinel), 64, "{}", stderr(&sentinel));
+    assert!(
+        stderr(&sentinel).contains("of 3 requests each"),
+        "{}",
+        stderr(&sentinel)
+    );
+    assert_eq!(
+        stderr(&sentinel).lines().count(),
+        1,
+        "{}",
+        stderr(&sentinel)
+    );
+    let plain =
+        output(
+            redlock_run()
+                .args(tight)
+                .args(["--redis", "redis://127.0.0.1:1", "--", "true"]),
+        );
+    assert_eq!(code(&plain), 69, "{}", stderr(&plain));
+    let default = output(redlock_run().args(["--ttl", "3s", "--key", "b"]).args([
+        "--redis",
+        "redis+sentinel://127.0.0.1:1/m",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&default), 69, "{}", stderr(&default));
+}
+
 /// Issue 59: through Sentinel, a host's first run asks every sentinel and checks the
 /// master (`ROLE`, a connection of its own), then asks a sentinel again before its
 /// release: 2 connections to the master, 2 to the sentinel (5 with 3 sentinels). It

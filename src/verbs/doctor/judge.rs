@@ -712,12 +712,12 @@ pub fn precise(d: Duration) -> String {
 }
 
 /// The slack of a budget: what is left of `ttl − drift − kill_after − margin` after
-/// one renewal interval and two node timeouts (see `timing::Budget::check`).
+/// one renewal interval and two attempts (see `timing::Budget::check`).
 pub fn slack(b: &Budget) -> Duration {
     let available = b
         .ttl
         .saturating_sub(timing::drift(b.ttl) + b.kill_after + timing::margin(b.ttl));
-    available.saturating_sub(b.renew_every + b.node_timeout * 2)
+    available.saturating_sub(b.renew_every + b.attempt() * 2)
 }
 
 /// Round-trip latency against the node timeout and the renewal interval.

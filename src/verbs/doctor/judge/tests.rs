@@ -120,6 +120,7 @@ fn clock_and_latency() {
         renew_every: Duration::from_secs(10),
         node_timeout: Duration::from_secs(2),
         kill_after: Duration::from_secs(5),
+        requests: 1,
     };
     // ttl 30s − drift 302ms − kill_after 5s − margin 500ms − (10s + 2×2s).
     assert_eq!(slack(&budget), Duration::from_millis(10_198));
