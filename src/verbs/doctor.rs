@@ -283,6 +283,8 @@ fn sample_args(need: Need, keys: &LockKeys, prefix: &str) -> Vec<Vec<u8>> {
         ("zrem" | "zscore" | "zrank" | "hdel", Some(k)) => vec![key(k), s("t")],
         ("zadd", Some(k)) => vec![key(k), s("1"), s("t")],
         ("blpop", Some(k)) => vec![key(k), s("0.001")],
+        ("info", None) => vec![s("server")],
+        ("wait", None) => vec![s("1"), s("0")],
         (_, Some(k)) => vec![key(k)],
         (_, None) => vec![],
     }

@@ -186,8 +186,20 @@ fn a_least_privilege_user_is_checked_with_its_own_rights() {
     assert!(blind[0].contains(why), "{text}");
     assert!(!text.contains("Sekr1t"), "{text}");
 
-    // With BLPOP granted, nothing is wrong that doctor could see.
+    // With BLPOP granted, INFO is missing: the lock-delay's check after every grant (a
+    // warning: runs go on, but a restart goes unseen).
     let _: () = redis.cmd(&["ACL", "SETUSER", "locker", "+blpop"]);
+    let out = doctor(&url, &["--key", "job"]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 1, "{text}{}", stderr(&out));
+    let found = lines(&text, "warning", "acl");
+    assert_eq!(found.len(), 1, "{text}");
+    assert!(
+        found[0].contains("INFO denied, breaks run (the lock-delay's check)"),
+        "{text}"
+    );
+    // With INFO granted too, nothing is wrong that doctor could see.
+    let _: () = redis.cmd(&["ACL", "SETUSER", "locker", "+info"]);
     let out = doctor(&url, &["--key", "job"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
 }

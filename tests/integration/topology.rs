@@ -538,54 +538,39 @@ fn tls_mutual_needs_the_client_certificate() {
 
 // ---------------------------------------------------------------- ACL
 
-/// The least-privilege user documented in docs/operations/deployments.md (single server).
-const LOCKER_ACL: &[&str] = &[
-    "ACL",
-    "SETUSER",
-    "locker",
-    "reset",
-    "on",
-    ">Sekr1t-pw-XYZ",
-    "~redlock:*",
-    "+evalsha",
-    "+script|load",
-    "+type",
-    "+set",
-    "+get",
-    "+del",
-    "+exists",
-    "+hset",
-    "+hsetnx",
-    "+hget",
-    "+hgetall",
-    "+pexpire",
-    "+pttl",
-    "+incr",
-    "+sadd",
-    "+srem",
-    "+lpush",
-    "+blpop",
-    "+scan",
-    "+time",
-    "+lrange",
-    "+lrem",
-    "+lset",
-    "+ltrim",
-    "+zadd",
-    "+zrem",
-    "+zrange",
-    "+zrangebyscore",
-    "+zscore",
-    "+zrank",
-    "+zcard",
-    "+hdel",
-    "+info",
-];
+/// The least-privilege user as docs/operations/deployments.md and
+/// docs/reference/configuration.md give it (single server; one line, the same in both),
+/// with the password the tests use.
+fn locker_acl() -> Vec<String> {
+    let line = |doc: &str, password: &str| -> String {
+        let text =
+            std::fs::read_to_string(format!("{}/{doc}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("ACL SETUSER locker reset on >"))
+            .unwrap_or_else(|| panic!("{doc} gives no least-privilege user"));
+        line.replace(password, "Sekr1t-pw-XYZ")
+    };
+    let deployments = line("docs/operations/deployments.md", "LONG-RANDOM-PASSWORD");
+    let configuration = line("docs/reference/configuration.md", "PASSWORD");
+    assert_eq!(
+        deployments, configuration,
+        "the two documented users differ"
+    );
+    deployments.split(' ').map(String::from).collect()
+}
+
+/// Applies the documented least-privilege user on `server`.
+fn add_locker(server: &Redis) {
+    let acl = locker_acl();
+    let args: Vec<&str> = acl.iter().map(String::as_str).collect();
+    let _: () = server.cmd(&args);
+}
 
 #[test]
 fn acl_least_privilege_user_runs_every_verb() {
     let redis = Redis::start();
-    let _: () = redis.cmd(LOCKER_ACL);
+    add_locker(&redis);
     let url = format!("redis://locker:Sekr1t-pw-XYZ@127.0.0.1:{}", redis.port);
     let check = |out: &std::process::Output, want: i32| {
         assert_eq!(code(out), want, "{}", stderr(out));
@@ -695,7 +680,7 @@ fn acl_least_privilege_user_runs_every_verb() {
 #[test]
 fn acl_wrong_password_missing_password_and_missing_permission() {
     let redis = Redis::start();
-    let _: () = redis.cmd(LOCKER_ACL);
+    add_locker(&redis);
     let port = redis.port;
     for url in [
         format!("redis://locker:Wr0ng-Sekr1t@127.0.0.1:{port}"),
@@ -808,7 +793,7 @@ fn sentinel_frozen_sentinel_and_frozen_master_are_bounded() {
 fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
     let cluster = Cluster::start(3);
     for node in &cluster.nodes {
-        let _: () = node.cmd(LOCKER_ACL);
+        add_locker(node);
         let _: () = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots"]);
     }
     let url = cluster
@@ -825,7 +810,7 @@ fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
     let master = Redis::start();
-    let _: () = master.cmd(LOCKER_ACL);
+    add_locker(&master);
     let _: () = master.cmd(&["ACL", "SETUSER", "locker", "+role"]);
     let sentinel = Sentinel::start("m", master.port);
     let url = format!(

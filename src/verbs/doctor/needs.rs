@@ -228,7 +228,26 @@ pub const USES: &[Use] = &[
         direct: &[on("blpop", Key::Wake)],
         wrapper: false,
     },
+    Use {
+        // INFO server after every grant: the lock-delay's check of a restart (see
+        // `run/lock_delay.rs`); without it a run that saw the server fail waits a whole
+        // ttl, and a restart only the host's kept run ID would show goes unseen.
+        name: "run (the lock-delay's check)",
+        scripts: &[],
+        direct: &[bare("info")],
+        wrapper: false,
+    },
 ];
+
+/// Through Sentinel, a grant and each renewal are acknowledged by a replica (`WAIT 1`,
+/// see `redis::follow`); without it a crash failover to a replica that missed the
+/// grant loses the lock, and the run says so once.
+pub const SENTINEL_ACK: Use = Use {
+    name: "run through Sentinel (a replica's acknowledgement)",
+    scripts: &[],
+    direct: &[bare("wait")],
+    wrapper: false,
+};
 
 /// How every script is sent: EVALSHA, and after NOSCRIPT (the script cache empties on
 /// restart and failover, so a user without it works until then) EVAL, or for a user
@@ -259,6 +278,9 @@ pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
         .iter()
         .copied()
         .for_each(&mut add);
+    if sentinel {
+        SENTINEL_ACK.direct.iter().copied().for_each(&mut add);
+    }
     for u in USES {
         u.direct.iter().copied().for_each(&mut add);
         for s in u.scripts {
@@ -272,6 +294,9 @@ pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
 /// script for scripting (the history's own uses are parts of `run`, and the `history`
 /// verb reads with LRANGE alone).
 pub fn broken_by(need: Need, cluster: bool, sentinel: bool) -> Vec<&'static Use> {
+    if sentinel && SENTINEL_ACK.direct.contains(&need) {
+        return vec![&SENTINEL_ACK];
+    }
     let scripting = SCRIPTING.contains(&need);
     let everywhere = topology(cluster, sentinel).contains(&need);
     USES.iter()
@@ -311,6 +336,18 @@ mod tests {
         assert_eq!(names, ["run", "run --fair", "run --supersede"]);
         let scan = bare("scan");
         assert!(!broken_by(scan, false, false).iter().any(|u| u.wrapper));
+    }
+
+    #[test]
+    fn info_and_a_sentinels_wait_are_warnings() {
+        let info = broken_by(bare("info"), false, false);
+        assert_eq!(info.len(), 1);
+        assert!(!info[0].wrapper);
+        assert!(!all(false, false).contains(&bare("wait")));
+        assert!(all(false, true).contains(&bare("wait")));
+        let wait = broken_by(bare("wait"), false, true);
+        assert_eq!(wait.len(), 1);
+        assert!(!wait[0].wrapper);
     }
 
     #[test]
