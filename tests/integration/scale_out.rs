@@ -189,3 +189,118 @@ fn a_preempt_through_a_cluster_reaches_a_holder_within_a_second() {
         "preempt through a 3-master cluster at --ttl 30s: {latency:.0} ms"
     ));
 }
+
+/// Issue 59 (measured by): after a master's failover the run takes the lock on the new
+/// owner, once. A holder on a 3-master Cluster with a replica each; its name's master
+/// is failed over (`CLUSTER FAILOVER` on its replica: a planned one, the lock
+/// replicated) while the holder runs. The holder's renewals find the old master a
+/// replica (MOVED) and follow to the new one, where its lock is: it keeps it (exit 0,
+/// no 79). A try meanwhile on the same host (its kept map names the old master) is told
+/// MOVED, tries on the new owner and finds the name busy (75). The next run takes the
+/// lock on the new owner and runs once.
+#[test]
+fn a_failover_under_a_holder_keeps_its_lock_and_the_next_run_takes_it_on_the_new_owner() {
+    let cluster = Cluster::start_with(3, 1);
+    let s = Scratch::new();
+    let (journal, go) = (s.path("journal"), s.path("go"));
+    let mut args = lock_args_cluster(&cluster.url(), "fo");
+    args.extend(["--ttl", "3s", "--local-dir"].map(String::from));
+    args.push(s.path("local").display().to_string());
+    let old = cluster.owner("redlock:{fo}");
+    let (j, g) = (journal.display(), go.display());
+    let mut holder = redlock_run()
+        .args(&args)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo START-H >> {j}; i=0; while [ ! -e {g} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo END-H >> {j}"
+        ))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(
+        eventually(READY, || said().contains("START-H")),
+        "the holder never ran"
+    );
+    let new = cluster.replica_of(old);
+    let _: () = cluster.nodes[new].cmd(&["CLUSTER", "FAILOVER"]);
+    cluster.wait_role(new, "master");
+    cluster.wait_role(old, "slave");
+    // A renewal (every second) goes to the old master, now a replica, and follows.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (busy, err) = try_once(&args, &format!("echo START-X >> {j}"));
+    assert_eq!(busy, codes::BUSY, "{err}");
+    std::fs::write(&go, "").unwrap();
+    let held = wait_child(&mut holder, std::time::Duration::from_secs(30));
+    let mut holder_said = String::new();
+    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
+    assert_eq!(held.code(), Some(0), "{holder_said}");
+    let (next, err) = try_once(&args, &format!("echo START-N >> {j}; echo END-N >> {j}"));
+    assert_eq!(next, 0, "{err}");
+    let lines: Vec<String> = said().lines().map(String::from).collect();
+    assert_eq!(lines, ["START-H", "END-H", "START-N", "END-N"]);
+    assert_eq!(cluster.owner("redlock:{fo}"), new);
+    assert!(
+        cluster.nodes[new].exists("redlock:{fo}:fence"),
+        "not on the new owner"
+    );
+}
+
+/// The same through a crash: the name's master is killed (`kill -9`) under a holder
+/// and its replica promoted by the cluster (`--cluster-node-timeout 2000`). The
+/// holder's renewals fail on the dead node until the map names the new owner: it keeps
+/// its lock, or exits 79 having stopped its command, never runs beside another; the
+/// next run takes the lock on the new owner, once.
+#[test]
+fn a_crashed_owner_under_a_holder_leaves_one_holder_and_the_next_run_takes_it_once() {
+    let mut cluster = Cluster::start_with(3, 1);
+    let s = Scratch::new();
+    let (journal, go) = (s.path("journal"), s.path("go"));
+    let mut args = lock_args_cluster(&cluster.url(), "fc");
+    args.extend(["--ttl", "6s", "--local-dir"].map(String::from));
+    args.push(s.path("local").display().to_string());
+    let old = cluster.owner("redlock:{fc}");
+    let new = cluster.replica_of(old);
+    let (j, g) = (journal.display(), go.display());
+    let mut holder = redlock_run()
+        .args(&args)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo START-H >> {j}; trap 'echo END-H >> {j}; exit 0' TERM; i=0; while [ ! -e {g} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo END-H >> {j}"
+        ))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(
+        eventually(READY, || said().contains("START-H")),
+        "the holder never ran"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300)); // the grant replicated
+    cluster.nodes[old].crash();
+    cluster.wait_role(new, "master");
+    std::fs::write(&go, "").unwrap();
+    let held = wait_child(&mut holder, std::time::Duration::from_secs(30));
+    let mut holder_said = String::new();
+    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
+    assert!(
+        matches!(held.code(), Some(0 | codes::LOST)),
+        "{held:?} {holder_said}"
+    );
+    let (next, err) = try_once(&args, &format!("echo START-N >> {j}; echo END-N >> {j}"));
+    assert_eq!(next, 0, "{err}");
+    let lines: Vec<String> = said().lines().map(String::from).collect();
+    assert_eq!(
+        lines,
+        ["START-H", "END-H", "START-N", "END-N"],
+        "{holder_said}"
+    );
+    assert!(
+        cluster.nodes[new].exists("redlock:{fc}:fence"),
+        "not on the new owner"
+    );
+    summary(&format!(
+        "cluster crash failover under a holder (--ttl 6s): holder exit {:?}, next run on the new owner once",
+        held.code()
+    ));
+}

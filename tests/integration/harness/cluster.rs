@@ -34,9 +34,22 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start(masters: usize) -> Cluster {
-        let nodes: Vec<Redis> = (0..masters)
+        Cluster::start_with(masters, 0)
+    }
+
+    /// `masters` masters, each with `replicas` replicas (synced), the first `masters`
+    /// nodes the masters; a node fails over `--cluster-node-timeout` (2 s) after its
+    /// master stops answering.
+    pub fn start_with(masters: usize, replicas: usize) -> Cluster {
+        let timeout = if replicas > 0 { "2000" } else { "5000" };
+        let nodes: Vec<Redis> = (0..masters * (1 + replicas))
             .map(|_| {
-                Redis::start_with(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+                Redis::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    timeout,
+                ])
             })
             .collect();
         let addrs: Vec<String> = nodes
@@ -45,18 +58,59 @@ impl Cluster {
             .collect();
         let mut args = vec!["--cluster", "create"];
         args.extend(addrs.iter().map(String::as_str));
-        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        let replicas_arg = replicas.to_string();
+        args.extend(["--cluster-replicas", &replicas_arg, "--cluster-yes"]);
         redis_cli(&args);
         let cluster = Cluster { nodes };
+        let known = masters * (1 + replicas);
         let ready = eventually(Duration::from_secs(30), || {
             cluster.nodes.iter().all(|n| {
                 let info: String = n.cmd(&["CLUSTER", "INFO"]);
                 info.contains("cluster_state:ok")
-                    && info.contains(&format!("cluster_known_nodes:{masters}"))
+                    && info.contains(&format!("cluster_known_nodes:{known}"))
             })
         });
         assert!(ready, "cluster did not reach cluster_state:ok");
+        let synced = eventually(Duration::from_secs(30), || {
+            cluster.nodes.iter().all(|n| {
+                let info: String = n.cmd(&["INFO", "replication"]);
+                info.contains("role:master") || info.contains("master_link_status:up")
+            })
+        });
+        assert!(synced, "the replicas did not sync");
         cluster
+    }
+
+    /// Index in `nodes` of a replica of node `master`.
+    pub fn replica_of(&self, master: usize) -> usize {
+        let id: String = self.nodes[master].cmd(&["CLUSTER", "MYID"]);
+        self.nodes
+            .iter()
+            .position(|n| {
+                let nodes: String = n.cmd(&["CLUSTER", "NODES"]);
+                nodes
+                    .lines()
+                    .any(|l| l.contains("myself") && l.contains("slave") && l.contains(&id))
+            })
+            .expect("the master has a replica")
+    }
+
+    /// Waits until node `node` says `ROLE` `role` (read without panicking: a node that
+    /// is down, or changes role, drops the connection).
+    pub fn wait_role(&self, node: usize, role: &str) {
+        let is = || {
+            let reply: Option<Vec<redis::Value>> = self.nodes[node]
+                .client()
+                .get_connection()
+                .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+                .ok();
+            reply.and_then(|r| r.into_iter().next())
+                == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+        };
+        assert!(
+            eventually(Duration::from_secs(30), is),
+            "node {node} never became a {role}"
+        );
     }
 
     /// `redis+cluster://` with every node as a seed.
