@@ -81,6 +81,11 @@ struct Seen {
 struct Blocking {
     source: BlockingSource,
     idle: Mutex<Option<Conn>>,
+    /// When the server last answered on the blocking connection (or accepted it): the
+    /// evidence's instant when a pop on it fails. The node's own connection may have
+    /// answered since, from a server restarted meanwhile (its manager reconnects
+    /// unseen), so its last answer would hide the restart.
+    answered_at: Mutex<Option<Duration>>,
     /// A holder's one connection while it holds (see [`Node::hold_pop`]): every call
     /// goes through it, the node's own connection closed meanwhile.
     hold: Mutex<Option<Conn>>,
@@ -173,6 +178,7 @@ impl Node {
             blocking: Arc::new(Blocking {
                 source,
                 idle: Mutex::new(None),
+                answered_at: Mutex::new(None),
                 hold: Mutex::new(None),
             }),
             timeout,
@@ -192,10 +198,21 @@ impl Node {
     /// A call or a pop failed without an answer (a dropped connection, a refused
     /// connect, a timeout): after an answer, the server may have restarted since it.
     fn saw_failure(&self) {
-        let mut seen = lock(&self.seen);
-        if seen.failed_after.is_none() {
-            seen.failed_after = seen.answered_at;
-        }
+        let answered_at = lock(&self.seen).answered_at;
+        self.suspect(answered_at);
+    }
+
+    /// A pop on the blocking connection failed without an answer: the server may have
+    /// restarted since it last answered there (or since the node's own connection did,
+    /// if earlier).
+    fn saw_pop_failure(&self) {
+        let seen = lock(&self.seen).answered_at;
+        let there = *lock(&self.blocking.answered_at);
+        let earliest = match (seen, there) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.suspect(earliest);
     }
 
     /// A lease known to be on the server at `held_at` is gone from it (a renewal found
@@ -433,7 +450,7 @@ impl Node {
             None => self
                 .open_blocking(key)
                 .await
-                .inspect_err(|_| self.saw_failure())?,
+                .inspect_err(|_| self.saw_pop_failure())?,
         };
         // BLPOP takes seconds, with decimals since Redis 6.
         let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
@@ -443,12 +460,13 @@ impl Node {
         match popped {
             Ok(Ok(value)) => {
                 self.saw_answer();
+                *lock(&self.blocking.answered_at) = Some(crate::clock::now());
                 *self.blocking.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
                 Ok(popped_element(value))
             }
             Ok(Err(e)) => {
                 if e.code().is_none() {
-                    self.saw_failure();
+                    self.saw_pop_failure();
                 }
                 // A pop ended by a failover ("UNBLOCKED … master -> replica", a
                 // dropped connection): look the master up again for the next one.
@@ -458,7 +476,7 @@ impl Node {
                 Err(from_redis(&self.url, &e))
             }
             Err(_) => {
-                self.saw_failure();
+                self.saw_pop_failure();
                 Err(self.timed_out())
             }
         }
@@ -575,8 +593,13 @@ impl Node {
                 .await
                 .map(Conn::Plain)
         };
+        let connecting = crate::clock::now();
         match tokio::time::timeout(connect + self.timeout, work).await {
-            Ok(Ok(conn)) => Ok(conn),
+            Ok(Ok(conn)) => {
+                // The server accepted it (and answered the handshake): up from then on.
+                *lock(&self.blocking.answered_at) = Some(connecting);
+                Ok(conn)
+            }
             Ok(Err(e)) => Err(from_redis(&self.url, &e)),
             Err(_) => Err(self.timed_out()),
         }
