@@ -1009,6 +1009,51 @@ fn sentinel_switchover_under_a_holder_and_a_waiting_newcomer_keeps_one_holder() 
     assert_eq!(runs.len(), 2, "{history}");
 }
 
+/// The same with a set (issue 57, review-7 finding 4: "another run found its lock
+/// 'expires in 1s' while the set's command had 6 s left"): a run of two names holds
+/// both through a switchover (each name's renewal follows), a newcomer for one of them
+/// waits on the new master and runs after the set's command ended; each name's history
+/// on the new master has its runs.
+#[test]
+fn sentinel_switchover_under_a_set_keeps_both_names_and_one_holder() {
+    let m = Monitored::start();
+    let url = m.url();
+    let scratch = Scratch::new();
+    let set = args(&["--key", "sa", "--key", "sb", "--redis", &url, "--ttl", "3s"]);
+    let holder = start_run(
+        &set,
+        &witnessed(&scratch, "holder", &holder_body(&scratch, "6")),
+    );
+    assert!(wait_for_file(
+        &scratch.path("started"),
+        "",
+        Duration::from_secs(10)
+    ));
+    m.switch_over();
+    let one = args(&["--key", "sb", "--redis", &url, "--ttl", "3s"]);
+    let ((held, held_err), (came, came_err)) =
+        newcomer_on_the_new_master(&m, &scratch, &one, "sb", holder);
+    let lines = journal(&scratch);
+    assert_eq!(
+        lines,
+        [
+            "BEGIN holder",
+            "END holder",
+            "BEGIN newcomer",
+            "END newcomer"
+        ],
+        "{held_err}\n{came_err}"
+    );
+    assert_eq!((held, came), (0, 0), "{held_err}\n{came_err}");
+    assert!(held_err.contains("followed"), "{held_err}");
+    m.wait_demoted();
+    for (name, runs) in [("sa", 1), ("sb", 2)] {
+        let history = history_json(&m.replica, name);
+        let got = history["runs"].as_array().expect("runs").len();
+        assert_eq!(got, runs, "{name}: {history}");
+    }
+}
+
 #[test]
 fn sentinel_crash_failover_under_a_holder_keeps_its_lock() {
     let mut m = Monitored::start();
