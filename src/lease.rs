@@ -402,7 +402,7 @@ impl Lease {
         self.session.follow().await;
         let mut votes = match self.glance(waiter).await {
             Some(votes) => votes,
-            None => self.vote(meta, waiter, who, request).await,
+            None => self.vote_reading_life(meta, waiter, who, request).await,
         };
         for _ in 0..2 {
             let Some(server_ms) = votes
@@ -455,8 +455,33 @@ impl Lease {
         }
     }
 
+    /// [`Lease::vote`] after a glance that did not settle the try (the lock looked
+    /// free: the acquire will likely take it): on one server whose host keeps run IDs,
+    /// the lock-delay's `INFO server` goes out with the acquire, in the same round trip
+    /// (`redis::Node::read_life_beside`), so that a free lock still takes two.
+    async fn vote_reading_life(
+        &self,
+        meta: &Meta,
+        waiter: Option<&Waiter>,
+        who: &str,
+        request: &str,
+    ) -> Votes {
+        let vote = self.vote(meta, waiter, who, request);
+        match self.nodes().iter().next() {
+            Some(node) if !node.routes_by_slot() && crate::redis::kept::enabled() => {
+                node.read_life_beside(vote).await
+            }
+            _ => vote.await,
+        }
+    }
+
     /// Sends the acquire script to every node and counts the answers.
     async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
+        // A life read beside an earlier acquire is not this one's: the grant, if this
+        // takes it, is read again (or beside it, see `Lease::vote_reading_life`).
+        for node in self.nodes().iter() {
+            node.take_life_read();
+        }
         let fields = meta.fields_at(crate::clock::wall_ms());
         let period = self.period_arg();
         let call = |heartbeat_ms: u64| {

@@ -60,6 +60,8 @@ pub struct Node {
     answered: Arc<AtomicBool>,
     /// What this process saw of the server's life (see [`Seen`]).
     seen: Arc<Mutex<Seen>>,
+    /// The server's life read beside an acquire (see [`Node::read_life_beside`]).
+    read_life: Arc<Mutex<Option<super::life::ServerLife>>>,
 }
 
 /// When the server last answered, and whether a connection to it failed after that: the
@@ -187,6 +189,7 @@ impl Node {
                 answered_at: Some(connecting),
                 failed_after: None,
             })),
+            read_life: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -239,6 +242,25 @@ impl Node {
         let text: String = self.query(&super::command::info_server()).await?;
         super::life::ServerLife::parse(&text)
             .ok_or_else(|| bad_reply(&self.url, "INFO server has no run_id or uptime_in_seconds"))
+    }
+
+    /// `INFO server` sent beside a call on this node's connection (`call`, an acquire
+    /// that will likely take the name): both go out together, one round trip, and
+    /// the server (the one process behind that connection) answers both; the life is
+    /// kept for [`Node::take_life_read`]. A failed read keeps nothing.
+    pub async fn read_life_beside<T>(&self, call: impl Future<Output = T>) -> T {
+        let read = async {
+            if let Ok(life) = self.server_life().await {
+                *lock(&self.read_life) = Some(life);
+            }
+        };
+        let (value, ()) = futures_util::future::join(call, read).await;
+        value
+    }
+
+    /// The life read beside the last acquire, if any (taken: read once).
+    pub fn take_life_read(&self) -> Option<super::life::ServerLife> {
+        lock(&self.read_life).take()
     }
 
     /// The URL this node was reached by (`Display` redacts it).

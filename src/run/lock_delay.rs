@@ -9,8 +9,11 @@
 //!
 //! - **Asked.** After the grant and before the command, each server (not a Cluster)
 //!   is asked its run ID and uptime (`INFO server`, one request, 3 µs of Redis CPU:
-//!   never on a losing try, which stays a few cheap commands). A host without a local
-//!   directory asks only when the run saw a connection fail.
+//!   never on a try the glance answered, which stays a few cheap reads). A plain first
+//!   try whose glance found the lock free sends it with the acquire, in the same round
+//!   trip (`Lease::vote_reading_life`); read so, it stands for the grant's server
+//!   unless a connection failed since. A host without a local directory asks only
+//!   when the run saw a connection fail.
 //! - **Evidence, in the run.** A connection to the server failed (dropped, refused,
 //!   timed out) after it had answered this run or accepted its connection, or a
 //!   renewal found the lease gone (`Node::take_failure`, `Node::suspect`): the standby
@@ -110,12 +113,19 @@ async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
 /// next runs.
 async fn verdict(node: &Node, bound: Duration, several: bool) -> Option<Restarted> {
     let failed_after = node.take_failure();
+    // Read beside the acquire (same connection, same server process), good unless a
+    // connection failed since: then the grant may have come from another process.
+    let read = node.take_life_read().filter(|_| failed_after.is_none());
     if failed_after.is_none() && !crate::redis::kept::enabled() {
         return None;
     }
     let identity = node.url().server_identity();
     let before = life::last_seen(&identity);
-    let life = match node.server_life().await {
+    let asked = match read {
+        Some(life) => Ok(life),
+        None => node.server_life().await,
+    };
+    let life = match asked {
         Ok(life) => life,
         Err(_) if failed_after.is_some() && !several => {
             return Some(Restarted {
