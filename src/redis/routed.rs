@@ -240,12 +240,18 @@ impl Routed {
     /// Reads the map again from the first node that answers (the seeds, then the
     /// nodes the map knew), and keeps it.
     async fn refresh(&self) -> Result<()> {
+        self.refresh_where(|_| true).await
+    }
+
+    /// [`Routed::refresh`] from the first node whose map `fits` (a node whose view
+    /// lags behind a failover still names the dead master: the next one is asked).
+    async fn refresh_where(&self, fits: impl Fn(&SlotMap) -> bool) -> Result<()> {
         let known = lock(&self.map).addrs.clone();
         let seeds = self.seeds.iter().map(|s| addr_of(s).to_string());
         let mut errors = Vec::new();
         for node in seeds.chain(known) {
             match self.slots_of(&node).await {
-                Ok(map) if !map.is_empty() => {
+                Ok(map) if !map.is_empty() && fits(&map) => {
                     if let Some(path) = self.kept() {
                         super::kept::write(&path, &map.to_text(&self.identity()));
                     }
@@ -353,10 +359,17 @@ impl Routed {
 
     /// Sends `cmd` where its key lives, following `MOVED` and `ASK`.
     async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
-        let mut addr = self.target(command_slot(cmd)).await.map_err(to_redis)?;
+        let slot = command_slot(cmd);
+        let mut addr = self.target(slot).await.map_err(to_redis)?;
         let mut asking = false;
         for _ in 0..MOST_REDIRECTS {
-            let mut conn = self.conn(&addr).await.inspect_err(|_| self.failed(&addr))?;
+            let mut conn = match self.conn(&addr).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    addr = self.owner_after_failure(slot, &addr).await.ok_or(e)?;
+                    continue;
+                }
+            };
             *lock(&self.last) = Some(addr.clone());
             let result = if asking {
                 let mut pipe = redis::pipe();
@@ -404,8 +417,14 @@ impl Routed {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         let slot = pipe.cmd_iter().find_map(command_slot);
-        let addr = self.target(slot).await.map_err(to_redis)?;
-        let mut conn = self.conn(&addr).await.inspect_err(|_| self.failed(&addr))?;
+        let mut addr = self.target(slot).await.map_err(to_redis)?;
+        let mut conn = match self.conn(&addr).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                addr = self.owner_after_failure(slot, &addr).await.ok_or(e)?;
+                self.conn(&addr).await.inspect_err(|_| self.failed(&addr))?
+            }
+        };
         *lock(&self.last) = Some(addr.clone());
         let result = conn.req_packed_commands(pipe, offset, count).await;
         if result
@@ -415,6 +434,18 @@ impl Routed {
             self.failed(&addr);
         }
         result
+    }
+
+    /// The node at `addr` could not be connected to (nothing was sent): the map is read
+    /// again (from the seeds, then the nodes it knew) and the slot's owner now, when it
+    /// is another node (a failover promoted a replica; a host's kept map still named
+    /// the dead master), else `None`.
+    async fn owner_after_failure(&self, slot: Option<u16>, addr: &str) -> Option<String> {
+        self.failed(addr);
+        let slot = slot?;
+        let elsewhere = |map: &SlotMap| map.owner(slot).is_some_and(|to| to != addr);
+        self.refresh_where(elsewhere).await.ok()?;
+        lock(&self.map).owner(slot).map(str::to_string)
     }
 
     /// A node failed: its connection goes, and the next call reads the map again.

@@ -98,15 +98,7 @@ impl Cluster {
     /// Waits until node `node` says `ROLE` `role` (read without panicking: a node that
     /// is down, or changes role, drops the connection).
     pub fn wait_role(&self, node: usize, role: &str) {
-        let is = || {
-            let reply: Option<Vec<redis::Value>> = self.nodes[node]
-                .client()
-                .get_connection()
-                .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
-                .ok();
-            reply.and_then(|r| r.into_iter().next())
-                == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
-        };
+        let is = || self.nodes[node].has_role(role);
         assert!(
             eventually(Duration::from_secs(30), is),
             "node {node} never became a {role}"

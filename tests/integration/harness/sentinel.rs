@@ -197,14 +197,7 @@ impl Monitored {
     }
 }
 
-/// Whether `redis` says `ROLE` `role`; read without panicking (a demotion drops the
-/// old master's clients, a crashed one refuses).
+/// Whether `redis` says `ROLE` `role` (see [`super::server::Redis::has_role`]).
 fn is(redis: &super::server::Redis, role: &str) -> bool {
-    let reply: Option<Vec<redis::Value>> = redis
-        .client()
-        .get_connection()
-        .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
-        .ok();
-    reply.and_then(|r| r.into_iter().next())
-        == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+    redis.has_role(role)
 }

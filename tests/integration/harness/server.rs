@@ -200,6 +200,18 @@ impl Redis {
         self.cmd(&["PTTL", key])
     }
 
+    /// Whether the server says `ROLE` `role`; read without panicking (a demotion drops
+    /// the old master's clients, a crashed one refuses).
+    pub fn has_role(&self, role: &str) -> bool {
+        let reply: Option<Vec<redis::Value>> = self
+            .client()
+            .get_connection()
+            .and_then(|mut c| redis::cmd("ROLE").query(&mut c))
+            .ok();
+        reply.and_then(|r| r.into_iter().next())
+            == Some(redis::Value::BulkString(role.as_bytes().to_vec()))
+    }
+
     /// Runs one command and returns its reply.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
         let mut cmd = redis::cmd(args[0]);
