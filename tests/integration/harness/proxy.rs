@@ -72,7 +72,7 @@ pub struct Proxy {
 impl Proxy {
     /// A proxy in [`Mode::Pass`] to `127.0.0.1:upstream`.
     pub fn start(upstream: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let listener = super::server::fresh_listener();
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             mode: Mutex::new(Mode::Pass),

@@ -345,16 +345,20 @@ impl Drop for Redis {
 /// each server's address (the lock-delay's evidence), so a later test's server on a
 /// port an earlier one had would be a restarted server to the runs.
 pub fn free_port() -> u16 {
+    fresh_listener().local_addr().expect("free port").port()
+}
+
+/// A loopback listener on a port never handed out before in this process (see
+/// [`free_port`]; a proxy's address is a server's to the runs, too).
+pub fn fresh_listener() -> TcpListener {
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("free port");
+        let port = listener.local_addr().expect("free port").port();
         if !given.contains(&port) {
             given.push(port);
-            return port;
+            return listener;
         }
     }
 }
