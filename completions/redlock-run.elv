@@ -23,7 +23,7 @@ set edit:completion:arg-completer[redlock-run] = {|@words|
             cand --redis 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters'
             cand --redis-url-file 'Read the Redis URL(s) from this file, one per line (for secrets)'
             cand --prefix 'Namespace prefix of every key (no braces) [default: redlock:]'
-            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]'
+            cand --node-timeout 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]'
             cand --tls-ca 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)'
             cand --tls-cert 'Client certificate, PEM, for mutual TLS (with --tls-key)'
             cand --tls-key 'Client private key, PEM, for mutual TLS (with --tls-cert)'

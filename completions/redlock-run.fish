@@ -2,7 +2,7 @@ complete -c redlock-run -s k -l key -d 'Name of the lock (any non-empty string).
 complete -c redlock-run -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock-run -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock-run -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock-run -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]' -r
+complete -c redlock-run -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]' -r
 complete -c redlock-run -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock-run -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock-run -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F

@@ -44,7 +44,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'Nam
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
@@ -134,7 +134,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l holder-pid -
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
@@ -148,7 +148,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'New t
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F
@@ -193,7 +193,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The t
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host[:port][/db], rediss://… (TLS), unix:///path, redis+cluster://host:port[,host:port…] (Cluster), or redis+sentinel://[user:pass@]host:port[,host:port…]/MASTER[/db] (Sentinel). Repeat (or comma-separate) for the Redlock algorithm over independent masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l redis-url-file -d 'Read the Redis URL(s) from this file, one per line (for secrets)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l prefix -d 'Namespace prefix of every key (no braces) [default: redlock:]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder through Sentinel ttl/20, at most 2s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'CA certificate(s), PEM, that rediss:// servers must chain to (replaces the system roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'Client certificate, PEM, for mutual TLS (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-key -d 'Client private key, PEM, for mutual TLS (with --tls-cert)' -r -F

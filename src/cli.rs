@@ -163,7 +163,7 @@ pub struct ConnArgs {
     pub prefix: Option<String>,
 
     /// Timeout of each request to a Redis node, 1ms to 365 days [default: ttl/15, at most
-    /// 2s; a holder through Sentinel ttl/20, at most 2s].
+    /// 2s; a holder on a Cluster or through Sentinel ttl/20, at most 2s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
 

@@ -324,15 +324,17 @@ impl Conn {
             .unwrap_or_else(|| timing::default_node_timeout(ttl, self.requests_per_renewal()))
     }
 
-    /// Requests one renewal attempt makes in turn on a node: through Sentinel the ask of
-    /// a sentinel before the renewal and a replica's `WAIT` after it, each within the
-    /// node timeout (see `redis::follow`); otherwise the renewal alone.
+    /// Requests one renewal attempt makes in turn on a node, each within the node
+    /// timeout: through Sentinel the ask of a sentinel before the renewal and a
+    /// replica's `WAIT` after it (see `redis::follow`); on a Cluster a replica's `WAIT`
+    /// after it; on one server the renewal alone.
     pub fn requests_per_renewal(&self) -> u32 {
-        let sentinel = self
-            .urls
-            .iter()
-            .any(|u| matches!(u.topology(), crate::redis::Topology::Sentinel(_)));
-        if sentinel { 3 } else { 1 }
+        let each = |u: &crate::redis::RedisUrl| match u.topology() {
+            crate::redis::Topology::Sentinel(_) => 3,
+            crate::redis::Topology::Cluster { .. } => 2,
+            _ => 1,
+        };
+        self.urls.iter().map(each).max().unwrap_or(1)
     }
 }
 
@@ -455,13 +457,13 @@ fn budget_error(b: &Budget, e: BudgetError, given: GivenBudget<'_>) -> Error {
         BudgetError::DoesNotFit { needed, available } => Error::usage(format!(
             "--ttl {ttl} is too short: a renewal every {renew} plus two --node-timeout {}{} ({}) must fit in {} (ttl minus drift, --kill-after {} and margin); raise --ttl or lower the others",
             pasteable(b.node_timeout),
-            if b.requests > 1 {
-                format!(
-                    " of {} requests each (through Sentinel: a sentinel's answer, the renewal, a replica's WAIT)",
-                    b.requests
-                )
-            } else {
-                String::new()
+            match b.requests {
+                0 | 1 => String::new(),
+                2 =>
+                    " of 2 requests each (on a Cluster: the renewal, a replica's WAIT)".to_string(),
+                n => format!(
+                    " of {n} requests each (through Sentinel: a sentinel's answer, the renewal, a replica's WAIT)"
+                ),
             },
             pasteable(needed),
             pasteable(available),

@@ -478,13 +478,14 @@ impl Session {
     pub async fn renew(&self, call: &Call) -> Renew {
         let t_sent = crate::clock::now();
         let confirmed_at = self.confirmed_at.get();
+        let key = &self.keys.lock;
         let results = self
             .nodes
             .each(|n| async move {
                 n.follow().await;
                 let value = n.run_idempotent::<Value>(call).await?;
                 match renew::decode(value.clone()) {
-                    renew::Renewed::Yes(_) => n.acknowledge(false).await,
+                    renew::Renewed::Yes(_) => n.acknowledge(false, key).await,
                     renew::Renewed::No => n.suspect(confirmed_at),
                 }
                 Ok(value)
@@ -601,7 +602,7 @@ impl Session {
     pub async fn acknowledge_grant(&self) {
         self.nodes
             .each(|n| async move {
-                n.acknowledge(true).await;
+                n.acknowledge(true, &self.keys.lock).await;
                 Ok(())
             })
             .await;

@@ -32,9 +32,9 @@ pub fn default_kill_after(ttl: Duration) -> Duration {
 }
 
 /// Default per-node request timeout: a fifteenth of the ttl, at most 2 s; a twentieth
-/// when a renewal attempt makes three requests (through Sentinel: the ask of a
-/// sentinel, the renewal, a replica's `WAIT`), so that two attempts still fit the
-/// default budget.
+/// when a renewal attempt makes more requests (a replica's `WAIT` on a Cluster or
+/// through Sentinel, and there the ask of a sentinel), so that two attempts still fit
+/// the default budget.
 pub fn default_node_timeout(ttl: Duration, requests: u32) -> Duration {
     let share = if requests > 1 { 20 } else { 15 };
     (ttl / share).min(Duration::from_secs(2))
@@ -53,8 +53,9 @@ pub struct Budget {
     pub renew_every: Duration,
     pub node_timeout: Duration,
     pub kill_after: Duration,
-    /// Requests one renewal attempt makes in turn, each within the node timeout: 1;
-    /// 3 through Sentinel (the ask of a sentinel, the renewal, a replica's `WAIT`).
+    /// Requests one renewal attempt makes in turn, each within the node timeout: 1; 2
+    /// on a Cluster (the renewal, a replica's `WAIT`); 3 through Sentinel (the ask of a
+    /// sentinel too).
     pub requests: u32,
 }
 

@@ -333,17 +333,48 @@ impl Node {
         }
     }
 
-    /// After a grant (`grant`) or a renewal that succeeded here: where the master had a
-    /// connected replica when it was found, `WAIT 1` on the connection the write went
+    /// After a grant (`grant`) or a renewal that succeeded here, of a name whose key is
+    /// `key`: where the master had a connected replica when it was found (Sentinel) or
+    /// the slot map lists one (a Cluster), `WAIT 1` on the connection the write went
     /// through, so that a crash failover to that replica keeps the lock. `WAIT`'s own
     /// timeout is three quarters of the node timeout (the connection's response timeout
     /// is the node timeout: the server must answer first). A write no replica
     /// acknowledged is a note (once per master, see [`Node::take_notes`]); the run goes
-    /// on. Never on a master without replicas, where `WAIT` would block the whole time.
-    pub async fn acknowledge(&self, grant: bool) {
-        let Link::Sentinel(failover) = &self.link else {
+    /// on. Never on a master without replicas, where `WAIT` would block the whole time,
+    /// nor on a single server (no failover of ours moves its lock).
+    pub async fn acknowledge(&self, grant: bool, key: &[u8]) {
+        match &self.link {
+            Link::Sentinel(failover) => self.acknowledge_sentinel(failover, grant).await,
+            Link::Cluster(routed) => self.acknowledge_cluster(routed, grant, key).await,
+            Link::Single(_) => {}
+        }
+    }
+
+    /// [`Node::acknowledge`] on a Cluster: on the owner of `key`'s slot. A write no
+    /// replica acknowledged (the replica gone, or lagging) or a `WAIT` the user may
+    /// not send stops the waits on that master for this process (the map read next
+    /// says again whether it has a replica).
+    async fn acknowledge_cluster(&self, routed: &Routed, grant: bool, key: &[u8]) {
+        if !routed.owner_replicated(key) {
             return;
-        };
+        }
+        let within = self.timeout * 3 / 4;
+        let ms = within.as_millis().max(1) as u64;
+        let acked = tokio::time::timeout(self.timeout, routed.wait_replica(key, ms)).await;
+        let note = |why: Option<String>| Note::Unacknowledged { grant, within, why };
+        match acked {
+            Ok(Ok(n)) if n >= 1 => {}
+            Ok(Ok(_)) => routed.unacknowledged(key, note(None), true),
+            Ok(Err(e)) => {
+                let why = from_redis(&self.url, &e).to_string();
+                routed.unacknowledged(key, note(Some(why)), true);
+            }
+            Err(_) => routed.unacknowledged(key, note(Some("no answer".into())), true),
+        }
+    }
+
+    /// [`Node::acknowledge`] through Sentinel.
+    async fn acknowledge_sentinel(&self, failover: &Failover, grant: bool) {
         if failover.relearn_due() {
             self.relearn(failover).await;
         }
@@ -389,7 +420,8 @@ impl Node {
     pub fn take_notes(&self) -> Vec<Note> {
         match &self.link {
             Link::Sentinel(failover) => failover.take_notes(),
-            _ => Vec::new(),
+            Link::Cluster(routed) => routed.take_notes(),
+            Link::Single(_) => Vec::new(),
         }
     }
 

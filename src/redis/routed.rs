@@ -35,7 +35,7 @@ const SLOTS: usize = 16384;
 /// A slot whose owner the map does not know.
 const UNKNOWN: u16 = u16::MAX;
 /// The first line of a kept map.
-const HEADER: &str = "redlock cluster slot map 1";
+const HEADER: &str = "redlock cluster slot map 2";
 /// Redirects one call may follow.
 const MOST_REDIRECTS: usize = 3;
 
@@ -53,11 +53,14 @@ pub fn slot_of(key: &[u8]) -> u16 {
     crc16::State::<crc16::XMODEM>::calculate(tagged) % SLOTS as u16
 }
 
-/// Which node owns each slot: an index into `addrs`.
+/// Which node owns each slot: an index into `addrs`; whether each master had a
+/// replica when the map was read (its writes are then acknowledged by one, see
+/// [`Routed::wait_replica`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct SlotMap {
     owners: Vec<u16>,
     addrs: Vec<String>,
+    replicated: Vec<bool>,
 }
 
 impl SlotMap {
@@ -65,6 +68,7 @@ impl SlotMap {
         SlotMap {
             owners: vec![UNKNOWN; SLOTS],
             addrs: Vec::new(),
+            replicated: Vec::new(),
         }
     }
 
@@ -73,11 +77,25 @@ impl SlotMap {
         self.addrs.get(i as usize).map(String::as_str)
     }
 
+    /// Whether the master that owns `slot` has a replica.
+    fn replicated(&self, slot: u16) -> bool {
+        let i = self.owners.get(slot as usize).copied().unwrap_or(UNKNOWN);
+        self.replicated.get(i as usize).copied().unwrap_or(false)
+    }
+
+    /// Marks `addr` (a master of the map) as having a replica, or not.
+    fn set_replicated(&mut self, addr: &str, replicated: bool) {
+        if let Some(i) = self.addrs.iter().position(|a| a == addr) {
+            self.replicated[i] = replicated;
+        }
+    }
+
     fn set(&mut self, start: u16, end: u16, addr: &str) {
         let i = match self.addrs.iter().position(|a| a == addr) {
             Some(i) => i,
             None => {
                 self.addrs.push(addr.to_string());
+                self.replicated.push(false);
                 self.addrs.len() - 1
             }
         };
@@ -117,21 +135,31 @@ impl SlotMap {
                 continue;
             };
             if let (Ok(start), Ok(end)) = (u16::try_from(*start), u16::try_from(*end)) {
-                map.set(start, end, &address(&host, *port));
+                let addr = address(&host, *port);
+                map.set(start, end, &addr);
+                // The entries after the master are its replicas.
+                if items.len() > 3 {
+                    map.set_replicated(&addr, true);
+                }
             }
         }
         map
     }
 
     /// The map as kept on the host: the header, the seeds it was read for, a line per
-    /// run of slots with one owner.
+    /// run of slots with one owner (` r` after an owner that has a replica).
     fn to_text(&self, seeds: &str) -> String {
         let mut text = format!("{HEADER}\n{seeds}\n");
         let mut start = 0;
         for slot in 1..=SLOTS {
             if slot == SLOTS || self.owners[slot] != self.owners[start] {
                 if let Some(addr) = self.owner(start as u16) {
-                    text.push_str(&format!("{start} {} {addr}\n", slot - 1));
+                    let r = if self.replicated(start as u16) {
+                        " r"
+                    } else {
+                        ""
+                    };
+                    text.push_str(&format!("{start} {} {addr}{r}\n", slot - 1));
                 }
                 start = slot;
             }
@@ -154,10 +182,18 @@ impl SlotMap {
             let port_ok = addr
                 .rsplit_once(':')
                 .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+            let replicated = match words.next() {
+                None => false,
+                Some("r") => true,
+                Some(_) => return None,
+            };
             if words.next().is_some() || start > end || end as usize >= SLOTS || !port_ok {
                 return None;
             }
             map.set(start, end, addr);
+            if replicated {
+                map.set_replicated(addr, true);
+            }
         }
         (!map.is_empty()).then_some(map)
     }
@@ -202,6 +238,9 @@ pub struct Routed {
     last: Mutex<Option<String>>,
     /// A node failed: the next call reads the map again.
     stale: AtomicBool,
+    /// The masters an unacknowledged write was told of, and the notes not yet taken.
+    told: Mutex<Vec<String>>,
+    notes: Mutex<Vec<super::Note>>,
 }
 
 impl Routed {
@@ -216,6 +255,8 @@ impl Routed {
             conns: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
             stale: AtomicBool::new(false),
+            told: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
         };
         match routed
             .kept()
@@ -448,6 +489,45 @@ impl Routed {
         lock(&self.map).owner(slot).map(str::to_string)
     }
 
+    /// Whether the master that owns `key`'s slot has a replica, as the map says.
+    pub fn owner_replicated(&self, key: &[u8]) -> bool {
+        lock(&self.map).replicated(slot_of(key))
+    }
+
+    /// `WAIT 1 ms` on the owner of `key`'s slot, on the connection its writes went
+    /// through (one per master in this process): how many replicas acknowledged them.
+    pub async fn wait_replica(&self, key: &[u8], ms: u64) -> RedisResult<i64> {
+        let addr = self.target(Some(slot_of(key))).await.map_err(to_redis)?;
+        let mut conn = self.conn(&addr).await?;
+        redis::cmd("WAIT")
+            .arg(1)
+            .arg(ms)
+            .query_async(&mut conn)
+            .await
+    }
+
+    /// A grant or renewal no replica of `key`'s master acknowledged: a note, once per
+    /// master (see `redis::Note`); with `stop`, that master is not waited on again in
+    /// this process (until the map is read again).
+    pub fn unacknowledged(&self, key: &[u8], note: super::Note, stop: bool) {
+        let Some(addr) = lock(&self.map).owner(slot_of(key)).map(str::to_string) else {
+            return;
+        };
+        if stop {
+            lock(&self.map).set_replicated(&addr, false);
+        }
+        let mut told = lock(&self.told);
+        if !told.contains(&addr) {
+            told.push(addr);
+            lock(&self.notes).push(note);
+        }
+    }
+
+    /// What happened since the last call (see [`Routed::unacknowledged`]).
+    pub fn take_notes(&self) -> Vec<super::Note> {
+        std::mem::take(&mut *lock(&self.notes))
+    }
+
     /// A node failed: its connection goes, and the next call reads the map again.
     fn failed(&self, addr: &str) {
         lock(&self.conns).remove(addr);
@@ -543,11 +623,15 @@ mod tests {
         let mut map = SlotMap::empty();
         map.set(0, 5460, "127.0.0.1:7000");
         map.set(5461, 16383, "127.0.0.1:7001");
+        map.set_replicated("127.0.0.1:7001", true);
         let text = map.to_text("redis+cluster://a:1,b:2");
-        assert_eq!(
-            SlotMap::from_text(&text, "redis+cluster://a:1,b:2"),
-            Some(map)
+        assert!(text.contains("5461 16383 127.0.0.1:7001 r\n"), "{text}");
+        let back = SlotMap::from_text(&text, "redis+cluster://a:1,b:2");
+        assert!(
+            back.as_ref()
+                .is_some_and(|m| m.replicated(6000) && !m.replicated(0))
         );
+        assert_eq!(back, Some(map));
         assert_eq!(SlotMap::from_text(&text, "redis+cluster://c:3"), None);
         for broken in [
             "",
@@ -555,6 +639,8 @@ mod tests {
             &text.replace("5460", "99999"),
             &text.replace("127.0.0.1:7000", "127.0.0.1"),
             &format!("{text}1 2 h:1 extra\n"),
+            &format!("{text}1 2 h:1 r extra\n"),
+            &text.replace("redlock cluster slot map 2", "redlock cluster slot map 1"),
         ] {
             assert_eq!(
                 SlotMap::from_text(broken, "redis+cluster://a:1,b:2"),

@@ -348,3 +348,45 @@ fn a_crashed_owner_under_a_holder_leaves_one_holder_and_the_next_run_takes_it_on
         "cluster crash failover under a holder (--ttl 6s): holder exit {held:?}, next run on the new owner once"
     ));
 }
+
+/// Issue 57 item 2 on a Cluster: where the name's master has a replica (the slot map
+/// lists it), the grant and each renewal are followed by `WAIT 1` on the owner, so a
+/// crash failover to that replica keeps the lock; no other master sees a `WAIT` (nor
+/// any command), and a cluster without replicas is never waited on.
+#[test]
+fn a_cluster_with_replicas_acknowledges_the_grant_and_each_renewal_on_the_owner() {
+    let waits = |node: &Redis| -> i64 {
+        let stats: String = node.cmd(&["INFO", "commandstats"]);
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+            .and_then(|v| v.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let cluster = Cluster::start_with(3, 1);
+    let s = Scratch::new();
+    let owner = cluster.owner("redlock:{acked}");
+    let mut args = lock_args_cluster(&cluster.url(), "acked");
+    args.extend(["--ttl", "3s", "--local-dir"].map(String::from));
+    args.push(s.path("local").display().to_string());
+    // 2.5 s at --ttl 3s: the grant and two renewals.
+    let (code, err) = try_once(&args, "sleep 2.5");
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("acknowledged"), "{err}");
+    let per_node: Vec<i64> = cluster.nodes.iter().map(waits).collect();
+    let kept: Vec<String> = std::fs::read_dir(s.path("local"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".map"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(per_node[owner] >= 3, "{per_node:?} {kept:?}");
+    let elsewhere: i64 = per_node.iter().sum::<i64>() - per_node[owner];
+    assert_eq!(elsewhere, 0, "{per_node:?}");
+    let plain = Cluster::start(3);
+    let mut args = lock_args_cluster(&plain.url(), "acked");
+    args.extend(["--ttl", "3s"].map(String::from));
+    let (code, err) = try_once(&args, "sleep 1.2");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(plain.nodes.iter().map(waits).sum::<i64>(), 0);
+}

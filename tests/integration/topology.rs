@@ -278,6 +278,18 @@ fn a_sentinel_budget_counts_three_requests_an_attempt() {
         "true",
     ]));
     assert_eq!(code(&default), 69, "{}", stderr(&default));
+    // On a Cluster two (the renewal, a replica's WAIT): 1 s + 2 × 2 × 300 ms > 2.168 s.
+    let cluster = output(
+        redlock_run()
+            .args(["--ttl", "3s", "--node-timeout", "300ms", "--key", "b"])
+            .args(["--redis", "redis+cluster://127.0.0.1:1", "--", "true"]),
+    );
+    assert_eq!(code(&cluster), 64, "{}", stderr(&cluster));
+    assert!(
+        stderr(&cluster).contains("of 2 requests each"),
+        "{}",
+        stderr(&cluster)
+    );
 }
 
 /// Issue 59: through Sentinel, a host's first run asks every sentinel and checks the
@@ -794,7 +806,7 @@ fn acl_least_privilege_user_in_a_cluster_and_behind_sentinel() {
     let cluster = Cluster::start(3);
     for node in &cluster.nodes {
         add_locker(node);
-        let _: () = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots"]);
+        let _: () = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots", "+wait"]);
     }
     let url = cluster
         .url()

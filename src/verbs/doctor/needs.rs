@@ -239,11 +239,11 @@ pub const USES: &[Use] = &[
     },
 ];
 
-/// Through Sentinel, a grant and each renewal are acknowledged by a replica (`WAIT 1`,
-/// see `redis::follow`); without it a crash failover to a replica that missed the
-/// grant loses the lock, and the run says so once.
-pub const SENTINEL_ACK: Use = Use {
-    name: "run through Sentinel (a replica's acknowledgement)",
+/// On a Cluster and through Sentinel, a grant and each renewal are acknowledged by a
+/// replica (`WAIT 1`, see `redis::Node::acknowledge`); without it a crash failover to a
+/// replica that missed the grant loses the lock, and the run says so once.
+pub const REPLICA_ACK: Use = Use {
+    name: "run on a Cluster or through Sentinel (a replica's acknowledgement)",
     scripts: &[],
     direct: &[bare("wait")],
     wrapper: false,
@@ -278,8 +278,8 @@ pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
         .iter()
         .copied()
         .for_each(&mut add);
-    if sentinel {
-        SENTINEL_ACK.direct.iter().copied().for_each(&mut add);
+    if sentinel || cluster {
+        REPLICA_ACK.direct.iter().copied().for_each(&mut add);
     }
     for u in USES {
         u.direct.iter().copied().for_each(&mut add);
@@ -294,8 +294,8 @@ pub fn all(cluster: bool, sentinel: bool) -> Vec<Need> {
 /// script for scripting (the history's own uses are parts of `run`, and the `history`
 /// verb reads with LRANGE alone).
 pub fn broken_by(need: Need, cluster: bool, sentinel: bool) -> Vec<&'static Use> {
-    if sentinel && SENTINEL_ACK.direct.contains(&need) {
-        return vec![&SENTINEL_ACK];
+    if (sentinel || cluster) && REPLICA_ACK.direct.contains(&need) {
+        return vec![&REPLICA_ACK];
     }
     let scripting = SCRIPTING.contains(&need);
     let everywhere = topology(cluster, sentinel).contains(&need);
@@ -345,6 +345,7 @@ mod tests {
         assert!(!info[0].wrapper);
         assert!(!all(false, false).contains(&bare("wait")));
         assert!(all(false, true).contains(&bare("wait")));
+        assert!(all(true, false).contains(&bare("wait")));
         let wait = broken_by(bare("wait"), false, true);
         assert_eq!(wait.len(), 1);
         assert!(!wait[0].wrapper);

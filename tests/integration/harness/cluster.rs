@@ -71,13 +71,50 @@ impl Cluster {
             })
         });
         assert!(ready, "cluster did not reach cluster_state:ok");
+        // Every replica is one, synced, and every node's view (CLUSTER NODES, which
+        // CLUSTER SLOTS follows) knows every replica.
+        let want = masters * replicas;
         let synced = eventually(Duration::from_secs(30), || {
-            cluster.nodes.iter().all(|n| {
-                let info: String = n.cmd(&["INFO", "replication"]);
-                info.contains("role:master") || info.contains("master_link_status:up")
-            })
+            let linked = cluster
+                .nodes
+                .iter()
+                .filter(|n| {
+                    let info: String = n.cmd(&["INFO", "replication"]);
+                    info.contains("role:slave") && info.contains("master_link_status:up")
+                })
+                .count();
+            let known = cluster.nodes.iter().all(|n| {
+                let nodes: String = n.cmd(&["CLUSTER", "NODES"]);
+                nodes
+                    .lines()
+                    .filter(|l| l.contains("slave") && !l.contains("fail"))
+                    .count()
+                    == want
+            });
+            linked == want && known
         });
         assert!(synced, "the replicas did not sync");
+        if replicas > 0 {
+            // CLUSTER SLOTS lists a replica only once its replication offset is not 0
+            // (Redis 7): a write on each master (FLUSHALL of an empty one) moves it.
+            for n in &cluster.nodes {
+                if n.has_role("master") {
+                    let _: () = n.cmd(&["FLUSHALL"]);
+                }
+            }
+            let listed = eventually(Duration::from_secs(30), || {
+                cluster.nodes.iter().all(|n| {
+                    let slots: redis::Value = n.cmd(&["CLUSTER", "SLOTS"]);
+                    let redis::Value::Array(ranges) = slots else {
+                        return false;
+                    };
+                    ranges.iter().all(
+                        |r| matches!(r, redis::Value::Array(items) if items.len() >= 3 + replicas),
+                    )
+                })
+            });
+            assert!(listed, "CLUSTER SLOTS never listed the replicas");
+        }
         cluster
     }
 
