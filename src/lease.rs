@@ -475,13 +475,17 @@ impl Lease {
         }
     }
 
-    /// Sends the acquire script to every node and counts the answers.
-    async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
-        // A life read beside an earlier acquire is not this one's: the grant, if this
-        // takes it, is read again (or beside it, see `Lease::vote_reading_life`).
+    /// A life read beside an earlier acquire is not the next one's: the grant, if it
+    /// takes the name, is read again (or beside it, see [`Lease::vote_reading_life`]).
+    fn forget_life_reads(&self) {
         for node in self.nodes().iter() {
             node.take_life_read();
         }
+    }
+
+    /// Sends the acquire script to every node and counts the answers.
+    async fn vote(&self, meta: &Meta, waiter: Option<&Waiter>, who: &str, request: &str) -> Votes {
+        self.forget_life_reads();
         let fields = meta.fields_at(crate::clock::wall_ms());
         let period = self.period_arg();
         let call = |heartbeat_ms: u64| {
