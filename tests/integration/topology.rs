@@ -305,22 +305,15 @@ fn sentinel_a_host_that_knows_the_master_connects_to_it_once() {
     let m = Monitored::start();
     let s = Scratch::new();
     let local = s.path("local").display().to_string();
-    let connections = |server: &Redis| -> u64 {
-        let stats: String = server.cmd(&["INFO", "stats"]);
+    let received = |stats: String| -> u64 {
         stats
             .lines()
             .find_map(|l| l.strip_prefix("total_connections_received:"))
             .and_then(|n| n.trim().parse().ok())
             .unwrap()
     };
-    let sentinel_connections = || -> u64 {
-        let stats: String = m.sentinel.cmd(&["INFO", "stats"]);
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix("total_connections_received:"))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap()
-    };
+    let connections = |server: &Redis| received(server.cmd(&["INFO", "stats"]));
+    let sentinel_connections = || received(m.sentinel.cmd(&["INFO", "stats"]));
     let run = |name: &str| {
         let out = output(
             redlock_run()
