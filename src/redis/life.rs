@@ -50,9 +50,10 @@ pub fn last_seen(identity: &str) -> Option<String> {
     plain.then(|| run_id.to_string())
 }
 
-/// Keeps `run_id` as the one this host saw last at `identity`, when it is not already.
-pub fn saw(identity: &str, run_id: &str) {
-    if last_seen(identity).as_deref() == Some(run_id) {
+/// Keeps `run_id` as the one this host saw last at `identity`, when it is not the one
+/// kept already (`kept`: what [`last_seen`] read).
+pub fn saw(identity: &str, run_id: &str, kept: Option<&str>) {
+    if kept == Some(run_id) {
         return;
     }
     if let Some(path) = super::kept::file("server", identity, "life") {

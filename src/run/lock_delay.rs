@@ -135,7 +135,7 @@ async fn verdict(node: &Node, bound: Duration, several: bool) -> Option<Restarte
         }
         Err(_) => return None,
     };
-    life::saw(&identity, &life.run_id);
+    life::saw(&identity, &life.run_id, before.as_deref());
     let in_run = failed_after.and_then(|answered_at| {
         let since = clock::now().saturating_sub(answered_at);
         timing::lock_delay(life.uptime, Some(since), bound)
