@@ -186,11 +186,8 @@ const KEPT_MASTER: &str = "redlock sentinel master 1";
 /// The master's address and replicas kept on the host for `url`'s sentinels and name.
 fn kept_master(url: &RedisUrl) -> Option<((String, u16), usize)> {
     let identity = url.server_identity();
-    let text = super::kept::read(&super::kept::file("sentinel", &identity, "master")?)?;
-    let mut lines = text.lines();
-    if lines.next()? != KEPT_MASTER || lines.next()? != identity {
-        return None;
-    }
+    let lines = super::kept::load("sentinel", "master", KEPT_MASTER, &identity)?;
+    let mut lines = lines.iter();
     let host = lines.next()?;
     let plain = !host.is_empty()
         && host
@@ -207,10 +204,8 @@ pub fn keep_master(url: &RedisUrl, (host, port): &(String, u16), replicas: usize
     if kept_master(url) == Some(((host.clone(), *port), replicas)) {
         return;
     }
-    if let Some(path) = super::kept::file("sentinel", &identity, "master") {
-        let text = format!("{KEPT_MASTER}\n{identity}\n{host}\n{port}\n{replicas}\n");
-        super::kept::write(&path, &text);
-    }
+    let body = format!("{host}\n{port}\n{replicas}\n");
+    super::kept::store("sentinel", "master", KEPT_MASTER, &identity, &body);
 }
 
 /// Asks every sentinel where the master is and checks that it is one.

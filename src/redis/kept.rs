@@ -35,6 +35,25 @@ pub fn file(kind: &str, identity: &str, ext: &str) -> Option<PathBuf> {
     Some(dir.join(format!("{kind}.{hash:016x}.{ext}")))
 }
 
+/// The lines after `header` and `identity` of the `kind` of file kept for `identity`
+/// (see [`file`]), if it is ours and begins so; `None` otherwise.
+pub fn load(kind: &str, ext: &str, header: &str, identity: &str) -> Option<Vec<String>> {
+    let text = read(&file(kind, identity, ext)?)?;
+    let mut lines = text.lines();
+    if lines.next()? != header || lines.next()? != identity {
+        return None;
+    }
+    Some(lines.map(str::to_string).collect())
+}
+
+/// Keeps `body` (lines) after `header` and `identity` as the `kind` of file for
+/// `identity`; nothing when nothing is kept.
+pub fn store(kind: &str, ext: &str, header: &str, identity: &str, body: &str) {
+    if let Some(path) = file(kind, identity, ext) {
+        write(&path, &format!("{header}\n{identity}\n{body}"));
+    }
+}
+
 /// A kept file's text, if the file is ours and written by none but us.
 pub fn read(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;

@@ -40,12 +40,8 @@ const HEADER: &str = "redlock server life 1";
 /// password), `None` when it never saw one there (or keeps nothing: no local
 /// directory).
 pub fn last_seen(identity: &str) -> Option<String> {
-    let text = super::kept::read(&super::kept::file("server", identity, "life")?)?;
-    let mut lines = text.lines();
-    if lines.next()? != HEADER || lines.next()? != identity {
-        return None;
-    }
-    let run_id = lines.next()?;
+    let lines = super::kept::load("server", "life", HEADER, identity)?;
+    let run_id = lines.first()?;
     let plain = !run_id.is_empty() && run_id.bytes().all(|b| b.is_ascii_alphanumeric());
     plain.then(|| run_id.to_string())
 }
@@ -56,9 +52,7 @@ pub fn saw(identity: &str, run_id: &str, kept: Option<&str>) {
     if kept == Some(run_id) {
         return;
     }
-    if let Some(path) = super::kept::file("server", identity, "life") {
-        super::kept::write(&path, &format!("{HEADER}\n{identity}\n{run_id}\n"));
-    }
+    super::kept::store("server", "life", HEADER, identity, &format!("{run_id}\n"));
 }
 
 #[cfg(test)]
