@@ -28,6 +28,10 @@
 //!   minutes after the last), `<prefix>{N}:order` (the largest `--order-key` that
 //!   started, kept `--retain`); a holder's own wake list is where a preempt request
 //!   wakes it;
+//! - the server's data epoch: `<prefix>epoch`, one per server (no name): a random value
+//!   that a run which took a name writes when it is missing, expiring 30 days after it
+//!   was written (never renewed): gone or another with the same run ID means the data
+//!   was flushed since (`redis::life`, the lock-delay);
 //! - shared (`--shared`): while readers hold, the lock key holds the marker `shared`
 //!   (`scripts::shared::MARKER`) with a PTTL reaching the latest share's deadline, so a
 //!   foreign `SET key token NX PX` still fails, and the mode key says `shared`;
@@ -77,6 +81,9 @@ pub struct LockKeys {
     /// How many wake-ups shares refused behind a writer handed on lately (see
     /// `scripts::shared::SHARE`).
     pub handed: Vec<u8>,
+    /// The server's data epoch under this prefix, one key per server, not per name
+    /// (`redis::life`: a run that took a name writes it when it is missing).
+    pub epoch: Vec<u8>,
 }
 
 /// The mode key's suffix after the name's lock key.
@@ -123,6 +130,7 @@ impl LockKeys {
             shares: with(b":shares"),
             writers: with(b":writers"),
             handed: with(b":handed"),
+            epoch: [prefix.as_bytes(), b"epoch"].concat(),
             lock,
         })
     }

@@ -469,7 +469,7 @@ impl Lease {
         let vote = self.vote(meta, waiter, who, request);
         match self.nodes().iter().next() {
             Some(node) if !node.routes_by_slot() && crate::redis::kept::enabled() => {
-                node.read_life_beside(vote).await
+                node.read_life_beside(&self.keys().epoch, vote).await
             }
             _ => vote.await,
         }

@@ -61,9 +61,33 @@ pub fn info() -> Cmd {
     redis::cmd("INFO")
 }
 
-/// `INFO server`: the server's run ID and uptime (a lock-delay's evidence).
-pub fn info_server() -> Cmd {
-    redis::cmd("INFO").arg("server").clone()
+/// A lock-delay's evidence (`super::life`), errors kept in their place: `INFO server`,
+/// then the data epoch `epoch`'s `GET` and `PTTL`: reads only, so that it can go out
+/// beside an acquire that may be refused.
+pub fn life(epoch: &[u8]) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("INFO").arg("server");
+    pipe.cmd("GET").arg(epoch);
+    pipe.cmd("PTTL").arg(epoch);
+    pipe
+}
+
+/// The data epoch written when missing, after a grant, errors kept in their place:
+/// `SET epoch fresh NX PX ttl_ms`, then its `GET` and `PTTL` (another run's, if one
+/// wrote it first).
+pub fn epoch_write(epoch: &[u8], fresh: &str, ttl_ms: u64) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("SET")
+        .arg(epoch)
+        .arg(fresh)
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl_ms);
+    pipe.cmd("GET").arg(epoch);
+    pipe.cmd("PTTL").arg(epoch);
+    pipe
 }
 
 /// `CONFIG GET name`.

@@ -236,21 +236,35 @@ impl Node {
         lock(&self.seen).failed_after.take()
     }
 
-    /// `INFO server`: the server's run ID and how long it has been up (see
+    /// `INFO server` and the data epoch `epoch`, in one round trip (reads only): the
+    /// server's run ID, how long it has been up and its data's epoch (see
     /// [`super::life::ServerLife`]); not for a Cluster (INFO has no key to route by).
-    pub async fn server_life(&self) -> Result<super::life::ServerLife> {
-        let text: String = self.query(&super::command::info_server()).await?;
-        super::life::ServerLife::parse(&text)
+    pub async fn server_life(&self, epoch: &[u8]) -> Result<super::life::ServerLife> {
+        let replies = self.read_pipeline(&super::command::life(epoch)).await?;
+        replies
+            .as_deref()
+            .and_then(super::life::ServerLife::from_replies)
             .ok_or_else(|| bad_reply(&self.url, "INFO server has no run_id or uptime_in_seconds"))
+    }
+
+    /// Writes the data epoch `epoch` when it is missing (after a grant: see
+    /// [`super::life`]); what it is then, ours or another run's. `None` when it could
+    /// not be written or read (an ACL without the key).
+    pub async fn write_epoch(&self, epoch: &[u8]) -> Option<super::life::Epoch> {
+        let fresh = uuid::Uuid::new_v4().simple().to_string();
+        let ttl_ms = super::life::EPOCH_TTL.as_millis() as u64;
+        let pipe = super::command::epoch_write(epoch, &fresh, ttl_ms);
+        let replies = self.read_pipeline(&pipe).await.ok()??;
+        super::life::Epoch::from_replies(replies.get(1..)?)
     }
 
     /// `INFO server` sent beside a call on this node's connection (`call`, an acquire
     /// that will likely take the name): both go out together, one round trip, and
     /// the server (the one process behind that connection) answers both; the life is
     /// kept for [`Node::take_life_read`]. A failed read keeps nothing.
-    pub async fn read_life_beside<T>(&self, call: impl Future<Output = T>) -> T {
+    pub async fn read_life_beside<T>(&self, epoch: &[u8], call: impl Future<Output = T>) -> T {
         let read = async {
-            if let Ok(life) = self.server_life().await {
+            if let Ok(life) = self.server_life(epoch).await {
                 *lock(&self.read_life) = Some(life);
             }
         };

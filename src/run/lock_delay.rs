@@ -21,18 +21,20 @@
 //!   and takes the next. Restarted if the uptime is shorter than the time since that
 //!   last answer (a new process); otherwise it is the server that answered, and the
 //!   lock's state is intact.
-//! - **Evidence, on the host.** The host keeps the run ID it last saw at each server's
-//!   address (`redis::life`, in the local directory): another run ID now means the
-//!   server restarted (or was replaced) since this host's last run there, a cron run
-//!   started after a restart it never saw included. A host that never saw the server
-//!   (a demo on a fresh server) has nothing to compare and is not delayed.
+//! - **Evidence, on the host.** The host keeps the run ID and the data epoch it last
+//!   saw at each server's address (`redis::life`, in the local directory): another run
+//!   ID now means the server restarted (or was replaced) since this host's last run
+//!   there, a cron run started after a restart it never saw included; the same run ID
+//!   and another epoch (or none, written anew by this read) means the data was flushed
+//!   (`FLUSHALL`, `FLUSHDB`), at most the new epoch's age ago. A host that never saw the
+//!   server (a demo on a fresh server) has nothing to compare and is not delayed.
 //! - **The bound.** A lease granted or renewed before the restart expires at most its
 //!   ttl after it. The ttl is the larger of the run's own and the holder's this run saw
 //!   last (its metadata records the ttl it renews to): the holder seen last need not be
 //!   the last before the restart, and the runs of one name are usually started alike
 //!   (one cron line, one unit), so the run's own ttl stands for a holder it never saw.
 //!   The delay is what remains of that bound (plus the clock drift allowance) after the
-//!   server's uptime. A server that cannot be asked after its connection failed (INFO
+//!   server's uptime (after a flush, the new epoch's age). A server that cannot be asked after its connection failed (INFO
 //!   refused by an ACL, gone again) gets the whole bound.
 //! - **Meanwhile** the names are held and renewed as usual, so nothing else takes them;
 //!   a signal that ends a wait gives them back (nothing ran), a name lost or asked to
@@ -43,10 +45,10 @@
 //!
 //! A server restarted with persistence delays the same: its uptime says it restarted,
 //! not what it kept (`appendfsync everysec` loses up to a second of writes).
-//! A Redis Cluster is not asked (INFO has no key to route it by); neither is a flush
-//! (`FLUSHALL` changes no run ID and drops no connection); nor a host that first meets
-//! a server after it restarted: there the old holder's next renewal is the only
-//! detection, as before.
+//! A Redis Cluster is not asked (INFO has no key to route it by); nor a host that first
+//! meets a server after it restarted or was flushed: there the old holder's next
+//! renewal is the only detection, as before. A flush whose epoch another host wrote
+//! again delays this host only for what remains after the epoch's age.
 
 use std::time::Duration;
 
@@ -60,11 +62,21 @@ use crate::redis::{Node, life};
 use crate::report::human;
 use crate::timing::{self, Point};
 
-/// What the evidence came to: the server restarted `ago` (`None`: it could not be
-/// asked), and the run waits `delay`.
+/// What the evidence came to: what happened to the server's data and how long ago,
+/// and the run waits `delay`.
 struct Restarted {
-    ago: Option<Duration>,
+    what: Lost,
     delay: Duration,
+}
+
+/// How the server may have lost the lock's state.
+enum Lost {
+    /// It restarted this long ago (its uptime).
+    Restarted(Duration),
+    /// Its data was flushed, at most this long ago (its new epoch's age).
+    Flushed(Duration),
+    /// Its connection failed and it cannot be asked when it started.
+    Unknown,
 }
 
 /// After the names of `leases` are taken (the earliest sent at `t_sent`): waits out the
@@ -100,18 +112,19 @@ pub(super) async fn wait_out(
 /// (nemesis F24, 79).
 async fn restarted(leases: &[Lease], bound: Duration) -> Option<Restarted> {
     let several = leases[0].nodes().given() > 1;
+    let epoch = &leases[0].keys().epoch;
     let nodes = leases[0].nodes().iter().filter(|n| !n.routes_by_slot());
-    let verdicts = futures_util::future::join_all(nodes.map(|n| verdict(n, bound, several)));
+    let verdicts = futures_util::future::join_all(nodes.map(|n| verdict(n, epoch, bound, several)));
     let verdicts = verdicts.await;
     verdicts.into_iter().flatten().max_by_key(|r| r.delay)
 }
 
 /// One node's evidence, asked for: its connection failed after it answered this run
 /// (a restart since that answer?), or this host last saw another run ID at its address
-/// (a restart since this host's last run there). A host that keeps nothing (no local
-/// directory) and saw no failure asks nothing. The run ID seen is kept for the host's
-/// next runs.
-async fn verdict(node: &Node, bound: Duration, several: bool) -> Option<Restarted> {
+/// (a restart since this host's last run there), or the same run ID and another data
+/// epoch (a flush since). A host that keeps nothing (no local directory) and saw no
+/// failure asks nothing. What was seen is kept for the host's next runs.
+async fn verdict(node: &Node, epoch: &[u8], bound: Duration, several: bool) -> Option<Restarted> {
     let failed_after = node.take_failure();
     // Read beside the acquire (same connection, same server process), good unless a
     // connection failed since: then the grant may have come from another process.
@@ -119,44 +132,75 @@ async fn verdict(node: &Node, bound: Duration, several: bool) -> Option<Restarte
     if failed_after.is_none() && !crate::redis::kept::enabled() {
         return None;
     }
-    let identity = node.url().server_identity();
+    let identity = format!(
+        "{} {}",
+        node.url().server_identity(),
+        String::from_utf8_lossy(epoch)
+    );
     let before = life::last_seen(&identity);
     let asked = match read {
         Some(life) => Ok(life),
-        None => node.server_life().await,
+        None => node.server_life(epoch).await,
     };
-    let life = match asked {
+    let mut life = match asked {
         Ok(life) => life,
         Err(_) if failed_after.is_some() && !several => {
             return Some(Restarted {
-                ago: None,
+                what: Lost::Unknown,
                 delay: bound + timing::drift(bound),
             });
         }
         Err(_) => return None,
     };
-    life::saw(&identity, &life.run_id, before.as_deref());
+    if life.epoch_missing {
+        life.epoch = node.write_epoch(epoch).await;
+    }
+    let now_ms = clock::wall_ms();
+    life::saw(&identity, &life, now_ms, before.as_ref());
+    let restarted = |delay| Restarted {
+        what: Lost::Restarted(life.uptime),
+        delay,
+    };
     let in_run = failed_after.and_then(|answered_at| {
         let since = clock::now().saturating_sub(answered_at);
-        timing::lock_delay(life.uptime, Some(since), bound)
+        timing::lock_delay(life.uptime, Some(since), bound).map(restarted)
     });
-    let on_host = before
-        .filter(|id| *id != life.run_id)
-        .and_then(|_| timing::lock_delay(life.uptime, None, bound));
-    in_run.max(on_host).map(|delay| Restarted {
-        ago: Some(life.uptime),
-        delay,
-    })
+    let seen = before.as_ref();
+    let on_host = seen
+        .filter(|seen| seen.run_id != life.run_id)
+        .and_then(|_| timing::lock_delay(life.uptime, None, bound).map(restarted));
+    let flushed = seen
+        .filter(|seen| seen.flushed_by(&life, now_ms))
+        .and_then(|_| {
+            let age = life.epoch.as_ref()?.age;
+            timing::lock_delay(age, None, bound).map(|delay| Restarted {
+                what: Lost::Flushed(age),
+                delay,
+            })
+        });
+    [in_run, on_host, flushed]
+        .into_iter()
+        .flatten()
+        .max_by_key(|r| r.delay)
 }
 
 /// The one line (hidden by `--quiet`) and the `lock_delay` event, once per take.
 fn say(run: &Run<'_>, leases: &[Lease], restarted: &Restarted, bound: Duration) {
     let name = leases[0].keys().display_name();
-    let why = match restarted.ago {
-        Some(ago) => format!("the server restarted {} ago", human(ago)),
-        None => {
+    let why = match restarted.what {
+        Lost::Restarted(ago) => format!("the server restarted {} ago", human(ago)),
+        Lost::Flushed(ago) => format!(
+            "the server's data was flushed (its keys gone, the same process) at most {} ago",
+            human(ago)
+        ),
+        Lost::Unknown => {
             "a connection to the server failed and it cannot be asked when it started".to_string()
         }
+    };
+    let (uptime, flushed) = match restarted.what {
+        Lost::Restarted(ago) => (Some(ago), None),
+        Lost::Flushed(ago) => (None, Some(ago)),
+        Lost::Unknown => (None, None),
     };
     run.report.note(&format!(
         "{name}: {why}; waiting {} for any lease from before it to end (lock-delay, ttl {})",
@@ -167,7 +211,8 @@ fn say(run: &Run<'_>, leases: &[Lease], restarted: &Restarted, bound: Duration) 
         Event::LockDelay,
         &name,
         serde_json::json!({
-            "uptime_ms": restarted.ago.map(|a| a.as_millis() as u64),
+            "uptime_ms": uptime.map(|a| a.as_millis() as u64),
+            "flushed_ms": flushed.map(|a| a.as_millis() as u64),
             "delay_ms": restarted.delay.as_millis() as u64,
             "ttl_ms": bound.as_millis() as u64,
         }),

@@ -94,6 +94,8 @@ pub enum Key {
     ShareMeta,
     /// Shared: the wake-ups handed on behind a waiting writer lately.
     Handed,
+    /// The server's data epoch (`<prefix>epoch`, one per server: the lock-delay's).
+    Epoch,
 }
 
 impl Key {
@@ -150,6 +152,7 @@ impl Key {
             Key::Writers => keys.writers.clone(),
             Key::Handed => keys.handed.clone(),
             Key::ShareMeta => keys.share_meta(token),
+            Key::Epoch => keys.epoch.clone(),
         }
     }
 
@@ -166,6 +169,7 @@ impl Key {
             Key::Once => "redlock's run-once record",
             Key::Verdicts | Key::Order => "redlock's newest-wins record",
             Key::Shares | Key::Writers | Key::Handed => "redlock's shared lock",
+            Key::Epoch => "redlock's data epoch",
         }
     }
 }

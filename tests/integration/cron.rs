@@ -658,9 +658,7 @@ fn the_documented_crontab_lines_find_redlock_run_on_crons_path() {
         ("/opt/jobs/close_orders.sh", job.display().to_string()),
     ];
     let url_line = format!("REDLOCK_REDIS_URL_FILE={}\n", url.display());
-    let fresh = || {
-        let _: String = redis.cmd(&["FLUSHALL"]);
-    };
+    let fresh = || redis.forget_names();
     let mut jobs = 0;
     for (id, block) in [
         ("cron-path", example("cron-path")),

@@ -157,6 +157,8 @@ fn every_key_expires_after_any_run() {
     for (key, pttl) in redis.all_keys() {
         assert!(pttl > 0, "{key} has no expiry ({pttl})");
     }
+    let epoch = redis.pttl("redlock:epoch");
+    assert!(epoch > 0, "the data epoch has no expiry ({epoch})");
     let _ = waiter.kill();
     let _ = waiter.wait();
 }

@@ -697,9 +697,68 @@ fn a_cron_run_after_a_restart_its_host_never_saw_waits_out_the_old_lease() {
     ran_after_the_holder_and_said_why_once(&started(), &cron_said);
 }
 
+/// The same for a flush (`FLUSHALL`: the same process, its keys gone; the run ID says
+/// nothing): a cron host that saw the server's data epoch before finds another (a
+/// demo on a fresh host wrote it again after the flush, and is not delayed), and holds
+/// its name without starting its command until the holder's lease from before the
+/// flush has ended. Before the data epoch, the cron run's command started at once,
+/// beside the holder's (which ran on until its next renewal found the key gone).
+#[test]
+fn a_cron_run_after_a_flush_its_host_never_saw_waits_out_the_old_lease() {
+    const DELAY_LINE: &str = "for any lease from before it to end";
+    let redis = Redis::start();
+    let s = Scratch::new();
+    let (journal, holder_cmd, cron_cmd) = journalled(&s);
+    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
+    let earlier = redlock_run()
+        .args(lock_args(&redis, "warm"))
+        .args(["--local-dir", &local("cron"), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(earlier.status.code(), Some(0), "{earlier:?}");
+    let mut holder = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "6s", "--local-dir", &local("h")])
+        .arg("--")
+        .arg(&holder_cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = || std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(eventually(READY, || started().contains("START-H")));
+    let _: String = redis.cmd(&["FLUSHALL"]);
+    let demo = redlock_run()
+        .args(lock_args(&redis, "demo"))
+        .args(["-v", "--local-dir", &local("new"), "--", "true"])
+        .output()
+        .unwrap();
+    let demo_said = String::from_utf8_lossy(&demo.stderr);
+    assert_eq!(demo.status.code(), Some(0), "{demo_said}");
+    assert!(!demo_said.contains(DELAY_LINE), "{demo_said}");
+    let cron = redlock_run()
+        .args(lock_args(&redis, "job"))
+        .args(["--ttl", "6s", "--local-dir", &local("cron")])
+        .arg("--")
+        .arg(&cron_cmd)
+        .output()
+        .unwrap();
+    let held = wait_child(&mut holder, Duration::from_secs(30));
+    let cron_said = String::from_utf8_lossy(&cron.stderr);
+    let mut holder_said = String::new();
+    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
+    assert_eq!(cron.status.code(), Some(0), "{cron_said}");
+    assert_eq!(held.code(), Some(codes::LOST), "{holder_said}");
+    said_why_once(&started(), &cron_said, "the server's data was flushed");
+}
+
 /// The journal of a restart test (see [`journalled`]): the later run's command started
 /// after the holder's stopped, and the later run said once that the server restarted.
 fn ran_after_the_holder_and_said_why_once(journal: &str, said: &str) {
+    said_why_once(journal, said, "the server restarted");
+}
+
+/// [`ran_after_the_holder_and_said_why_once`], the line saying `why`.
+fn said_why_once(journal: &str, said: &str, why: &str) {
     let lines: Vec<&str> = journal.lines().collect();
     assert_eq!(lines, ["START-H", "END-H", "START-W", "END-W"], "{said}");
     let delays: Vec<&str> = said
@@ -707,7 +766,7 @@ fn ran_after_the_holder_and_said_why_once(journal: &str, said: &str) {
         .filter(|l| l.contains("for any lease from before it to end"))
         .collect();
     assert_eq!(delays.len(), 1, "{said}");
-    assert!(delays[0].contains("the server restarted"), "{said}");
+    assert!(delays[0].contains(why), "{said}");
 }
 
 /// The overlap of review-7 finding 5, made certain: a waiter blocked on a server that

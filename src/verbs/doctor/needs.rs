@@ -229,12 +229,18 @@ pub const USES: &[Use] = &[
         wrapper: false,
     },
     Use {
-        // INFO server after every grant: the lock-delay's check of a restart (see
-        // `run/lock_delay.rs`); without it a run that saw the server fail waits a whole
-        // ttl, and a restart only the host's kept run ID would show goes unseen.
+        // INFO server and the data epoch after every grant: the lock-delay's check of
+        // a restart or a flush (see `run/lock_delay.rs`); without INFO a run that saw
+        // the server fail waits a whole ttl, and a restart only the host's kept run ID
+        // would show goes unseen; without the epoch's SET, GET and PTTL a flush does.
         name: "run (the lock-delay's check)",
         scripts: &[],
-        direct: &[bare("info")],
+        direct: &[
+            bare("info"),
+            on("set", Key::Epoch),
+            on("get", Key::Epoch),
+            on("pttl", Key::Epoch),
+        ],
         wrapper: false,
     },
 ];

@@ -263,19 +263,36 @@ impl Redis {
     /// fence counters (`…:fence`), run histories (`…:history`) and the largest order
     /// key started (`…:order`), which outlive every lock by design, for `--retain` (the
     /// fencing number must keep growing; the history answers "did it run?" after the
-    /// lock is gone; an older `--order-key` must stay outdated).
+    /// lock is gone; an older `--order-key` must stay outdated), and the server's data
+    /// epoch (the lock-delay's, 30 days).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
         keys.retain(|k| {
-            !k.ends_with(":fence") && !k.ends_with(":history") && !k.ends_with(":order")
+            !k.ends_with(":fence")
+                && !k.ends_with(":history")
+                && !k.ends_with(":order")
+                && !is_data_epoch(k.as_bytes())
         });
         keys.sort();
         keys
     }
 
-    /// Every key, with its PTTL (-1: no expiry).
+    /// Deletes every name's keys (each has a `{…}` hash tag), as if no run had used
+    /// them: a fresh slate that is not a flush (the server's data epoch stays, so no
+    /// later run waits out a lock-delay).
+    pub fn forget_names(&self) {
+        let _: i64 = self.cmd(&[
+            "EVAL",
+            "local n = 0 for _, k in ipairs(redis.call('KEYS', '*{*')) do n = n + redis.call('DEL', k) end return n",
+            "0",
+        ]);
+    }
+
+    /// Every key, with its PTTL (-1: no expiry), but the server's data epoch (one per
+    /// server, 30 days: see [`is_data_epoch`]).
     pub fn all_keys(&self) -> Vec<(String, i64)> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
+        keys.retain(|k| !is_data_epoch(k.as_bytes()));
         keys.sort();
         keys.into_iter()
             .map(|k| {
@@ -456,4 +473,10 @@ fn password_of(extra: &[&str]) -> Option<String> {
 /// `:password@` for a URL, or nothing.
 fn password_part(extra: &[&str]) -> String {
     password_of(extra).map_or(String::new(), |pw| format!(":{pw}@"))
+}
+
+/// Whether `key` is a server's data epoch (`<prefix>epoch`: the server's, not a name's;
+/// the lock-delay's, kept 30 days), which no leftover check counts.
+pub fn is_data_epoch(key: &[u8]) -> bool {
+    key.ends_with(b"epoch") && !key.contains(&b'{')
 }

@@ -249,7 +249,9 @@ pub fn raw_keys(redis: &Redis) -> Vec<Vec<u8>> {
         .arg("*")
         .query(&mut redis.conn())
         .expect("KEYS");
-    keys.retain(|k| !k.ends_with(b":fence") && !k.ends_with(b":history"));
+    keys.retain(|k| {
+        !k.ends_with(b":fence") && !k.ends_with(b":history") && !super::server::is_data_epoch(k)
+    });
     keys
 }
 
