@@ -651,6 +651,30 @@ fn a_waiter_after_a_restart_empty_waits_out_the_old_lease_once() {
 /// fresh server: another local directory) has nothing to compare and is not delayed.
 #[test]
 fn a_cron_run_after_a_restart_its_host_never_saw_waits_out_the_old_lease() {
+    cron_run_after(|redis| redis.restart(), "the server restarted");
+}
+
+/// The same for a flush (`FLUSHALL`: the same process, its keys gone; the run ID says
+/// nothing): a cron host that saw the server's data epoch before finds another (a
+/// demo on a fresh host wrote it again after the flush, and is not delayed), and holds
+/// its name without starting its command until the holder's lease from before the
+/// flush has ended. Before the data epoch, the cron run's command started at once,
+/// beside the holder's (which ran on until its next renewal found the key gone).
+#[test]
+fn a_cron_run_after_a_flush_its_host_never_saw_waits_out_the_old_lease() {
+    cron_run_after(
+        |redis| {
+            let _: String = redis.cmd(&["FLUSHALL"]);
+        },
+        "the server's data was flushed",
+    );
+}
+
+/// The cron scenario of the two tests above: a host runs once (keeping what it saw of
+/// the server), a holder starts on another, `lose` takes the server's data away, a
+/// demo on a fresh host runs undelayed, and the first host's cron run waits out the
+/// holder's lease, saying `why` once.
+fn cron_run_after(lose: impl FnOnce(&mut Redis), why: &str) {
     const DELAY_LINE: &str = "for any lease from before it to end";
     let mut redis = Redis::start();
     let s = Scratch::new();
@@ -672,7 +696,7 @@ fn a_cron_run_after_a_restart_its_host_never_saw_waits_out_the_old_lease() {
         .expect("spawn");
     let started = || std::fs::read_to_string(&journal).unwrap_or_default();
     assert!(eventually(READY, || started().contains("START-H")));
-    redis.restart();
+    lose(&mut redis);
     let demo = redlock_run()
         .args(lock_args(&redis, "demo"))
         .args(["-v", "--local-dir", &local("new"), "--", "true"])
@@ -694,61 +718,7 @@ fn a_cron_run_after_a_restart_its_host_never_saw_waits_out_the_old_lease() {
     std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
     assert_eq!(cron.status.code(), Some(0), "{cron_said}");
     assert_eq!(held.code(), Some(codes::LOST), "{holder_said}");
-    ran_after_the_holder_and_said_why_once(&started(), &cron_said);
-}
-
-/// The same for a flush (`FLUSHALL`: the same process, its keys gone; the run ID says
-/// nothing): a cron host that saw the server's data epoch before finds another (a
-/// demo on a fresh host wrote it again after the flush, and is not delayed), and holds
-/// its name without starting its command until the holder's lease from before the
-/// flush has ended. Before the data epoch, the cron run's command started at once,
-/// beside the holder's (which ran on until its next renewal found the key gone).
-#[test]
-fn a_cron_run_after_a_flush_its_host_never_saw_waits_out_the_old_lease() {
-    const DELAY_LINE: &str = "for any lease from before it to end";
-    let redis = Redis::start();
-    let s = Scratch::new();
-    let (journal, holder_cmd, cron_cmd) = journalled(&s);
-    let local = |who: &str| s.path(&format!("local-{who}")).display().to_string();
-    let earlier = redlock_run()
-        .args(lock_args(&redis, "warm"))
-        .args(["--local-dir", &local("cron"), "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(earlier.status.code(), Some(0), "{earlier:?}");
-    let mut holder = redlock_run()
-        .args(lock_args(&redis, "job"))
-        .args(["--ttl", "6s", "--local-dir", &local("h")])
-        .arg("--")
-        .arg(&holder_cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let started = || std::fs::read_to_string(&journal).unwrap_or_default();
-    assert!(eventually(READY, || started().contains("START-H")));
-    let _: String = redis.cmd(&["FLUSHALL"]);
-    let demo = redlock_run()
-        .args(lock_args(&redis, "demo"))
-        .args(["-v", "--local-dir", &local("new"), "--", "true"])
-        .output()
-        .unwrap();
-    let demo_said = String::from_utf8_lossy(&demo.stderr);
-    assert_eq!(demo.status.code(), Some(0), "{demo_said}");
-    assert!(!demo_said.contains(DELAY_LINE), "{demo_said}");
-    let cron = redlock_run()
-        .args(lock_args(&redis, "job"))
-        .args(["--ttl", "6s", "--local-dir", &local("cron")])
-        .arg("--")
-        .arg(&cron_cmd)
-        .output()
-        .unwrap();
-    let held = wait_child(&mut holder, Duration::from_secs(30));
-    let cron_said = String::from_utf8_lossy(&cron.stderr);
-    let mut holder_said = String::new();
-    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut holder_said).unwrap();
-    assert_eq!(cron.status.code(), Some(0), "{cron_said}");
-    assert_eq!(held.code(), Some(codes::LOST), "{holder_said}");
-    said_why_once(&started(), &cron_said, "the server's data was flushed");
+    said_why_once(&started(), &cron_said, why);
 }
 
 /// The journal of a restart test (see [`journalled`]): the later run's command started
