@@ -25,7 +25,7 @@
 //!   saw at each server's address (`redis::life`, in the local directory): another run
 //!   ID now means the server restarted (or was replaced) since this host's last run
 //!   there, a cron run started after a restart it never saw included; the same run ID
-//!   and another epoch (or none, written anew by this read) means the data was flushed
+//!   and another epoch (or none: this run writes it anew) means the data was flushed
 //!   (`FLUSHALL`, `FLUSHDB`), at most the new epoch's age ago. A host that never saw the
 //!   server (a demo on a fresh server) has nothing to compare and is not delayed.
 //! - **The bound.** A lease granted or renewed before the restart expires at most its
@@ -34,8 +34,9 @@
 //!   the last before the restart, and the runs of one name are usually started alike
 //!   (one cron line, one unit), so the run's own ttl stands for a holder it never saw.
 //!   The delay is what remains of that bound (plus the clock drift allowance) after the
-//!   server's uptime (after a flush, the new epoch's age). A server that cannot be asked after its connection failed (INFO
-//!   refused by an ACL, gone again) gets the whole bound.
+//!   server's uptime (after a flush, the new epoch's age). A server that cannot be
+//!   asked after its connection failed (INFO refused by an ACL, gone again) gets the
+//!   whole bound.
 //! - **Meanwhile** the names are held and renewed as usual, so nothing else takes them;
 //!   a signal that ends a wait gives them back (nothing ran), a name lost or asked to
 //!   stop gives them all back and ends the run as a lost lock (an `--elect` standby
