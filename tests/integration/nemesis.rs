@@ -600,7 +600,13 @@ pub fn refs(nodes: &[Node]) -> Vec<&Node> {
 #[test]
 fn f22_redlock_minority_lost() {
     let nodes = three();
-    let w = Workload::new(args_for(&urls(&nodes), "f22", TTL_MS), K);
+    let mut w = Workload::new(args_for(&urls(&nodes), "f22", TTL_MS), K);
+    // A node restarted empty keeps none of the leases granted while it was down, and
+    // the next fault may stop one of the two nodes that hold such a lease: it is then
+    // on one node of three and cannot be renewed, so its run exits 79 (once seen in CI:
+    // a run granted as the node came back, lost during its lock-delay, nothing run).
+    // The safety of the row (no overlap, fences, no lost update) is checked as before.
+    w.allowed.push(codes::LOST);
     let mut faults = [nodes_stopped(&nodes, 1), node_restarted_late(&nodes)];
     workload_row(
         "F22",
